@@ -1,0 +1,31 @@
+//! The database seam: one variant per supported backend.
+//!
+//! `Directory` only talks to [`Backend`]; adding PostgreSQL means adding a
+//! `postgres` module with the same methods, a variant here, a URL scheme in
+//! [`Backend::open`] and an arm in `dispatch!` (in `lib.rs`).
+
+use crate::error::DirectoryError;
+use crate::sqlite::{self, SqliteBackend};
+
+pub(crate) enum Backend {
+    Sqlite(SqliteBackend),
+}
+
+impl Backend {
+    /// Opens the backend named by the URL scheme.
+    pub(crate) async fn open(url: &str) -> Result<Backend, DirectoryError> {
+        if let Some(target) = sqlite::parse_url(url) {
+            return Ok(Backend::Sqlite(SqliteBackend::open(target?).await?));
+        }
+        Err(DirectoryError::UnsupportedUrl {
+            url: url.to_string(),
+        })
+    }
+
+    /// Short backend name for logs and health output.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Backend::Sqlite(_) => "sqlite",
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! HR employee directory: schema, migrations, deterministic seed data and
+//! queries.
+//!
+//! This crate knows nothing about MCP or JSON-RPC. It exposes [`Directory`],
+//! a cheap-to-clone async handle, whose queries return serializable output
+//! types (see [`model`]) with JSON Schemas suitable for tool results.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), employee_directory::DirectoryError> {
+//! use std::sync::Arc;
+//! use employee_directory::{Directory, SystemClock};
+//!
+//! let directory = Directory::open("sqlite://data/hr.db", Arc::new(SystemClock)).await?;
+//! if let Some(john) = directory.employee("johndoe").await? {
+//!     println!("{} reports to {:?}", john.name, john.manager);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Unknown ids are not errors: lookups return `Ok(None)`, and helpers such as
+//! [`Directory::department_ids`] or [`Directory::suggest_employees`] provide
+//! material for actionable "not found" messages.
+
+mod backend;
+mod clock;
+mod error;
+mod ids;
+pub mod model;
+mod seed;
+mod sqlite;
+mod tenure;
+
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use error::DirectoryError;
+pub use model::*;
+
+use backend::Backend;
+
+/// Most matches [`Directory::search_by_skill`] returns.
+pub const SKILL_SEARCH_LIMIT: u32 = 100;
+
+/// Calls the same method on whichever backend is active.
+macro_rules! dispatch {
+    ($self:ident, $db:ident => $call:expr) => {
+        match &$self.inner.backend {
+            Backend::Sqlite($db) => $call.await,
+        }
+    };
+}
+
+/// Async handle to the employee directory. Clones share one connection pool.
+#[derive(Clone)]
+pub struct Directory {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    backend: Backend,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Directory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Directory")
+            .field("backend", &self.inner.backend.name())
+            .field("today", &self.inner.clock.today())
+            .finish()
+    }
+}
+
+impl Directory {
+    /// Opens (and if needed creates, migrates and seeds) a directory.
+    ///
+    /// Supported URLs: `sqlite://PATH` (relative or absolute; the file and its
+    /// directory are created if missing) and `sqlite::memory:` (a private
+    /// in-memory database, for tests). Anything else fails with
+    /// [`DirectoryError::UnsupportedUrl`].
+    pub async fn open(url: &str, clock: Arc<dyn Clock>) -> Result<Directory, DirectoryError> {
+        let backend = Backend::open(url).await?;
+        Ok(Directory {
+            inner: Arc::new(Inner { backend, clock }),
+        })
+    }
+
+    /// Today's date according to the directory's clock.
+    pub fn today(&self) -> NaiveDate {
+        self.inner.clock.today()
+    }
+
+    /// Full profile of an employee. Accepts the id in any case
+    /// (`johndoe`), the name with spaces (`John Doe`) or the email address.
+    pub async fn employee(
+        &self,
+        employee_id: &str,
+    ) -> Result<Option<EmployeeDetails>, DirectoryError> {
+        let id = employee_id.to_string();
+        dispatch!(self, db => db.employee(id))
+    }
+
+    /// Active employees of a department, by id (`engineering`) or name
+    /// (`Engineering`), with tenure as of today.
+    pub async fn department_employees(
+        &self,
+        department_id: &str,
+    ) -> Result<Option<DepartmentRoster>, DirectoryError> {
+        let (id, today) = (department_id.to_string(), self.today());
+        dispatch!(self, db => db.department_roster(id, today))
+    }
+
+    /// How long an employee has been with the company as of today (or until
+    /// their last day for former employees).
+    pub async fn tenure(&self, employee_id: &str) -> Result<Option<Tenure>, DirectoryError> {
+        let (id, today) = (employee_id.to_string(), self.today());
+        dispatch!(self, db => db.tenure(id, today))
+    }
+
+    /// Active members of a team (manager first) with their roles and who they
+    /// report to. Accepts the id (`backend`), name (`Backend`) or
+    /// `department-team` (`engineering-backend`).
+    pub async fn team_members(&self, team_id: &str) -> Result<Option<TeamRoster>, DirectoryError> {
+        let id = team_id.to_string();
+        dispatch!(self, db => db.team_roster(id))
+    }
+
+    /// Active employees with a skill: exact (case-insensitive) skill name
+    /// first, otherwise every skill containing the query. At most
+    /// [`SKILL_SEARCH_LIMIT`] matches, strongest first.
+    pub async fn search_by_skill(&self, skill: &str) -> Result<SkillSearch, DirectoryError> {
+        let skill = skill.to_string();
+        dispatch!(self, db => db.search_by_skill(skill, SKILL_SEARCH_LIMIT))
+    }
+
+    /// Salary band of a role (case-insensitive; a level prefix such as
+    /// "Senior ..." is ignored) at a level, with actual salary statistics.
+    /// `None` if the role is unknown or has no band at that level.
+    pub async fn compensation_band(
+        &self,
+        role: &str,
+        level: Level,
+    ) -> Result<Option<CompensationBand>, DirectoryError> {
+        let role = role.to_string();
+        dispatch!(self, db => db.compensation_band(role, level))
+    }
+
+    /// Levels at which a role has a salary band; `None` if the role is unknown.
+    pub async fn role_levels(&self, role: &str) -> Result<Option<Vec<Level>>, DirectoryError> {
+        let role = role.to_string();
+        dispatch!(self, db => db.role_levels(role))
+    }
+
+    /// Leave balance of an employee for the current year (or their last
+    /// recorded year).
+    pub async fn leave_balance(
+        &self,
+        employee_id: &str,
+        leave_type: LeaveType,
+    ) -> Result<Option<LeaveBalance>, DirectoryError> {
+        let (id, today) = (employee_id.to_string(), self.today());
+        dispatch!(self, db => db.leave_balance(id, leave_type, today))
+    }
+
+    /// Generates an organisation-wide report as of today.
+    pub async fn report(&self, kind: ReportType) -> Result<Report, DirectoryError> {
+        let today = self.today();
+        dispatch!(self, db => db.report(kind, today))
+    }
+
+    /// All departments as `(id, name)`, by name.
+    pub async fn department_ids(&self) -> Result<Vec<(String, String)>, DirectoryError> {
+        dispatch!(self, db => db.department_ids())
+    }
+
+    /// All teams as `(id, name)`, by name.
+    pub async fn team_ids(&self) -> Result<Vec<(String, String)>, DirectoryError> {
+        dispatch!(self, db => db.team_ids())
+    }
+
+    /// All role names (without level), alphabetically.
+    pub async fn roles(&self) -> Result<Vec<String>, DirectoryError> {
+        dispatch!(self, db => db.roles())
+    }
+
+    /// All skill names, alphabetically.
+    pub async fn skills(&self) -> Result<Vec<String>, DirectoryError> {
+        dispatch!(self, db => db.skills())
+    }
+
+    /// Employees whose name or id resembles `query`, as `(id, name)`, best
+    /// match first; for "did you mean" messages.
+    pub async fn suggest_employees(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, DirectoryError> {
+        let query = query.to_string();
+        let limit = u32::try_from(limit).unwrap_or(u32::MAX);
+        dispatch!(self, db => db.suggest_employees(query, limit))
+    }
+
+    /// Checks the database answers; returns schema version and size.
+    pub async fn ping(&self) -> Result<Health, DirectoryError> {
+        dispatch!(self, db => db.health())
+    }
+}

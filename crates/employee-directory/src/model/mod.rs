@@ -1,0 +1,26 @@
+//! Output types returned by [`crate::Directory`] queries.
+//!
+//! Every type serializes to camelCase JSON and derives a JSON Schema whose
+//! descriptions come from the doc comments, so they can be handed to a
+//! language model as-is.
+
+mod employee;
+mod enums;
+mod org;
+mod pay;
+mod report;
+
+pub use employee::{EmployeeDetails, EmployeeSkill, HistoryEntry, Location, Tenure};
+pub use enums::{
+    EmploymentStatus, EmploymentType, HistoryEvent, LeaveType, Level, OfficeType, Proficiency,
+    ReportType, TerminationReason,
+};
+pub use org::{
+    DepartmentRoster, DepartmentSummary, Health, RosterEntry, SkillMatch, SkillMatchKind,
+    SkillSearch, TeamMember, TeamRef, TeamRoster, TeamSummary,
+};
+pub use pay::{CompensationBand, LeaveBalance, SalaryStats};
+pub use report::{
+    CompensationReport, CompensationRow, HeadcountBucket, HeadcountReport, Report, TurnoverReport,
+    TurnoverRow,
+};

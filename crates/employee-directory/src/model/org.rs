@@ -1,0 +1,206 @@
+//! Organisation views: departments, teams, skill search, health.
+
+use chrono::NaiveDate;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::employee::Location;
+use super::enums::{EmploymentType, Level, OfficeType, Proficiency};
+
+/// A team, by id and name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamRef {
+    /// Team id to use with other tools, e.g. "backend".
+    pub team_id: String,
+    /// Team name, e.g. "Backend".
+    pub name: String,
+}
+
+/// Department facts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DepartmentSummary {
+    /// Department id to use with other tools, e.g. "engineering".
+    pub department_id: String,
+    /// Department name, e.g. "Engineering".
+    pub name: String,
+    /// What the department does.
+    pub description: String,
+    /// Department head's full name.
+    pub head: Option<String>,
+    /// Department head's employee id.
+    pub head_id: Option<String>,
+    /// Teams in the department.
+    pub teams: Vec<TeamRef>,
+}
+
+/// One employee in a department roster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RosterEntry {
+    /// Employee id.
+    pub employee_id: String,
+    /// Full name.
+    pub name: String,
+    /// Job title, e.g. "Senior Software Engineer".
+    pub title: String,
+    /// Career level.
+    pub level: Level,
+    /// Team name; absent for the department head.
+    pub team: Option<String>,
+    /// Team id.
+    pub team_id: Option<String>,
+    /// First day at the company.
+    pub start_date: NaiveDate,
+    /// Whole years of service as of `asOf`.
+    pub tenure_years: u32,
+    /// Whole months beyond `tenureYears`.
+    pub tenure_months: u32,
+}
+
+/// Active employees of one department.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DepartmentRoster {
+    /// The department.
+    pub department: DepartmentSummary,
+    /// Date tenure is computed at.
+    pub as_of: NaiveDate,
+    /// Number of active employees listed.
+    pub count: u32,
+    /// Active employees, sorted by team then name (the head first).
+    pub employees: Vec<RosterEntry>,
+}
+
+/// Team facts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamSummary {
+    /// Team id to use with other tools.
+    pub team_id: String,
+    /// Team name.
+    pub name: String,
+    /// What the team works on.
+    pub description: String,
+    /// Department name.
+    pub department: String,
+    /// Department id.
+    pub department_id: String,
+    /// Team manager's full name.
+    pub manager: Option<String>,
+    /// Team manager's employee id.
+    pub manager_id: Option<String>,
+}
+
+/// One member of a team.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamMember {
+    /// Employee id.
+    pub employee_id: String,
+    /// Full name.
+    pub name: String,
+    /// Job title, e.g. "Senior Software Engineer".
+    pub title: String,
+    /// Role without level, e.g. "Software Engineer".
+    pub role: String,
+    /// Career level.
+    pub level: Level,
+    /// True for the team manager.
+    pub is_manager: bool,
+    /// Employee id of the person this member reports to.
+    pub manager_id: Option<String>,
+    /// Name of the person this member reports to.
+    pub manager: Option<String>,
+    /// Work email address.
+    pub email: String,
+    /// Contract type.
+    pub employment_type: EmploymentType,
+    /// Remote, hybrid or on-site.
+    pub office_type: OfficeType,
+    /// Work location.
+    pub location: Location,
+    /// First day at the company.
+    pub start_date: NaiveDate,
+}
+
+/// Active members of a team and who they report to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamRoster {
+    /// The team.
+    pub team: TeamSummary,
+    /// Number of active members, manager included.
+    pub count: u32,
+    /// Members, the manager first, then by level (highest first) and name.
+    pub members: Vec<TeamMember>,
+}
+
+/// How a skill search matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SkillMatchKind {
+    /// The query equals a skill name (ignoring case).
+    Exact,
+    /// The query is part of one or more skill names.
+    Partial,
+    /// No skill matched.
+    None,
+}
+
+/// An employee holding a searched skill.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillMatch {
+    /// Employee id.
+    pub employee_id: String,
+    /// Full name.
+    pub name: String,
+    /// Job title.
+    pub title: String,
+    /// Department name.
+    pub department: String,
+    /// Department id.
+    pub department_id: String,
+    /// Team name.
+    pub team: Option<String>,
+    /// Team id.
+    pub team_id: Option<String>,
+    /// The matched skill.
+    pub skill: String,
+    /// Proficiency in the matched skill.
+    pub proficiency: Proficiency,
+}
+
+/// Result of searching active employees by skill.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillSearch {
+    /// The skill searched for, as given.
+    pub query: String,
+    /// Whether the match was exact, partial or absent.
+    pub match_kind: SkillMatchKind,
+    /// Skill names that matched the query.
+    pub matched_skills: Vec<String>,
+    /// Total number of matches before truncation.
+    pub total: u32,
+    /// True if `matches` was cut to the result limit.
+    pub truncated: bool,
+    /// Matches, highest proficiency first, then by name.
+    pub matches: Vec<SkillMatch>,
+}
+
+/// Health and size of the directory database.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    /// Database backend, e.g. "sqlite".
+    pub backend: String,
+    /// Highest applied schema migration.
+    pub schema_version: u32,
+    /// Number of active employees.
+    pub active_employees: u32,
+    /// Number of employee records, former employees included.
+    pub total_employees: u32,
+}

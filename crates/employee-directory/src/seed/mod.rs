@@ -1,0 +1,981 @@
+//! Deterministic seed data.
+//!
+//! Generates the same organisation on every machine: a fixed PRNG seed, fixed
+//! reference lists ([`catalog`]) and dates relative to a fixed anchor date
+//! (never "today"), so tests and demos see identical data. The output is plain
+//! rows; the backend modules insert them.
+
+mod catalog;
+mod rng;
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{Datelike, Days, NaiveDate};
+
+use crate::model::{
+    EmploymentStatus, EmploymentType, HistoryEvent, LeaveType, Level, OfficeType, Proficiency,
+    TerminationReason,
+};
+use catalog::{DEPARTMENTS, DepartmentDef, EXECUTIVE_DEPARTMENT, TEAMS, TeamDef};
+use rng::SplitMix64;
+
+/// Bump when the generated content changes.
+pub(crate) const SEED_VERSION: &str = "1";
+/// Company name used in employment histories.
+pub(crate) const COMPANY: &str = "Acme Corp";
+const EMAIL_DOMAIN: &str = "acmecorp.com";
+const PRNG_SEED: u64 = 0x00AC_3E00_2026_0001;
+
+/// All generated dates lie on or before this day.
+pub(crate) fn anchor_date() -> NaiveDate {
+    ymd(2026, 10, 1)
+}
+
+const fn ymd(y: i32, m: u32, d: u32) -> NaiveDate {
+    match NaiveDate::from_ymd_opt(y, m, d) {
+        Some(date) => date,
+        None => NaiveDate::MIN,
+    }
+}
+
+/// Share of each team that has left in the two years before the anchor.
+const TERMINATED_SHARE: f64 = 0.16;
+
+pub(crate) struct DepartmentRow {
+    pub id: &'static str,
+    pub name: &'static str,
+    pub description: &'static str,
+    pub head_id: String,
+}
+
+pub(crate) struct TeamRow {
+    pub id: &'static str,
+    pub name: &'static str,
+    pub department_id: &'static str,
+    pub description: &'static str,
+    pub manager_id: String,
+}
+
+pub(crate) struct LocationRow {
+    pub id: i64,
+    pub city: &'static str,
+    pub region: Option<&'static str>,
+    pub country: &'static str,
+}
+
+/// Role track, stored as text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Track {
+    IndividualContributor,
+    Manager,
+    Executive,
+}
+
+impl Track {
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            Track::IndividualContributor => "individual-contributor",
+            Track::Manager => "manager",
+            Track::Executive => "executive",
+        }
+    }
+}
+
+pub(crate) struct RoleRow {
+    pub id: i64,
+    pub title: &'static str,
+    pub track: Track,
+    pub department_id: &'static str,
+}
+
+pub(crate) struct BandRow {
+    pub role_id: i64,
+    pub level: Level,
+    pub min: i64,
+    pub mid: i64,
+    pub max: i64,
+}
+
+pub(crate) struct SkillRow {
+    pub id: i64,
+    pub name: &'static str,
+    pub category: &'static str,
+}
+
+pub(crate) struct EmployeeRow {
+    pub id: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: String,
+    pub phone: String,
+    pub role_id: i64,
+    pub level: Level,
+    pub department_id: &'static str,
+    pub team_id: Option<&'static str>,
+    pub manager_id: Option<String>,
+    pub location_id: i64,
+    pub employment_type: EmploymentType,
+    pub office_type: OfficeType,
+    pub start_date: NaiveDate,
+    pub status: EmploymentStatus,
+    pub termination_date: Option<NaiveDate>,
+    pub termination_reason: Option<TerminationReason>,
+    pub salary: i64,
+}
+
+pub(crate) struct EmployeeSkillRow {
+    pub employee_id: String,
+    pub skill_id: i64,
+    pub proficiency: Proficiency,
+}
+
+pub(crate) struct HistoryRow {
+    pub employee_id: String,
+    pub company: String,
+    pub title: String,
+    pub level: Option<Level>,
+    pub department_id: Option<&'static str>,
+    pub event: HistoryEvent,
+    pub start_date: NaiveDate,
+    pub end_date: Option<NaiveDate>,
+}
+
+pub(crate) struct LeaveRow {
+    pub employee_id: String,
+    pub leave_type: LeaveType,
+    pub year: i32,
+    pub entitled: f64,
+    pub used: f64,
+    pub pending: f64,
+}
+
+/// The whole generated organisation, in insertion order.
+pub(crate) struct SeedData {
+    pub departments: Vec<DepartmentRow>,
+    pub teams: Vec<TeamRow>,
+    pub locations: Vec<LocationRow>,
+    pub roles: Vec<RoleRow>,
+    pub bands: Vec<BandRow>,
+    pub skills: Vec<SkillRow>,
+    pub employees: Vec<EmployeeRow>,
+    pub employee_skills: Vec<EmployeeSkillRow>,
+    pub history: Vec<HistoryRow>,
+    pub leave: Vec<LeaveRow>,
+}
+
+/// Builds a job title from a role and level ("Senior" + "Software Engineer").
+pub(crate) fn job_title(role: &str, track: &str, level: Level) -> String {
+    match level.title_prefix() {
+        Some(prefix) if track == Track::IndividualContributor.as_str() => {
+            format!("{prefix} {role}")
+        }
+        _ => role.to_string(),
+    }
+}
+
+/// Generates the organisation. Pure and deterministic.
+pub(crate) fn generate() -> Result<SeedData, String> {
+    Generator::new().run()
+}
+
+/// Settings for one person; `None` fields are drawn at random.
+#[derive(Default)]
+struct PersonSpec {
+    name: Option<(&'static str, &'static str)>,
+    start: Option<NaiveDate>,
+    location: Option<&'static str>,
+    employment_type: Option<EmploymentType>,
+    office_type: Option<OfficeType>,
+    phone: Option<&'static str>,
+    skills: Option<&'static [(&'static str, Proficiency)]>,
+    termination: Option<(NaiveDate, TerminationReason)>,
+}
+
+/// Where a person sits in the organisation.
+struct Placement<'a> {
+    department: &'a DepartmentDef,
+    team: Option<&'a TeamDef>,
+    role: &'static str,
+    track: Track,
+    level: Level,
+    manager_id: Option<String>,
+    /// Skill pool (team skills first, then department skills).
+    skill_pool: Vec<&'static str>,
+}
+
+struct Generator {
+    rng: SplitMix64,
+    data: SeedData,
+    taken_ids: HashSet<String>,
+    role_ids: HashMap<&'static str, i64>,
+    skill_ids: HashMap<&'static str, i64>,
+    bands: HashMap<(i64, Level), (i64, i64)>,
+    next_phone: u32,
+}
+
+const IC_LEVELS: &[(Level, u32)] = &[
+    (Level::Junior, 16),
+    (Level::Mid, 34),
+    (Level::Senior, 30),
+    (Level::Staff, 14),
+    (Level::Principal, 6),
+];
+
+const MANAGER_LEVELS: &[(Level, u32)] = &[
+    (Level::Senior, 35),
+    (Level::Staff, 40),
+    (Level::Principal, 15),
+    (Level::Director, 10),
+];
+
+impl Generator {
+    fn new() -> Self {
+        Generator {
+            rng: SplitMix64::new(PRNG_SEED),
+            data: SeedData {
+                departments: Vec::new(),
+                teams: Vec::new(),
+                locations: Vec::new(),
+                roles: Vec::new(),
+                bands: Vec::new(),
+                skills: Vec::new(),
+                employees: Vec::new(),
+                employee_skills: Vec::new(),
+                history: Vec::new(),
+                leave: Vec::new(),
+            },
+            taken_ids: HashSet::new(),
+            role_ids: HashMap::new(),
+            skill_ids: HashMap::new(),
+            bands: HashMap::new(),
+            // Numbers below 200 are reserved for hand-written people.
+            next_phone: 200,
+        }
+    }
+
+    fn run(mut self) -> Result<SeedData, String> {
+        self.reference_data();
+
+        let ceo_id = self.person(
+            &Placement {
+                department: &EXECUTIVE_DEPARTMENT,
+                team: None,
+                role: EXECUTIVE_DEPARTMENT.head_role,
+                track: Track::Executive,
+                level: Level::Executive,
+                manager_id: None,
+                skill_pool: vec!["Leadership", "Public Speaking", "Budgeting", "Negotiation"],
+            },
+            PersonSpec {
+                name: Some(("Margaret", "Chen")),
+                start: Some(ymd(2012, 2, 6)),
+                location: Some("San Francisco"),
+                employment_type: Some(EmploymentType::FullTime),
+                office_type: Some(OfficeType::OnSite),
+                ..PersonSpec::default()
+            },
+        )?;
+        self.data.departments.push(DepartmentRow {
+            id: EXECUTIVE_DEPARTMENT.id,
+            name: EXECUTIVE_DEPARTMENT.name,
+            description: EXECUTIVE_DEPARTMENT.description,
+            head_id: ceo_id.clone(),
+        });
+
+        for dept in DEPARTMENTS {
+            let mut pool = vec!["Leadership", "Budgeting"];
+            pool.extend_from_slice(dept.common_skills);
+            let start = self.date_between(ymd(2012, 3, 1), ymd(2018, 12, 31));
+            let head_id = self.person(
+                &Placement {
+                    department: dept,
+                    team: None,
+                    role: dept.head_role,
+                    track: Track::Executive,
+                    level: Level::Executive,
+                    manager_id: Some(ceo_id.clone()),
+                    skill_pool: pool,
+                },
+                PersonSpec {
+                    start: Some(start),
+                    employment_type: Some(EmploymentType::FullTime),
+                    ..PersonSpec::default()
+                },
+            )?;
+            self.data.departments.push(DepartmentRow {
+                id: dept.id,
+                name: dept.name,
+                description: dept.description,
+                head_id: head_id.clone(),
+            });
+            for team in TEAMS.iter().filter(|t| t.department == dept.id) {
+                self.team(dept, team, &head_id)?;
+            }
+        }
+        Ok(self.data)
+    }
+
+    fn reference_data(&mut self) {
+        for (i, (city, region, country, _, _)) in catalog::LOCATIONS.iter().enumerate() {
+            self.data.locations.push(LocationRow {
+                id: i as i64 + 1,
+                city,
+                region: *region,
+                country,
+            });
+        }
+        for (i, (name, category)) in catalog::SKILLS.iter().enumerate() {
+            let id = i as i64 + 1;
+            self.skill_ids.insert(name, id);
+            self.data.skills.push(SkillRow { id, name, category });
+        }
+
+        self.add_role(
+            EXECUTIVE_DEPARTMENT.head_role,
+            Track::Executive,
+            EXECUTIVE_DEPARTMENT.id,
+            &[(Level::Executive, EXECUTIVE_DEPARTMENT.head_mid)],
+        );
+        for dept in DEPARTMENTS {
+            self.add_role(
+                dept.head_role,
+                Track::Executive,
+                dept.id,
+                &[(Level::Executive, dept.head_mid)],
+            );
+            let m = dept.manager_mid;
+            self.add_role(
+                dept.manager_role,
+                Track::Manager,
+                dept.id,
+                &[
+                    (Level::Senior, m),
+                    (Level::Staff, m * 115 / 100),
+                    (Level::Principal, m * 132 / 100),
+                    (Level::Director, m * 150 / 100),
+                ],
+            );
+        }
+        for (role, base) in catalog::IC_ROLES {
+            let dept = TEAMS
+                .iter()
+                .find(|t| t.roles.iter().any(|(r, _)| r == role))
+                .map_or("", |t| t.department);
+            self.add_role(
+                role,
+                Track::IndividualContributor,
+                dept,
+                &[
+                    (Level::Junior, base * 75 / 100),
+                    (Level::Mid, *base),
+                    (Level::Senior, base * 128 / 100),
+                    (Level::Staff, base * 155 / 100),
+                    (Level::Principal, base * 185 / 100),
+                ],
+            );
+        }
+    }
+
+    fn add_role(
+        &mut self,
+        title: &'static str,
+        track: Track,
+        department_id: &'static str,
+        mids: &[(Level, i64)],
+    ) {
+        let id = self.data.roles.len() as i64 + 1;
+        self.role_ids.insert(title, id);
+        self.data.roles.push(RoleRow {
+            id,
+            title,
+            track,
+            department_id,
+        });
+        for &(level, mid) in mids {
+            let mid = round_to(mid as f64, 1000);
+            let min = round_to(mid as f64 * 0.82, 1000);
+            let max = round_to(mid as f64 * 1.18, 1000);
+            self.bands.insert((id, level), (min, max));
+            self.data.bands.push(BandRow {
+                role_id: id,
+                level,
+                min,
+                mid,
+                max,
+            });
+        }
+    }
+
+    fn team(&mut self, dept: &DepartmentDef, team: &TeamDef, head_id: &str) -> Result<(), String> {
+        let mut pool: Vec<&'static str> = team.skills.to_vec();
+        pool.extend(
+            dept.common_skills
+                .iter()
+                .filter(|s| !team.skills.contains(s)),
+        );
+        let mut manager_pool = vec!["Leadership", "Coaching"];
+        manager_pool.extend_from_slice(&pool);
+
+        // The article's example people live in the Backend team.
+        let is_backend = team.id == "backend";
+        let manager_spec = if is_backend {
+            PersonSpec {
+                name: Some(("Alice", "Johnson")),
+                start: Some(ymd(2016, 6, 13)),
+                location: Some("San Francisco"),
+                employment_type: Some(EmploymentType::FullTime),
+                office_type: Some(OfficeType::Hybrid),
+                phone: Some("+1-555-0101"),
+                skills: Some(&[
+                    ("Leadership", Proficiency::Expert),
+                    ("System Design", Proficiency::Expert),
+                    ("Go", Proficiency::Advanced),
+                    ("Kubernetes", Proficiency::Advanced),
+                    ("Coaching", Proficiency::Advanced),
+                ]),
+                ..PersonSpec::default()
+            }
+        } else {
+            let start = self.date_between(ymd(2013, 1, 1), ymd(2022, 12, 31));
+            PersonSpec {
+                start: Some(start),
+                employment_type: Some(EmploymentType::FullTime),
+                ..PersonSpec::default()
+            }
+        };
+        let manager_level = if is_backend {
+            Level::Staff
+        } else {
+            *self.rng.weighted(MANAGER_LEVELS)
+        };
+        let manager_id = self.person(
+            &Placement {
+                department: dept,
+                team: Some(team),
+                role: dept.manager_role,
+                track: Track::Manager,
+                level: manager_level,
+                manager_id: Some(head_id.to_string()),
+                skill_pool: manager_pool,
+            },
+            manager_spec,
+        )?;
+        self.data.teams.push(TeamRow {
+            id: team.id,
+            name: team.name,
+            department_id: dept.id,
+            description: team.description,
+            manager_id: manager_id.clone(),
+        });
+
+        let terminated = round_to(f64::from(team.size) * TERMINATED_SHARE, 1).max(1);
+        let total = team.size + terminated as u32;
+        for i in 0..total {
+            let active = i < team.size;
+            let mut spec = PersonSpec::default();
+            let (role, level) = if is_backend && i == 0 {
+                spec = PersonSpec {
+                    name: Some(("John", "Doe")),
+                    start: Some(ymd(2020, 1, 15)),
+                    location: Some("San Francisco"),
+                    employment_type: Some(EmploymentType::FullTime),
+                    office_type: Some(OfficeType::Hybrid),
+                    phone: Some("+1-555-0123"),
+                    skills: Some(&[
+                        ("Java", Proficiency::Expert),
+                        ("Python", Proficiency::Advanced),
+                        ("PostgreSQL", Proficiency::Advanced),
+                        ("AWS", Proficiency::Intermediate),
+                        ("Kubernetes", Proficiency::Intermediate),
+                    ]),
+                    ..PersonSpec::default()
+                };
+                ("Software Engineer", Level::Senior)
+            } else {
+                (
+                    *self.rng.weighted(team.roles),
+                    *self.rng.weighted(IC_LEVELS),
+                )
+            };
+            if !active {
+                let term =
+                    self.date_between(anchor_date() - Days::new(729), anchor_date() - Days::new(1));
+                let reason = if self.rng.chance(0.7) {
+                    TerminationReason::Voluntary
+                } else {
+                    TerminationReason::Involuntary
+                };
+                let start = self.date_between(ymd(2013, 1, 1), term - Days::new(120));
+                spec.termination = Some((term, reason));
+                spec.start = Some(start);
+            }
+            self.person(
+                &Placement {
+                    department: dept,
+                    team: Some(team),
+                    role,
+                    track: Track::IndividualContributor,
+                    level,
+                    manager_id: Some(manager_id.clone()),
+                    skill_pool: pool.clone(),
+                },
+                spec,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Creates one employee with skills, history and leave; returns the id.
+    fn person(&mut self, at: &Placement<'_>, spec: PersonSpec) -> Result<String, String> {
+        let (first, last) = match spec.name {
+            Some(name) => name,
+            None => self.random_name(),
+        };
+        let (id, email) = self.unique_handle(first, last);
+
+        let location_idx = match spec.location {
+            Some(city) => catalog::LOCATIONS
+                .iter()
+                .position(|l| l.0 == city)
+                .ok_or_else(|| format!("unknown seed city {city}"))?,
+            None => {
+                let weighted: Vec<(usize, u32)> = catalog::LOCATIONS
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| (i, l.4))
+                    .collect();
+                *self.rng.weighted(&weighted)
+            }
+        };
+        let phone = match spec.phone {
+            Some(p) => p.to_string(),
+            None => {
+                let code = catalog::LOCATIONS[location_idx].3;
+                let n = self.next_phone;
+                self.next_phone += 1;
+                format!("{code}-555-{n:04}")
+            }
+        };
+        let employment_type = spec.employment_type.unwrap_or_else(|| {
+            let contractor_weight = if at.department.id == "customer-support" {
+                14
+            } else {
+                7
+            };
+            *self.rng.weighted(&[
+                (EmploymentType::FullTime, 100 - contractor_weight - 6),
+                (EmploymentType::PartTime, 6),
+                (EmploymentType::Contractor, contractor_weight),
+            ])
+        });
+        let office_type = spec.office_type.unwrap_or_else(|| {
+            *self.rng.weighted(&[
+                (OfficeType::Remote, 25),
+                (OfficeType::Hybrid, 50),
+                (OfficeType::OnSite, 25),
+            ])
+        });
+        let start = match spec.start {
+            Some(d) => d,
+            None => self.recent_weighted_start(),
+        };
+        let (status, termination_date, termination_reason) = match spec.termination {
+            Some((d, r)) => (EmploymentStatus::Terminated, Some(d), Some(r)),
+            None => (EmploymentStatus::Active, None, None),
+        };
+        let end = termination_date.unwrap_or_else(anchor_date);
+
+        let role_id = *self
+            .role_ids
+            .get(at.role)
+            .ok_or_else(|| format!("unknown seed role {}", at.role))?;
+        let &(band_min, band_max) = self
+            .bands
+            .get(&(role_id, at.level))
+            .ok_or_else(|| format!("no band for {} at {}", at.role, at.level))?;
+        let position = 0.1 + 0.8 * self.rng.unit();
+        let salary = round_to(
+            band_min as f64 + (band_max - band_min) as f64 * position,
+            500,
+        );
+
+        self.data.employees.push(EmployeeRow {
+            id: id.clone(),
+            first_name: first.to_string(),
+            last_name: last.to_string(),
+            email,
+            phone,
+            role_id,
+            level: at.level,
+            department_id: at.department.id,
+            team_id: at.team.map(|t| t.id),
+            manager_id: at.manager_id.clone(),
+            location_id: location_idx as i64 + 1,
+            employment_type,
+            office_type,
+            start_date: start,
+            status,
+            termination_date,
+            termination_reason,
+            salary,
+        });
+
+        self.skills(&id, at, spec.skills)?;
+        self.history(&id, at, start, termination_date);
+        self.leave(&id, employment_type, start, end);
+        Ok(id)
+    }
+
+    fn random_name(&mut self) -> (&'static str, &'static str) {
+        loop {
+            let first = *self.rng.pick(catalog::FIRST_NAMES);
+            let last = *self.rng.pick(catalog::LAST_NAMES);
+            // Keep the article's example people unambiguous.
+            if (first, last) != ("Alice", "Johnson") && (first, last) != ("John", "Doe") {
+                return (first, last);
+            }
+        }
+    }
+
+    /// PascalCase id (`MariaGarcia`, then `MariaGarcia2`, ...) and matching email.
+    fn unique_handle(&mut self, first: &str, last: &str) -> (String, String) {
+        let base: String = format!("{first}{last}")
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .collect();
+        let mut n = 1u32;
+        loop {
+            let suffix = if n == 1 { String::new() } else { n.to_string() };
+            let id = format!("{base}{suffix}");
+            // Ids are compared case-insensitively everywhere.
+            if self.taken_ids.insert(id.to_ascii_lowercase()) {
+                let email = format!(
+                    "{}.{}{}@{}",
+                    first.to_ascii_lowercase(),
+                    last.to_ascii_lowercase(),
+                    suffix,
+                    EMAIL_DOMAIN
+                );
+                return (id, email);
+            }
+            n += 1;
+        }
+    }
+
+    fn skills(
+        &mut self,
+        id: &str,
+        at: &Placement<'_>,
+        fixed: Option<&[(&str, Proficiency)]>,
+    ) -> Result<(), String> {
+        let chosen: Vec<(&str, Proficiency)> = match fixed {
+            Some(list) => list.to_vec(),
+            None => {
+                let count = 3 + self.rng.below(4);
+                let mut picked: Vec<&str> = Vec::new();
+                // Draw mostly from the front of the pool (team skills).
+                let mut guard = 0;
+                while picked.len() < count.min(at.skill_pool.len()) && guard < 100 {
+                    guard += 1;
+                    let skill = *self.rng.pick(&at.skill_pool);
+                    if !picked.contains(&skill) {
+                        picked.push(skill);
+                    }
+                }
+                picked
+                    .into_iter()
+                    .map(|s| (s, self.proficiency(at.level)))
+                    .collect()
+            }
+        };
+        for (name, proficiency) in chosen {
+            let skill_id = *self
+                .skill_ids
+                .get(name)
+                .ok_or_else(|| format!("unknown seed skill {name}"))?;
+            self.data.employee_skills.push(EmployeeSkillRow {
+                employee_id: id.to_string(),
+                skill_id,
+                proficiency,
+            });
+        }
+        Ok(())
+    }
+
+    fn proficiency(&mut self, level: Level) -> Proficiency {
+        use Proficiency::*;
+        let weights: [u32; 4] = match level {
+            Level::Junior => [35, 45, 17, 3],
+            Level::Mid => [12, 45, 35, 8],
+            Level::Senior => [4, 24, 50, 22],
+            Level::Staff => [2, 13, 45, 40],
+            Level::Principal => [1, 9, 35, 55],
+            Level::Director | Level::Executive => [5, 25, 45, 25],
+        };
+        *self.rng.weighted(&[
+            (Beginner, weights[0]),
+            (Intermediate, weights[1]),
+            (Advanced, weights[2]),
+            (Expert, weights[3]),
+        ])
+    }
+
+    fn history(
+        &mut self,
+        id: &str,
+        at: &Placement<'_>,
+        start: NaiveDate,
+        termination: Option<NaiveDate>,
+    ) {
+        let end = termination.unwrap_or_else(anchor_date);
+        let years = (end - start).num_days() as f64 / 365.25;
+        let track = at.track.as_str();
+
+        // Positions held here: (title, level, from).
+        let mut positions: Vec<(String, Level, NaiveDate)> = Vec::new();
+        match at.track {
+            Track::IndividualContributor => {
+                let idx = IC_LEVELS
+                    .iter()
+                    .position(|(l, _)| *l == at.level)
+                    .unwrap_or(0);
+                let cap = 1 + self.rng.below(2);
+                let promotions = idx.min((years / 2.5) as usize).min(cap);
+                let span = (end - start).num_days();
+                for step in 0..=promotions {
+                    let level = IC_LEVELS[idx - promotions + step].0;
+                    let from = if step == 0 {
+                        start
+                    } else {
+                        first_of_month(
+                            start
+                                + Days::new((span * step as i64 / (promotions as i64 + 1)) as u64),
+                        )
+                    };
+                    positions.push((job_title(at.role, track, level), level, from));
+                }
+            }
+            Track::Manager if years >= 2.0 => {
+                let team_role = at.team.and_then(|t| t.roles.first()).map_or("", |r| r.0);
+                let ic_level = if self.rng.chance(0.5) {
+                    Level::Senior
+                } else {
+                    Level::Staff
+                };
+                positions.push((
+                    job_title(team_role, Track::IndividualContributor.as_str(), ic_level),
+                    ic_level,
+                    start,
+                ));
+                let months = 12 + self.rng.below(((years - 1.0) * 12.0) as usize);
+                let promoted = start
+                    .checked_add_months(chrono::Months::new(months as u32))
+                    .map_or(start, first_of_month);
+                positions.push((at.role.to_string(), at.level, promoted));
+            }
+            Track::Manager | Track::Executive => {
+                positions.push((at.role.to_string(), at.level, start));
+            }
+        }
+        // Most recent first.
+        let mut next_from: Option<NaiveDate> = None;
+        for (i, (title, level, from)) in positions.iter().enumerate().rev() {
+            let to = match next_from {
+                Some(next) => next.pred_opt(),
+                None => termination,
+            };
+            self.data.history.push(HistoryRow {
+                employee_id: id.to_string(),
+                company: COMPANY.to_string(),
+                title: title.clone(),
+                level: Some(*level),
+                department_id: Some(at.department.id),
+                event: if i == 0 {
+                    HistoryEvent::Hired
+                } else {
+                    HistoryEvent::Promoted
+                },
+                start_date: *from,
+                end_date: to,
+            });
+            next_from = Some(*from);
+        }
+
+        // Previous employers, walking back from the start date.
+        let previous = match at.level {
+            Level::Junior => self.rng.below(2),
+            _ => 1 + self.rng.below(2),
+        };
+        let mut before = start;
+        let first_level = positions.first().map_or(at.level, |p| p.1);
+        let base_role = match at.track {
+            Track::IndividualContributor => at.role,
+            _ => at
+                .team
+                .and_then(|t| t.roles.first())
+                .map_or(at.role, |r| r.0),
+        };
+        for k in 0..previous {
+            let to = before - Days::new(7 + self.rng.below(60) as u64);
+            let from = to - Days::new(365 + self.rng.below(3 * 365) as u64);
+            let title_level = match (first_level, k) {
+                (Level::Junior, _) | (Level::Mid, _) => Level::Junior,
+                (_, 0) => Level::Mid,
+                _ => Level::Junior,
+            };
+            let company = self.rng.pick(catalog::PREVIOUS_EMPLOYERS).to_string();
+            self.data.history.push(HistoryRow {
+                employee_id: id.to_string(),
+                company,
+                title: job_title(
+                    base_role,
+                    Track::IndividualContributor.as_str(),
+                    title_level,
+                ),
+                level: None,
+                department_id: None,
+                event: HistoryEvent::PreviousEmployer,
+                start_date: from,
+                end_date: Some(to),
+            });
+            before = from;
+        }
+    }
+
+    fn leave(&mut self, id: &str, kind: EmploymentType, start: NaiveDate, as_of: NaiveDate) {
+        let year = as_of.year();
+        // Share of the year that has passed, for realistic "used" amounts.
+        let elapsed = f64::from(as_of.ordinal()) / 365.0;
+        let tenure_years = ((as_of - start).num_days() / 365) as f64;
+        let contractor = kind == EmploymentType::Contractor;
+        for &leave_type in LeaveType::ALL {
+            let entitled = match (leave_type, kind) {
+                (_, EmploymentType::Contractor) if leave_type != LeaveType::Unpaid => 0.0,
+                (LeaveType::Annual, EmploymentType::PartTime) => 12.0,
+                (LeaveType::Annual, _) => 20.0 + (tenure_years / 2.0).floor().min(5.0),
+                (LeaveType::Sick, _) => 10.0,
+                (LeaveType::Parental, _) => 60.0,
+                (LeaveType::Bereavement, _) => 5.0,
+                (LeaveType::Unpaid, _) => 10.0,
+            };
+            let (mut used, mut pending) = match leave_type {
+                _ if contractor && leave_type != LeaveType::Unpaid => (0.0, 0.0),
+                LeaveType::Annual => {
+                    let used = entitled * elapsed * (0.4 + 0.6 * self.rng.unit());
+                    let pending = if self.rng.chance(0.4) {
+                        1.0 + self.rng.below(5) as f64
+                    } else {
+                        0.0
+                    };
+                    (used, pending)
+                }
+                LeaveType::Sick => (self.rng.below(15) as f64 / 2.0, 0.0),
+                LeaveType::Parental if self.rng.chance(0.04) => {
+                    (20.0 + self.rng.below(41) as f64, 0.0)
+                }
+                LeaveType::Bereavement if self.rng.chance(0.05) => {
+                    (1.0 + self.rng.below(5) as f64, 0.0)
+                }
+                LeaveType::Unpaid if self.rng.chance(0.05) => {
+                    (1.0 + self.rng.below(10) as f64, 0.0)
+                }
+                _ => (0.0, 0.0),
+            };
+            used = (round_half(used)).min(entitled);
+            pending = round_half(pending).min(entitled - used);
+            self.data.leave.push(LeaveRow {
+                employee_id: id.to_string(),
+                leave_type,
+                year,
+                entitled,
+                used,
+                pending,
+            });
+        }
+    }
+
+    fn date_between(&mut self, from: NaiveDate, to: NaiveDate) -> NaiveDate {
+        let span = (to - from).num_days().max(0) as usize;
+        monday_on_or_before(from + Days::new(self.rng.below(span + 1) as u64)).max(from)
+    }
+
+    /// Start dates skewed towards recent years (the company grew over time).
+    fn recent_weighted_start(&mut self) -> NaiveDate {
+        let founded = ymd(2012, 6, 1);
+        let latest = anchor_date() - Days::new(14);
+        let span = (latest - founded).num_days() as f64;
+        let offset = (span * self.rng.unit().sqrt()) as u64;
+        monday_on_or_before(founded + Days::new(offset)).max(founded)
+    }
+}
+
+fn monday_on_or_before(date: NaiveDate) -> NaiveDate {
+    date - Days::new(u64::from(date.weekday().num_days_from_monday()))
+}
+
+fn first_of_month(date: NaiveDate) -> NaiveDate {
+    date.with_day(1).unwrap_or(date)
+}
+
+fn round_to(value: f64, step: i64) -> i64 {
+    ((value / step as f64).round() as i64) * step
+}
+
+fn round_half(value: f64) -> f64 {
+    (value * 2.0).round() / 2.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_is_deterministic_and_consistent() {
+        let a = generate().unwrap();
+        let b = generate().unwrap();
+        assert_eq!(a.employees.len(), b.employees.len());
+        for (x, y) in a.employees.iter().zip(&b.employees) {
+            assert_eq!(
+                (&x.id, x.salary, x.start_date),
+                (&y.id, y.salary, y.start_date)
+            );
+        }
+        let active = a
+            .employees
+            .iter()
+            .filter(|e| e.status == EmploymentStatus::Active)
+            .count();
+        assert!(active >= 1200, "only {active} active employees");
+
+        let ids: HashSet<String> = a.employees.iter().map(|e| e.id.to_lowercase()).collect();
+        assert_eq!(ids.len(), a.employees.len());
+        let emails: HashSet<&str> = a.employees.iter().map(|e| e.email.as_str()).collect();
+        assert_eq!(emails.len(), a.employees.len());
+        for e in &a.employees {
+            assert!(e.start_date <= anchor_date());
+            if let Some(t) = e.termination_date {
+                assert!(t > e.start_date);
+            }
+            if let Some(m) = &e.manager_id {
+                assert!(ids.contains(&m.to_lowercase()));
+            }
+        }
+        for l in &a.leave {
+            assert!(
+                l.used + l.pending <= l.entitled,
+                "{} {:?}",
+                l.employee_id,
+                l.leave_type
+            );
+        }
+    }
+
+    #[test]
+    fn handles_collisions_with_suffixes() {
+        let mut g = Generator::new();
+        assert_eq!(g.unique_handle("Maria", "Garcia").0, "MariaGarcia");
+        let (id, email) = g.unique_handle("Maria", "Garcia");
+        assert_eq!(id, "MariaGarcia2");
+        assert_eq!(email, "maria.garcia2@acmecorp.com");
+    }
+}

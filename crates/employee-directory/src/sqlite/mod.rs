@@ -1,0 +1,232 @@
+//! SQLite backend: connection pool, migrations, seeding and queries.
+//!
+//! Everything SQLite-specific lives here, so another backend (PostgreSQL)
+//! can be added as a sibling module behind [`crate::backend::Backend`].
+
+mod migrate;
+mod pool;
+mod queries;
+mod reports;
+mod row;
+mod seed;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+
+use crate::error::DirectoryError;
+use crate::model::{
+    CompensationBand, DepartmentRoster, EmployeeDetails, Health, LeaveBalance, LeaveType, Level,
+    Report, ReportType, SkillSearch, TeamRoster, Tenure,
+};
+use pool::{Pool, Target};
+
+/// Most connections a file database keeps open.
+const MAX_CONNECTIONS: usize = 8;
+
+/// Parses a SQLite URL; `None` if it is not one.
+///
+/// Accepted: `sqlite::memory:`, `sqlite://:memory:`, `sqlite://PATH` (relative
+/// or absolute, `sqlite:///abs/path` works too). A `?query` suffix is ignored.
+pub(crate) fn parse_url(url: &str) -> Option<Result<Target, DirectoryError>> {
+    let url = url.trim();
+    if url == "sqlite::memory:" || url == "sqlite://:memory:" {
+        return Some(Ok(Target::Memory));
+    }
+    let rest = url.strip_prefix("sqlite://")?;
+    let path = rest.split('?').next().unwrap_or_default();
+    if path.is_empty() {
+        return Some(Err(DirectoryError::UnsupportedUrl {
+            url: url.to_string(),
+        }));
+    }
+    Some(Ok(Target::File(PathBuf::from(path))))
+}
+
+/// A SQLite-backed directory.
+pub(crate) struct SqliteBackend {
+    pool: Arc<Pool>,
+}
+
+impl SqliteBackend {
+    /// Opens the database, migrates it and seeds it if empty.
+    pub(crate) async fn open(target: Target) -> Result<SqliteBackend, DirectoryError> {
+        if let Target::File(path) = &target {
+            create_parent_dir(path)?;
+        }
+        let size = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(2, MAX_CONNECTIONS);
+        let pool = Arc::new(Pool::new(target, size)?);
+        let described = pool.describe();
+        let (migrated, seeded) = pool
+            .run(|conn| {
+                let migrated = migrate::migrate(conn)?;
+                let seeded = seed::seed_if_empty(conn)?;
+                Ok((migrated, seeded))
+            })
+            .await?;
+        tracing::debug!(database = %described, migrated, seeded, "opened employee directory");
+        Ok(SqliteBackend { pool })
+    }
+
+    pub(crate) async fn employee(
+        &self,
+        id: String,
+    ) -> Result<Option<EmployeeDetails>, DirectoryError> {
+        self.pool.run(move |c| queries::employee(c, &id)).await
+    }
+
+    pub(crate) async fn department_roster(
+        &self,
+        id: String,
+        today: NaiveDate,
+    ) -> Result<Option<DepartmentRoster>, DirectoryError> {
+        self.pool
+            .run(move |c| queries::department_roster(c, &id, today))
+            .await
+    }
+
+    pub(crate) async fn tenure(
+        &self,
+        id: String,
+        today: NaiveDate,
+    ) -> Result<Option<Tenure>, DirectoryError> {
+        self.pool.run(move |c| queries::tenure(c, &id, today)).await
+    }
+
+    pub(crate) async fn team_roster(
+        &self,
+        id: String,
+    ) -> Result<Option<TeamRoster>, DirectoryError> {
+        self.pool.run(move |c| queries::team_roster(c, &id)).await
+    }
+
+    pub(crate) async fn search_by_skill(
+        &self,
+        skill: String,
+        limit: u32,
+    ) -> Result<SkillSearch, DirectoryError> {
+        self.pool
+            .run(move |c| queries::search_by_skill(c, &skill, limit))
+            .await
+    }
+
+    pub(crate) async fn compensation_band(
+        &self,
+        role: String,
+        level: Level,
+    ) -> Result<Option<CompensationBand>, DirectoryError> {
+        self.pool
+            .run(move |c| queries::compensation_band(c, &role, level))
+            .await
+    }
+
+    pub(crate) async fn role_levels(
+        &self,
+        role: String,
+    ) -> Result<Option<Vec<Level>>, DirectoryError> {
+        self.pool.run(move |c| queries::role_levels(c, &role)).await
+    }
+
+    pub(crate) async fn leave_balance(
+        &self,
+        id: String,
+        leave_type: LeaveType,
+        today: NaiveDate,
+    ) -> Result<Option<LeaveBalance>, DirectoryError> {
+        self.pool
+            .run(move |c| queries::leave_balance(c, &id, leave_type, today))
+            .await
+    }
+
+    pub(crate) async fn report(
+        &self,
+        kind: ReportType,
+        today: NaiveDate,
+    ) -> Result<Report, DirectoryError> {
+        self.pool
+            .run(move |c| reports::report(c, kind, today))
+            .await
+    }
+
+    pub(crate) async fn department_ids(&self) -> Result<Vec<(String, String)>, DirectoryError> {
+        self.pool
+            .run(|c| queries::pairs(c, "SELECT id, name FROM departments ORDER BY name"))
+            .await
+    }
+
+    pub(crate) async fn team_ids(&self) -> Result<Vec<(String, String)>, DirectoryError> {
+        self.pool
+            .run(|c| queries::pairs(c, "SELECT id, name FROM teams ORDER BY name"))
+            .await
+    }
+
+    pub(crate) async fn roles(&self) -> Result<Vec<String>, DirectoryError> {
+        self.pool
+            .run(|c| queries::strings(c, "SELECT title FROM roles ORDER BY title"))
+            .await
+    }
+
+    pub(crate) async fn skills(&self) -> Result<Vec<String>, DirectoryError> {
+        self.pool
+            .run(|c| queries::strings(c, "SELECT name FROM skills ORDER BY name"))
+            .await
+    }
+
+    pub(crate) async fn suggest_employees(
+        &self,
+        query: String,
+        limit: u32,
+    ) -> Result<Vec<(String, String)>, DirectoryError> {
+        self.pool
+            .run(move |c| queries::suggest_employees(c, &query, limit))
+            .await
+    }
+
+    pub(crate) async fn health(&self) -> Result<Health, DirectoryError> {
+        self.pool.run(queries::health_mut).await
+    }
+}
+
+fn create_parent_dir(path: &std::path::Path) -> Result<(), DirectoryError> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.exists() => std::fs::create_dir_all(dir)
+            .map_err(|e| DirectoryError::Unavailable {
+                message: format!(
+                    "cannot create directory {} for the database: {e}",
+                    dir.display()
+                ),
+                source: None,
+            }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_urls() {
+        assert!(matches!(
+            parse_url("sqlite::memory:"),
+            Some(Ok(Target::Memory))
+        ));
+        assert!(matches!(
+            parse_url("sqlite://:memory:"),
+            Some(Ok(Target::Memory))
+        ));
+        match parse_url("sqlite://data/hr.db?mode=rwc") {
+            Some(Ok(Target::File(p))) => assert_eq!(p, PathBuf::from("data/hr.db")),
+            _ => panic!("relative path not parsed"),
+        }
+        match parse_url("sqlite:///var/lib/hr.db") {
+            Some(Ok(Target::File(p))) => assert_eq!(p, PathBuf::from("/var/lib/hr.db")),
+            _ => panic!("absolute path not parsed"),
+        }
+        assert!(matches!(parse_url("sqlite://"), Some(Err(_))));
+        assert!(parse_url("postgres://localhost/hr").is_none());
+    }
+}

@@ -1,0 +1,741 @@
+//! Lookups: employees, departments, teams, skills, bands, leave.
+//!
+//! Every function takes a plain connection and runs synchronously; the
+//! backend wraps them in blocking tasks.
+
+use chrono::NaiveDate;
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+
+use super::row::{count, date, date_opt, location, parsed, parsed_opt};
+use crate::error::DirectoryError;
+use crate::ids::{compact, slugify};
+use crate::model::{
+    CompensationBand, DepartmentRoster, DepartmentSummary, EmployeeDetails, EmployeeSkill,
+    EmploymentStatus, EmploymentType, Health, HistoryEntry, HistoryEvent, LeaveBalance, LeaveType,
+    Level, OfficeType, Proficiency, RosterEntry, SalaryStats, SkillMatch, SkillMatchKind,
+    SkillSearch, TeamMember, TeamRef, TeamRoster, TeamSummary, Tenure,
+};
+use crate::seed::job_title;
+use crate::tenure;
+
+type Result<T> = std::result::Result<T, DirectoryError>;
+
+/// SQL ordering key for levels, highest first when sorted descending.
+const LEVEL_RANK: &str = "CASE e.level WHEN 'junior' THEN 1 WHEN 'mid' THEN 2 \
+     WHEN 'senior' THEN 3 WHEN 'staff' THEN 4 WHEN 'principal' THEN 5 \
+     WHEN 'director' THEN 6 WHEN 'executive' THEN 7 ELSE 0 END";
+
+/// Finds an employee's canonical id from an id (any case), a name written
+/// with spaces ("alice johnson") or an email address.
+pub(crate) fn resolve_employee(conn: &Connection, input: &str) -> Result<Option<String>> {
+    let input = input.trim();
+    if input.is_empty() {
+        return Ok(None);
+    }
+    let by_id = |key: &str| -> Result<Option<String>> {
+        conn.query_row("SELECT id FROM employees WHERE id = ?1", [key], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(DirectoryError::db("resolve employee id"))
+    };
+    if let Some(id) = by_id(input)? {
+        return Ok(Some(id));
+    }
+    if input.contains('@') {
+        return conn
+            .query_row("SELECT id FROM employees WHERE email = ?1", [input], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(DirectoryError::db("resolve employee email"));
+    }
+    let compacted = compact(input);
+    if !compacted.is_empty() && compacted != input {
+        return by_id(&compacted);
+    }
+    Ok(None)
+}
+
+/// Finds a department id from its id, its name or a slug of its name.
+pub(crate) fn resolve_department(conn: &Connection, input: &str) -> Result<Option<String>> {
+    let input = input.trim();
+    if input.is_empty() {
+        return Ok(None);
+    }
+    conn.query_row(
+        "SELECT id FROM departments WHERE id = ?1 OR name = ?1 OR id = ?2 ORDER BY id LIMIT 1",
+        params![input, slugify(input)],
+        |r| r.get(0),
+    )
+    .optional()
+    .map_err(DirectoryError::db("resolve department"))
+}
+
+/// Finds a team id from its id, its name, a slug of its name, or
+/// `department-team` ("engineering-backend").
+pub(crate) fn resolve_team(conn: &Connection, input: &str) -> Result<Option<String>> {
+    let input = input.trim();
+    if input.is_empty() {
+        return Ok(None);
+    }
+    conn.query_row(
+        "SELECT id FROM teams
+         WHERE id = ?1 OR name = ?1 OR id = ?2 OR (department_id || '-' || id) = ?2
+         ORDER BY id LIMIT 1",
+        params![input, slugify(input)],
+        |r| r.get(0),
+    )
+    .optional()
+    .map_err(DirectoryError::db("resolve team"))
+}
+
+pub(crate) fn employee(conn: &Connection, input: &str) -> Result<Option<EmployeeDetails>> {
+    let Some(id) = resolve_employee(conn, input)? else {
+        return Ok(None);
+    };
+    let details = conn
+        .query_row(
+            "SELECT e.id, e.first_name, e.last_name, r.title, r.track, e.level,
+                    d.name, d.id, t.name, t.id,
+                    m.first_name || ' ' || m.last_name, m.id,
+                    (SELECT COUNT(*) FROM employees x
+                      WHERE x.manager_id = e.id AND x.status = 'active'),
+                    l.city, l.region, l.country,
+                    e.email, e.phone, e.employment_type, e.office_type,
+                    e.start_date, e.status, e.termination_date
+             FROM employees e
+             JOIN roles r ON r.id = e.role_id
+             JOIN departments d ON d.id = e.department_id
+             JOIN locations l ON l.id = e.location_id
+             LEFT JOIN teams t ON t.id = e.team_id
+             LEFT JOIN employees m ON m.id = e.manager_id
+             WHERE e.id = ?1",
+            [&id],
+            |row| {
+                let first_name: String = row.get(1)?;
+                let last_name: String = row.get(2)?;
+                let role: String = row.get(3)?;
+                let track: String = row.get(4)?;
+                let level = parsed(row, 5, "level", Level::parse)?;
+                Ok(EmployeeDetails {
+                    employee_id: row.get(0)?,
+                    name: format!("{first_name} {last_name}"),
+                    first_name,
+                    last_name,
+                    title: job_title(&role, &track, level),
+                    role,
+                    level,
+                    department: row.get(6)?,
+                    department_id: row.get(7)?,
+                    team: row.get(8)?,
+                    team_id: row.get(9)?,
+                    manager: row.get(10)?,
+                    manager_id: row.get(11)?,
+                    direct_reports: count(row, 12)?,
+                    location: location(row, 13)?,
+                    email: row.get(16)?,
+                    phone: row.get(17)?,
+                    employment_type: parsed(row, 18, "employment type", EmploymentType::parse)?,
+                    office_type: parsed(row, 19, "office type", OfficeType::parse)?,
+                    start_date: date(row, 20)?,
+                    status: parsed(row, 21, "status", EmploymentStatus::parse)?,
+                    termination_date: date_opt(row, 22)?,
+                    skills: Vec::new(),
+                    employment_history: Vec::new(),
+                })
+            },
+        )
+        .optional()
+        .map_err(DirectoryError::db("load employee"))?;
+    let Some(mut details) = details else {
+        return Ok(None);
+    };
+
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT s.name, s.category, es.proficiency
+             FROM employee_skills es JOIN skills s ON s.id = es.skill_id
+             WHERE es.employee_id = ?1
+             ORDER BY es.proficiency DESC, s.name",
+        )
+        .map_err(DirectoryError::db("load employee skills"))?;
+    details.skills = stmt
+        .query_map([&id], |row| {
+            Ok(EmployeeSkill {
+                skill: row.get(0)?,
+                category: row.get(1)?,
+                proficiency: proficiency(row, 2)?,
+            })
+        })
+        .and_then(Iterator::collect)
+        .map_err(DirectoryError::db("load employee skills"))?;
+
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT h.company, h.title, h.level, d.name, h.event, h.start_date, h.end_date
+             FROM employment_history h LEFT JOIN departments d ON d.id = h.department_id
+             WHERE h.employee_id = ?1
+             ORDER BY h.start_date DESC, h.id DESC",
+        )
+        .map_err(DirectoryError::db("load employment history"))?;
+    details.employment_history = stmt
+        .query_map([&id], |row| {
+            Ok(HistoryEntry {
+                company: row.get(0)?,
+                title: row.get(1)?,
+                level: parsed_opt(row, 2, "level", Level::parse)?,
+                department: row.get(3)?,
+                event: parsed(row, 4, "history event", HistoryEvent::parse)?,
+                start_date: date(row, 5)?,
+                end_date: date_opt(row, 6)?,
+            })
+        })
+        .and_then(Iterator::collect)
+        .map_err(DirectoryError::db("load employment history"))?;
+    Ok(Some(details))
+}
+
+fn proficiency(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Proficiency> {
+    let rank: i64 = row.get(idx)?;
+    Proficiency::from_rank(rank).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            idx,
+            rusqlite::types::Type::Integer,
+            format!("invalid proficiency {rank} in database").into(),
+        )
+    })
+}
+
+pub(crate) fn tenure(conn: &Connection, input: &str, today: NaiveDate) -> Result<Option<Tenure>> {
+    let Some(id) = resolve_employee(conn, input)? else {
+        return Ok(None);
+    };
+    conn.query_row(
+        "SELECT id, first_name || ' ' || last_name, status, start_date, termination_date
+         FROM employees WHERE id = ?1",
+        [&id],
+        |row| {
+            let start = date(row, 3)?;
+            let end = date_opt(row, 4)?;
+            // Former employees' tenure stops at their last day.
+            let as_of = end.map_or(today, |end| end.min(today));
+            let span = tenure::span(start, as_of);
+            Ok(Tenure {
+                employee_id: row.get(0)?,
+                name: row.get(1)?,
+                status: parsed(row, 2, "status", EmploymentStatus::parse)?,
+                start_date: start,
+                as_of,
+                years: span.years,
+                months: span.months,
+                days: span.days,
+                total_days: span.total_days,
+                total_years: (span.total_days as f64 / 365.25 * 100.0).round() / 100.0,
+                summary: tenure::summary(&span),
+            })
+        },
+    )
+    .optional()
+    .map_err(DirectoryError::db("load tenure"))
+}
+
+pub(crate) fn department_roster(
+    conn: &Connection,
+    input: &str,
+    today: NaiveDate,
+) -> Result<Option<DepartmentRoster>> {
+    let Some(id) = resolve_department(conn, input)? else {
+        return Ok(None);
+    };
+    let mut department = conn
+        .query_row(
+            "SELECT d.id, d.name, d.description, h.first_name || ' ' || h.last_name, h.id
+             FROM departments d LEFT JOIN employees h ON h.id = d.head_id
+             WHERE d.id = ?1",
+            [&id],
+            |row| {
+                Ok(DepartmentSummary {
+                    department_id: row.get(0)?,
+                    name: row.get(1)?,
+                    description: row.get(2)?,
+                    head: row.get(3)?,
+                    head_id: row.get(4)?,
+                    teams: Vec::new(),
+                })
+            },
+        )
+        .map_err(DirectoryError::db("load department"))?;
+
+    let mut stmt = conn
+        .prepare_cached("SELECT id, name FROM teams WHERE department_id = ?1 ORDER BY name")
+        .map_err(DirectoryError::db("load department teams"))?;
+    department.teams = stmt
+        .query_map([&id], |row| {
+            Ok(TeamRef {
+                team_id: row.get(0)?,
+                name: row.get(1)?,
+            })
+        })
+        .and_then(Iterator::collect)
+        .map_err(DirectoryError::db("load department teams"))?;
+
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
+                    t.name, t.id, e.start_date
+             FROM employees e
+             JOIN roles r ON r.id = e.role_id
+             LEFT JOIN teams t ON t.id = e.team_id
+             WHERE e.department_id = ?1 AND e.status = 'active'
+             ORDER BY t.name IS NOT NULL, t.name, e.last_name, e.first_name, e.id",
+        )
+        .map_err(DirectoryError::db("load department employees"))?;
+    let employees: Vec<RosterEntry> = stmt
+        .query_map([&id], |row| {
+            let role: String = row.get(2)?;
+            let track: String = row.get(3)?;
+            let level = parsed(row, 4, "level", Level::parse)?;
+            let start_date = date(row, 7)?;
+            let span = tenure::span(start_date, today);
+            Ok(RosterEntry {
+                employee_id: row.get(0)?,
+                name: row.get(1)?,
+                title: job_title(&role, &track, level),
+                level,
+                team: row.get(5)?,
+                team_id: row.get(6)?,
+                start_date,
+                tenure_years: span.years,
+                tenure_months: span.months,
+            })
+        })
+        .and_then(Iterator::collect)
+        .map_err(DirectoryError::db("load department employees"))?;
+
+    Ok(Some(DepartmentRoster {
+        department,
+        as_of: today,
+        count: u32::try_from(employees.len()).unwrap_or(u32::MAX),
+        employees,
+    }))
+}
+
+pub(crate) fn team_roster(conn: &Connection, input: &str) -> Result<Option<TeamRoster>> {
+    let Some(id) = resolve_team(conn, input)? else {
+        return Ok(None);
+    };
+    let team = conn
+        .query_row(
+            "SELECT t.id, t.name, t.description, d.name, d.id,
+                    m.first_name || ' ' || m.last_name, m.id
+             FROM teams t
+             JOIN departments d ON d.id = t.department_id
+             LEFT JOIN employees m ON m.id = t.manager_id
+             WHERE t.id = ?1",
+            [&id],
+            |row| {
+                Ok(TeamSummary {
+                    team_id: row.get(0)?,
+                    name: row.get(1)?,
+                    description: row.get(2)?,
+                    department: row.get(3)?,
+                    department_id: row.get(4)?,
+                    manager: row.get(5)?,
+                    manager_id: row.get(6)?,
+                })
+            },
+        )
+        .map_err(DirectoryError::db("load team"))?;
+
+    let sql = format!(
+        "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
+                e.id = t.manager_id, m.id, m.first_name || ' ' || m.last_name,
+                e.email, e.employment_type, e.office_type, l.city, l.region, l.country,
+                e.start_date
+         FROM employees e
+         JOIN teams t ON t.id = e.team_id
+         JOIN roles r ON r.id = e.role_id
+         JOIN locations l ON l.id = e.location_id
+         LEFT JOIN employees m ON m.id = e.manager_id
+         WHERE e.team_id = ?1 AND e.status = 'active'
+         ORDER BY e.id = t.manager_id DESC, {LEVEL_RANK} DESC, e.last_name, e.first_name, e.id"
+    );
+    let mut stmt = conn
+        .prepare_cached(&sql)
+        .map_err(DirectoryError::db("load team members"))?;
+    let members: Vec<TeamMember> = stmt
+        .query_map([&id], |row| {
+            let role: String = row.get(2)?;
+            let track: String = row.get(3)?;
+            let level = parsed(row, 4, "level", Level::parse)?;
+            Ok(TeamMember {
+                employee_id: row.get(0)?,
+                name: row.get(1)?,
+                title: job_title(&role, &track, level),
+                role,
+                level,
+                is_manager: row.get(5)?,
+                manager_id: row.get(6)?,
+                manager: row.get(7)?,
+                email: row.get(8)?,
+                employment_type: parsed(row, 9, "employment type", EmploymentType::parse)?,
+                office_type: parsed(row, 10, "office type", OfficeType::parse)?,
+                location: location(row, 11)?,
+                start_date: date(row, 14)?,
+            })
+        })
+        .and_then(Iterator::collect)
+        .map_err(DirectoryError::db("load team members"))?;
+
+    Ok(Some(TeamRoster {
+        team,
+        count: u32::try_from(members.len()).unwrap_or(u32::MAX),
+        members,
+    }))
+}
+
+/// Escapes LIKE wildcards so user input matches literally.
+fn like_pattern(input: &str) -> String {
+    let mut out = String::with_capacity(input.len() + 2);
+    out.push('%');
+    for c in input.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+pub(crate) fn search_by_skill(conn: &Connection, query: &str, limit: u32) -> Result<SkillSearch> {
+    let wanted = query.trim();
+    let mut empty = SkillSearch {
+        query: query.to_string(),
+        match_kind: SkillMatchKind::None,
+        matched_skills: Vec::new(),
+        total: 0,
+        truncated: false,
+        matches: Vec::new(),
+    };
+    if wanted.is_empty() {
+        return Ok(empty);
+    }
+    let load = |sql: &str, arg: &str| -> Result<Vec<(i64, String)>> {
+        let mut stmt = conn
+            .prepare_cached(sql)
+            .map_err(DirectoryError::db("find skills"))?;
+        stmt.query_map([arg], |row| Ok((row.get(0)?, row.get(1)?)))
+            .and_then(Iterator::collect)
+            .map_err(DirectoryError::db("find skills"))
+    };
+    let mut kind = SkillMatchKind::Exact;
+    let mut skills = load("SELECT id, name FROM skills WHERE name = ?1", wanted)?;
+    if skills.is_empty() {
+        kind = SkillMatchKind::Partial;
+        skills = load(
+            "SELECT id, name FROM skills WHERE name LIKE ?1 ESCAPE '\\' ORDER BY name",
+            &like_pattern(wanted),
+        )?;
+    }
+    if skills.is_empty() {
+        return Ok(empty);
+    }
+
+    let ids: Vec<i64> = skills.iter().map(|(id, _)| *id).collect();
+    let placeholders = vec!["?"; ids.len()].join(", ");
+    let filter = format!(
+        "FROM employee_skills es
+         JOIN employees e ON e.id = es.employee_id
+         JOIN skills s ON s.id = es.skill_id
+         WHERE es.skill_id IN ({placeholders}) AND e.status = 'active'"
+    );
+    let total: u32 = conn
+        .query_row(
+            &format!("SELECT COUNT(*) {filter}"),
+            params_from_iter(&ids),
+            |row| count(row, 0),
+        )
+        .map_err(DirectoryError::db("count skill matches"))?;
+    let sql = format!(
+        "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
+                d.name, d.id, t.name, t.id, s.name, es.proficiency
+         {filter_joined}
+         ORDER BY es.proficiency DESC, e.last_name, e.first_name, e.id, s.name
+         LIMIT {limit}",
+        filter_joined = filter.replace(
+            "JOIN skills s ON s.id = es.skill_id",
+            "JOIN skills s ON s.id = es.skill_id
+             JOIN roles r ON r.id = e.role_id
+             JOIN departments d ON d.id = e.department_id
+             LEFT JOIN teams t ON t.id = e.team_id",
+        ),
+    );
+    let mut stmt = conn
+        .prepare(&sql)
+        .map_err(DirectoryError::db("load skill matches"))?;
+    let matches: Vec<SkillMatch> = stmt
+        .query_map(params_from_iter(&ids), |row| {
+            let role: String = row.get(2)?;
+            let track: String = row.get(3)?;
+            let level = parsed(row, 4, "level", Level::parse)?;
+            Ok(SkillMatch {
+                employee_id: row.get(0)?,
+                name: row.get(1)?,
+                title: job_title(&role, &track, level),
+                department: row.get(5)?,
+                department_id: row.get(6)?,
+                team: row.get(7)?,
+                team_id: row.get(8)?,
+                skill: row.get(9)?,
+                proficiency: proficiency(row, 10)?,
+            })
+        })
+        .and_then(Iterator::collect)
+        .map_err(DirectoryError::db("load skill matches"))?;
+
+    empty.match_kind = kind;
+    empty.matched_skills = skills.into_iter().map(|(_, name)| name).collect();
+    empty.total = total;
+    empty.truncated = (matches.len() as u32) < total;
+    empty.matches = matches;
+    Ok(empty)
+}
+
+/// Finds a role id and canonical title; "Senior Software Engineer" is
+/// understood as "Software Engineer".
+fn resolve_role(conn: &Connection, input: &str) -> Result<Option<(i64, String, String)>> {
+    let find = |title: &str| -> Result<Option<(i64, String, String)>> {
+        conn.query_row(
+            "SELECT id, title, track FROM roles WHERE title = ?1",
+            [title],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .optional()
+        .map_err(DirectoryError::db("resolve role"))
+    };
+    let input = input.trim();
+    if let Some(found) = find(input)? {
+        return Ok(Some(found));
+    }
+    for prefix in Level::ALL.iter().filter_map(|l| l.title_prefix()) {
+        let n = prefix.len();
+        if input.len() > n + 1
+            && input.is_char_boundary(n)
+            && input[..n].eq_ignore_ascii_case(prefix)
+            && input[n..].starts_with(' ')
+        {
+            return find(input[n..].trim());
+        }
+    }
+    Ok(None)
+}
+
+pub(crate) fn compensation_band(
+    conn: &Connection,
+    role: &str,
+    level: Level,
+) -> Result<Option<CompensationBand>> {
+    let Some((role_id, role, track)) = resolve_role(conn, role)? else {
+        return Ok(None);
+    };
+    let band = conn
+        .query_row(
+            "SELECT currency, min_salary, mid_salary, max_salary
+             FROM compensation_bands WHERE role_id = ?1 AND level = ?2",
+            params![role_id, level.as_str()],
+            |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, i64>(2)?,
+                    row.get::<_, i64>(3)?,
+                ))
+            },
+        )
+        .optional()
+        .map_err(DirectoryError::db("load compensation band"))?;
+    let Some((currency, min, mid, max)) = band else {
+        return Ok(None);
+    };
+    let actual = conn
+        .query_row(
+            "WITH pop AS (
+                 SELECT salary,
+                        ROW_NUMBER() OVER (ORDER BY salary) AS rn,
+                        COUNT(*) OVER () AS cnt
+                 FROM employees
+                 WHERE role_id = ?1 AND level = ?2 AND status = 'active')
+             SELECT COUNT(*), MIN(salary), MAX(salary), ROUND(AVG(salary)),
+                    (SELECT AVG(salary) FROM pop WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2))
+             FROM pop",
+            params![role_id, level.as_str()],
+            |row| {
+                Ok(SalaryStats {
+                    employee_count: count(row, 0)?,
+                    min: row.get(1)?,
+                    max: row.get(2)?,
+                    average: row.get::<_, Option<f64>>(3)?.map(|v| v as i64),
+                    median: row.get(4)?,
+                })
+            },
+        )
+        .map_err(DirectoryError::db("load salary statistics"))?;
+    Ok(Some(CompensationBand {
+        title: job_title(&role, &track, level),
+        role,
+        level,
+        currency,
+        min,
+        mid,
+        max,
+        actual,
+    }))
+}
+
+/// Levels that have a band for `role`; `None` if the role is unknown.
+pub(crate) fn role_levels(conn: &Connection, role: &str) -> Result<Option<Vec<Level>>> {
+    let Some((role_id, _, _)) = resolve_role(conn, role)? else {
+        return Ok(None);
+    };
+    let mut stmt = conn
+        .prepare_cached("SELECT level FROM compensation_bands WHERE role_id = ?1")
+        .map_err(DirectoryError::db("load role levels"))?;
+    let mut levels: Vec<Level> = stmt
+        .query_map([role_id], |row| parsed(row, 0, "level", Level::parse))
+        .and_then(Iterator::collect)
+        .map_err(DirectoryError::db("load role levels"))?;
+    levels.sort();
+    Ok(Some(levels))
+}
+
+pub(crate) fn leave_balance(
+    conn: &Connection,
+    input: &str,
+    leave_type: LeaveType,
+    today: NaiveDate,
+) -> Result<Option<LeaveBalance>> {
+    use chrono::Datelike;
+    let Some(id) = resolve_employee(conn, input)? else {
+        return Ok(None);
+    };
+    // Prefer the current year; fall back to the latest recorded year (former
+    // employees, or a clock past the last seeded year).
+    conn.query_row(
+        "SELECT e.id, e.first_name || ' ' || e.last_name, b.year,
+                b.entitled_days, b.used_days, b.pending_days
+         FROM leave_balances b JOIN employees e ON e.id = b.employee_id
+         WHERE b.employee_id = ?1 AND b.leave_type = ?2
+         ORDER BY b.year = ?3 DESC, b.year DESC
+         LIMIT 1",
+        params![id, leave_type.as_str(), today.year()],
+        |row| {
+            let entitled: f64 = row.get(3)?;
+            let used: f64 = row.get(4)?;
+            let pending: f64 = row.get(5)?;
+            Ok(LeaveBalance {
+                employee_id: row.get(0)?,
+                name: row.get(1)?,
+                leave_type,
+                year: row.get(2)?,
+                entitled,
+                used,
+                pending,
+                remaining: entitled - used - pending,
+                unit: "days".to_string(),
+            })
+        },
+    )
+    .optional()
+    .map_err(DirectoryError::db("load leave balance"))
+}
+
+/// `(id, name)` pairs from a two-column query.
+pub(crate) fn pairs(conn: &Connection, sql: &str) -> Result<Vec<(String, String)>> {
+    let mut stmt = conn
+        .prepare_cached(sql)
+        .map_err(DirectoryError::db("list ids"))?;
+    stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .and_then(Iterator::collect)
+        .map_err(DirectoryError::db("list ids"))
+}
+
+/// Values of a one-column query.
+pub(crate) fn strings(conn: &Connection, sql: &str) -> Result<Vec<String>> {
+    let mut stmt = conn
+        .prepare_cached(sql)
+        .map_err(DirectoryError::db("list values"))?;
+    stmt.query_map([], |row| row.get(0))
+        .and_then(Iterator::collect)
+        .map_err(DirectoryError::db("list values"))
+}
+
+/// Employees whose name or id contains any word of `query`, best match first.
+pub(crate) fn suggest_employees(
+    conn: &Connection,
+    query: &str,
+    limit: u32,
+) -> Result<Vec<(String, String)>> {
+    let words: Vec<String> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() >= 2)
+        .take(5)
+        .map(like_pattern)
+        .collect();
+    let whole = compact(query);
+    if words.is_empty() && whole.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Score = number of words found in the name, plus a bonus when the whole
+    // query (without spaces) is part of the id.
+    let mut score = vec!["(e.id LIKE ?1 ESCAPE '\\') * 2".to_string()];
+    for i in 0..words.len() {
+        score.push(format!(
+            "((e.first_name || ' ' || e.last_name) LIKE ?{} ESCAPE '\\')",
+            i + 2
+        ));
+    }
+    let sql = format!(
+        "SELECT id, name FROM (
+             SELECT e.id AS id, e.first_name || ' ' || e.last_name AS name,
+                    {} AS score, e.status = 'active' AS active, e.last_name, e.first_name
+             FROM employees e)
+         WHERE score > 0
+         ORDER BY score DESC, active DESC, last_name, first_name, id
+         LIMIT {limit}",
+        score.join(" + ")
+    );
+    let mut args = vec![like_pattern(&whole)];
+    args.extend(words);
+    let mut stmt = conn
+        .prepare(&sql)
+        .map_err(DirectoryError::db("suggest employees"))?;
+    stmt.query_map(params_from_iter(&args), |row| {
+        Ok((row.get(0)?, row.get(1)?))
+    })
+    .and_then(Iterator::collect)
+    .map_err(DirectoryError::db("suggest employees"))
+}
+
+/// Adapter for [`super::pool::Pool::run`], which hands out `&mut Connection`.
+pub(crate) fn health_mut(conn: &mut Connection) -> Result<Health> {
+    health(conn)
+}
+
+pub(crate) fn health(conn: &Connection) -> Result<Health> {
+    let schema_version = super::migrate::current_version(conn)?;
+    conn.query_row(
+        "SELECT COALESCE(SUM(status = 'active'), 0), COUNT(*) FROM employees",
+        [],
+        |row| {
+            Ok(Health {
+                backend: "sqlite".to_string(),
+                schema_version,
+                active_employees: count(row, 0)?,
+                total_employees: count(row, 1)?,
+            })
+        },
+    )
+    .map_err(DirectoryError::db("health check"))
+}

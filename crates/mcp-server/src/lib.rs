@@ -1,0 +1,33 @@
+//! Build Model Context Protocol tool servers.
+//!
+//! - [`tool`], [`prompt`], [`resource`]: what a server exposes, and the
+//!   typed API for writing tools in a few lines.
+//! - [`Server`]: registries and options; [`dispatch`] turns one request into
+//!   one reply for either wire (stateless 2026-07-28, or the legacy
+//!   `initialize` revisions).
+//! - [`transport`]: Streamable HTTP (axum) and stdio, both thin.
+//!
+//! Wire types and protocol rules live in the `mcp-protocol` crate.
+
+pub mod context;
+pub mod dispatch;
+pub mod events;
+pub mod prompt;
+pub mod registry;
+mod request_state;
+pub mod resource;
+pub mod server;
+pub mod session;
+pub mod tool;
+pub mod transport;
+
+pub use context::RequestContext;
+pub use dispatch::{Inbound, Listener, Reply, Wire};
+pub use events::ServerEvent;
+pub use mcp_protocol as protocol;
+pub use prompt::{Prompt, PromptOutcome};
+pub use registry::RegistrationError;
+pub use resource::{Resource, ResourceTemplate};
+pub use server::{Server, ServerBuilder, ServerOptions};
+pub use session::Session;
+pub use tool::{CallToolResult, InputRequired, Tool, ToolBuilder, ToolError, ToolOutcome};

@@ -1,0 +1,289 @@
+//! Legacy sessions: what an `initialize` handshake establishes for clients
+//! of the 2024-11-05 … 2025-11-25 revisions (per HTTP session id, or per
+//! stdio process). The modern wire has none of this.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use mcp_protocol::error::ErrorObject;
+use mcp_protocol::jsonrpc::{PeerResponse, request_json};
+use mcp_protocol::model::LogLevel;
+use mcp_protocol::{ProtocolVersion, RequestId};
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// Locks a mutex, recovering from poisoning (the data stays usable: every
+/// critical section here is a single map operation).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One legacy session.
+pub struct Session {
+    /// The `Mcp-Session-Id` (random, visible ASCII).
+    id: String,
+    /// The negotiated revision.
+    version: ProtocolVersion,
+    /// Capabilities the client declared at `initialize` (session-wide in legacy).
+    client_capabilities: Arc<Map<String, Value>>,
+    /// The client's `clientInfo`.
+    client_info: Option<Value>,
+    /// Set by `logging/setLevel`; no log messages until then.
+    log_level: Mutex<Option<LogLevel>>,
+    /// Our requests to the client awaiting its response.
+    pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
+    /// Requests being served, for `notifications/cancelled`.
+    in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Resource URIs the client subscribed to.
+    subscriptions: Mutex<HashSet<String>>,
+    /// Ids for our requests to the client.
+    next_request: AtomicU64,
+    /// The standalone GET stream, if open.
+    standalone: Mutex<Option<mpsc::Sender<String>>>,
+    /// The client sent `notifications/initialized`.
+    initialized: AtomicBool,
+    /// Fires when the session ends (DELETE, expiry, shutdown).
+    closed: CancellationToken,
+    /// For idle expiry.
+    last_used: Mutex<Instant>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    pub(crate) fn new(
+        version: ProtocolVersion,
+        client_capabilities: Map<String, Value>,
+        client_info: Option<Value>,
+    ) -> Self {
+        let mut raw = [0u8; 24];
+        let id = if getrandom::fill(&mut raw).is_ok() {
+            URL_SAFE_NO_PAD.encode(raw)
+        } else {
+            format!("{:x}", Instant::now().elapsed().as_nanos() ^ (&raw as *const _ as u128))
+        };
+        Self {
+            id,
+            version,
+            client_capabilities: Arc::new(client_capabilities),
+            client_info,
+            log_level: Mutex::new(None),
+            pending: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
+            subscriptions: Mutex::new(HashSet::new()),
+            next_request: AtomicU64::new(1),
+            standalone: Mutex::new(None),
+            initialized: AtomicBool::new(false),
+            closed: CancellationToken::new(),
+            last_used: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The negotiated revision.
+    pub fn version(&self) -> ProtocolVersion {
+        self.version
+    }
+
+    pub(crate) fn client_capabilities(&self) -> Arc<Map<String, Value>> {
+        Arc::clone(&self.client_capabilities)
+    }
+
+    pub(crate) fn client_info(&self) -> Option<Value> {
+        self.client_info.clone()
+    }
+
+    pub(crate) fn log_level(&self) -> Option<LogLevel> {
+        *lock(&self.log_level)
+    }
+
+    pub(crate) fn set_log_level(&self, level: LogLevel) {
+        *lock(&self.log_level) = Some(level);
+    }
+
+    pub(crate) fn mark_initialized(&self) {
+        self.initialized.store(true, Ordering::Relaxed);
+    }
+
+    /// Fires when the session ends.
+    pub fn closed(&self) -> CancellationToken {
+        self.closed.clone()
+    }
+
+    pub(crate) fn touch(&self) {
+        *lock(&self.last_used) = Instant::now();
+    }
+
+    fn idle_for(&self) -> Duration {
+        lock(&self.last_used).elapsed()
+    }
+
+    /// Tracks a request so `notifications/cancelled` can reach it.
+    pub fn track(&self, id: RequestId, token: CancellationToken) {
+        lock(&self.in_flight).insert(id, token);
+    }
+
+    /// Stops tracking a finished request.
+    pub fn untrack(&self, id: &RequestId) {
+        lock(&self.in_flight).remove(id);
+    }
+
+    /// Cancels a request by id; unknown ids are ignored (it may have finished).
+    pub fn cancel(&self, id: &RequestId) {
+        if let Some(t) = lock(&self.in_flight).remove(id) {
+            t.cancel();
+        }
+    }
+
+    pub(crate) fn subscribe(&self, uri: String) {
+        lock(&self.subscriptions).insert(uri);
+    }
+
+    pub(crate) fn unsubscribe(&self, uri: &str) {
+        lock(&self.subscriptions).remove(uri);
+    }
+
+    /// Whether the client subscribed to this resource.
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        lock(&self.subscriptions).contains(uri)
+    }
+
+    /// Opens the standalone stream; `false` if one is already open (the
+    /// spec allows one per session so that no message is sent twice).
+    pub fn open_standalone(&self, tx: mpsc::Sender<String>) -> bool {
+        let mut s = lock(&self.standalone);
+        if s.as_ref().is_some_and(|t| !t.is_closed()) {
+            return false;
+        }
+        *s = Some(tx);
+        true
+    }
+
+    /// Delivers a routed response from the client; `false` if nobody waits for it.
+    pub fn resolve(&self, response: PeerResponse) -> bool {
+        match lock(&self.pending).remove(&response.id) {
+            Some(tx) => tx.send(response.outcome).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Sends a request to the client over `outbound` (the related request's
+    /// stream) and waits for the answer.
+    pub(crate) async fn request(
+        &self,
+        outbound: &mpsc::Sender<String>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Value, String> {
+        let n = self.next_request.fetch_add(1, Ordering::Relaxed);
+        let id = RequestId::String(format!("srv-{n}"));
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id.clone(), tx);
+        let sent = outbound.send(request_json(&id, method, params)).await;
+        let outcome = if sent.is_err() {
+            Err("the client's stream closed".to_owned())
+        } else {
+            tokio::select! {
+                r = tokio::time::timeout(timeout, rx) => match r {
+                    Ok(Ok(Ok(v))) => Ok(v),
+                    Ok(Ok(Err(e))) => Err(format!("the client answered {method} with error {}: {}", e.code, e.message)),
+                    Ok(Err(_)) => Err("the session ended".to_owned()),
+                    Err(_) => Err(format!("the client did not answer {method} within {}s", timeout.as_secs())),
+                },
+                _ = cancel.cancelled() => Err("the request was cancelled".to_owned()),
+                _ = self.closed.cancelled() => Err("the session ended".to_owned()),
+            }
+        };
+        lock(&self.pending).remove(&id);
+        outcome
+    }
+
+
+    fn close(&self) {
+        self.closed.cancel();
+        for (_, t) in lock(&self.in_flight).drain() {
+            t.cancel();
+        }
+        lock(&self.pending).clear();
+        lock(&self.standalone).take();
+    }
+}
+
+/// All live HTTP sessions.
+pub(crate) struct SessionStore {
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    max_sessions: usize,
+    idle_timeout: Duration,
+}
+
+impl SessionStore {
+    pub(crate) fn new(max_sessions: usize, idle_timeout: Duration) -> Self {
+        Self {
+            sessions: Mutex::new(HashMap::new()),
+            max_sessions,
+            idle_timeout,
+        }
+    }
+
+    /// Stores a session, evicting idle ones (and, at capacity, the oldest).
+    pub(crate) fn insert(&self, session: Arc<Session>) {
+        let mut map = lock(&self.sessions);
+        map.retain(|_, s| {
+            let keep = s.idle_for() < self.idle_timeout;
+            if !keep {
+                s.close();
+            }
+            keep
+        });
+        if map.len() >= self.max_sessions
+            && let Some(oldest) = map
+                .iter()
+                .max_by_key(|(_, s)| s.idle_for())
+                .map(|(k, _)| k.clone())
+            && let Some(s) = map.remove(&oldest)
+        {
+            s.close();
+        }
+        map.insert(session.id.clone(), session);
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
+        let s = lock(&self.sessions).get(id).cloned()?;
+        s.touch();
+        Some(s)
+    }
+
+    pub(crate) fn remove(&self, id: &str) -> bool {
+        match lock(&self.sessions).remove(id) {
+            Some(s) => {
+                s.close();
+                true
+            }
+            None => false,
+        }
+    }
+
+
+    pub(crate) fn close_all(&self) {
+        for (_, s) in lock(&self.sessions).drain() {
+            s.close();
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! Settings of the HTTP transport.
+
+use std::time::Duration;
+
+/// How the HTTP transport serves and what it refuses.
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    /// The MCP endpoint path.
+    pub path: String,
+    /// Largest request body accepted (larger → 413).
+    pub max_body_bytes: usize,
+    /// Deepest JSON nesting accepted (deeper → 400).
+    pub max_json_depth: usize,
+    /// Host names (without port) accepted in `Host` and `Origin`; guards
+    /// against DNS rebinding. Loopback names are always included.
+    pub allowed_hosts: Vec<String>,
+    /// Full origins (`https://app.example.com`) accepted in addition.
+    pub allowed_origins: Vec<String>,
+    /// Interval of SSE keep-alive comments on long-lived streams.
+    pub keep_alive: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            path: "/mcp".to_owned(),
+            max_body_bytes: 1024 * 1024,
+            max_json_depth: 64,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            keep_alive: Duration::from_secs(15),
+        }
+    }
+}
+
+/// Names that always mean this machine.
+pub(crate) const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "[::1]", "::1"];

@@ -1,0 +1,66 @@
+//! Streamable HTTP: both wires on one endpoint.
+//!
+//! `POST /mcp` carries one JSON-RPC message. The answer is
+//! `application/json`, unless the handler emits something before its
+//! result (progress, a log line, a legacy server→client request), in which
+//! case the response switches to a request-scoped SSE stream.
+//! `subscriptions/listen` always streams. `GET` opens a legacy session's
+//! standalone stream; `DELETE` ends a legacy session.
+
+mod config;
+mod post;
+mod reply;
+mod security;
+mod stream;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::post as route_post;
+use tokio::net::TcpListener;
+
+pub use config::HttpConfig;
+
+use crate::server::Server;
+
+/// Shared by every request handler.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub(crate) server: Server,
+    pub(crate) config: Arc<HttpConfig>,
+}
+
+/// The axum router for the MCP endpoint. Add layers (auth, tracing) or
+/// merge other routes as needed.
+pub fn router(server: Server, config: HttpConfig) -> Router {
+    let path = config.path.clone();
+    let state = AppState {
+        server,
+        config: Arc::new(config),
+    };
+    Router::new()
+        .route(
+            &path,
+            route_post(post::handle)
+                .get(stream::get)
+                .delete(stream::delete),
+        )
+        .layer(axum::middleware::from_fn_with_state(state.clone(), security::guard))
+        .with_state(state)
+}
+
+/// Serves until `shutdown` resolves, then lets in-flight requests finish
+/// while long-lived streams end with their final response.
+pub async fn serve<F>(listener: TcpListener, router: Router, server: Server, shutdown: F) -> std::io::Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!("shutting down: finishing in-flight requests");
+            server.shutdown();
+        })
+        .await
+}

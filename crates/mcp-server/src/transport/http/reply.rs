@@ -1,0 +1,42 @@
+//! Turning replies into HTTP responses: JSON bodies, SSE streams, status codes.
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+use mcp_protocol::error::ErrorStatus;
+use mcp_protocol::{ProtocolError, RequestId};
+
+/// A JSON-RPC error response with an explicit status.
+pub(crate) fn error_response(status: StatusCode, id: Option<RequestId>, e: ProtocolError) -> Response {
+    json_response(status, mcp_protocol::Response::error(id, e).to_json())
+}
+
+/// A JSON body with a status.
+pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
+    let mut r = (status, Body::from(body)).into_response();
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// The status for a JSON-RPC error. The modern wire maps errors to the
+/// statuses the spec names; legacy clients expect 200 for any JSON-RPC
+/// error except a malformed body.
+pub(crate) fn status_for(e: &ProtocolError, modern: bool) -> StatusCode {
+    match (e.status, modern) {
+        (ErrorStatus::TooLarge, _) => StatusCode::PAYLOAD_TOO_LARGE,
+        (ErrorStatus::BadRequest, true) => StatusCode::BAD_REQUEST,
+        (ErrorStatus::NotFound, true) => StatusCode::NOT_FOUND,
+        (ErrorStatus::BadRequest, false) if e.code == -32700 || e.code == -32600 => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// A full JSON-RPC response as an HTTP response.
+pub(crate) fn rpc_response(response: mcp_protocol::Response, modern: bool) -> Response {
+    let status = match &response.body {
+        Ok(_) => StatusCode::OK,
+        Err(e) => status_for(e, modern),
+    };
+    json_response(status, response.to_json())
+}

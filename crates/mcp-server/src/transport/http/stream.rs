@@ -1,0 +1,120 @@
+//! `GET` (a legacy session's standalone stream) and `DELETE` (end a legacy
+//! session). The modern wire has neither: 405.
+
+use std::convert::Infallible;
+
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use mcp_protocol::headers::{SESSION_ID, single};
+use mcp_protocol::jsonrpc::notification_json;
+use mcp_protocol::ProtocolError;
+use serde_json::json;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+
+use super::AppState;
+use super::reply::error_response;
+use crate::events::ServerEvent;
+
+fn method_not_allowed() -> Response {
+    let mut r = error_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        None,
+        ProtocolError::invalid_request(
+            "Method not allowed: without a legacy session, only POST is served on this endpoint.",
+        ),
+    );
+    r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    r
+}
+
+fn session_not_found() -> Response {
+    error_response(
+        StatusCode::NOT_FOUND,
+        None,
+        ProtocolError::invalid_request("Session not found or expired; send initialize to start a new session."),
+    )
+}
+
+/// Opens the standalone SSE stream of a legacy session: list changes and
+/// updates of subscribed resources arrive here.
+pub(crate) async fn get(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let Ok(Some(id)) = single(&headers, SESSION_ID) else {
+        return method_not_allowed();
+    };
+    let Some(session) = state.server.session(&id) else {
+        return session_not_found();
+    };
+    let accepts_sse = headers
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_none_or(|a| a.contains("text/event-stream") || a.contains("*/*"));
+    if !accepts_sse {
+        return error_response(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            ProtocolError::invalid_request("Not acceptable: the stream is text/event-stream."),
+        );
+    }
+    let (tx, rx) = mpsc::channel::<String>(64);
+    if !session.open_standalone(tx.clone()) {
+        return error_response(
+            StatusCode::CONFLICT,
+            None,
+            ProtocolError::invalid_request("Conflict: this session already has an open stream."),
+        );
+    }
+    // Forward server events to this session until either side goes away.
+    let mut events = state.server.events();
+    let closed = session.closed();
+    let forward_session = std::sync::Arc::clone(&session);
+    tokio::spawn(async move {
+        loop {
+            let event = tokio::select! {
+                e = events.recv() => e,
+                _ = closed.cancelled() => break,
+                _ = tx.closed() => break,
+            };
+            let event = match event {
+                Ok(e) => e,
+                Err(RecvError::Lagged(_)) => ServerEvent::ToolsChanged,
+                Err(RecvError::Closed) => break,
+            };
+            let message = match &event {
+                ServerEvent::ResourceUpdated(uri) if forward_session.is_subscribed(uri) => {
+                    notification_json(event.method(), json!({ "uri": uri }))
+                }
+                ServerEvent::ResourceUpdated(_) => continue,
+                _ => notification_json(event.method(), json!({})),
+            };
+            if tx.send(message).await.is_err() {
+                break;
+            }
+        }
+    });
+    let body = stream::unfold(rx, |mut rx| async move {
+        let m = rx.recv().await?;
+        Some((Ok::<_, Infallible>(Event::default().event("message").data(m)), rx))
+    });
+    let mut r = Sse::new(body)
+        .keep_alive(KeepAlive::new().interval(state.config.keep_alive))
+        .into_response();
+    r.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+/// Ends a legacy session; later requests with its id get 404.
+pub(crate) async fn delete(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let Ok(Some(id)) = single(&headers, SESSION_ID) else {
+        return method_not_allowed();
+    };
+    if state.server.end_session(&id) {
+        tracing::info!("legacy session ended by client");
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        session_not_found()
+    }
+}

@@ -313,7 +313,8 @@ mod tests {
         let bad = obj(json!({"type":"object","properties":{
             "list":{"type":"array","items":{"type":"string","x-mcp-header":"X"}}}}));
         assert!(header_params(&bad).is_err());
-        let number = obj(json!({"type":"object","properties":{"x":{"type":"number","x-mcp-header":"X"}}}));
+        let number =
+            obj(json!({"type":"object","properties":{"x":{"type":"number","x-mcp-header":"X"}}}));
         assert!(header_params(&number).is_err());
         let dup = obj(json!({"type":"object","properties":{
             "a":{"type":"string","x-mcp-header":"X"},"b":{"type":"string","x-mcp-header":"x"}}}));
@@ -335,30 +336,64 @@ mod tests {
             ("mcp-name", "echo"),
         ]);
         assert!(check_standard(&upper, "tools/call", &params, None).is_err());
-        let missing_name = headers(&[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call")]);
+        let missing_name = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+        ]);
         assert!(check_standard(&missing_name, "tools/call", &params, None).is_err());
-        let version = headers(&[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")]);
+        let version = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/list"),
+        ]);
         let e = check_standard(&version, "tools/list", &Map::new(), Some("v999"));
         assert_eq!(e.err().map(|e| e.code), Some(-32020));
     }
 
     #[test]
     fn decodes_base64_sentinels_strictly() {
-        assert_eq!(decode_value("h", "=?base64?SGVsbG8=?=").ok().as_deref(), Some("Hello"));
+        assert_eq!(
+            decode_value("h", "=?base64?SGVsbG8=?=").ok().as_deref(),
+            Some("Hello")
+        );
         assert!(decode_value("h", "=?base64?SGVsbG8?=").is_err());
         assert!(decode_value("h", "=?base64?SGVs!!!bG8=?=").is_err());
-        assert_eq!(decode_value("h", "=?base64?abc").ok().as_deref(), Some("=?base64?abc"));
+        assert_eq!(
+            decode_value("h", "=?base64?abc").ok().as_deref(),
+            Some("=?base64?abc")
+        );
     }
 
     #[test]
     fn param_headers_are_required_when_the_argument_is_set() {
-        let p = vec![HeaderParam { header: "Value".into(), path: vec!["value".into()], kind: ParamKind::String }];
+        let p = vec![HeaderParam {
+            header: "Value".into(),
+            path: vec!["value".into()],
+            kind: ParamKind::String,
+        }];
         let args = obj(json!({"value":"Hello"}));
-        assert!(check_params(&headers(&[("mcp-param-value", "=?base64?SGVsbG8=?=")]), &p, &args).is_ok());
+        assert!(
+            check_params(
+                &headers(&[("mcp-param-value", "=?base64?SGVsbG8=?=")]),
+                &p,
+                &args
+            )
+            .is_ok()
+        );
         assert!(check_params(&headers(&[]), &p, &args).is_err());
         assert!(check_params(&headers(&[]), &p, &obj(json!({"value": null}))).is_ok());
         assert!(check_params(&headers(&[("mcp-param-value", "Bye")]), &p, &args).is_err());
-        let n = vec![HeaderParam { header: "N".into(), path: vec!["n".into()], kind: ParamKind::Integer }];
-        assert!(check_params(&headers(&[("mcp-param-n", "42.0")]), &n, &obj(json!({"n":42}))).is_ok());
+        let n = vec![HeaderParam {
+            header: "N".into(),
+            path: vec!["n".into()],
+            kind: ParamKind::Integer,
+        }];
+        assert!(
+            check_params(
+                &headers(&[("mcp-param-n", "42.0")]),
+                &n,
+                &obj(json!({"n":42}))
+            )
+            .is_ok()
+        );
     }
 }

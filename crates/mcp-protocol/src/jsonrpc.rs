@@ -132,10 +132,7 @@ impl Message {
         let raw_id = obj.remove("id");
         let id = raw_id.as_ref().and_then(RequestId::from_value);
         if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Err(invalid(
-                id,
-                "Invalid request: \"jsonrpc\" must be \"2.0\".",
-            ));
+            return Err(invalid(id, "Invalid request: \"jsonrpc\" must be \"2.0\"."));
         }
         if let Some(method) = obj.remove("method") {
             let Value::String(method) = method else {
@@ -323,9 +320,15 @@ mod tests {
 
     #[test]
     fn serializes_responses_compactly() {
-        let r = Response::result(RequestId::Number(1), ResultPayload::Json(serde_json::json!({})));
+        let r = Response::result(
+            RequestId::Number(1),
+            ResultPayload::Json(serde_json::json!({})),
+        );
         assert_eq!(r.to_json(), r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
         let r = Response::error(None, ProtocolError::parse_error("x"));
-        assert!(r.to_json().starts_with(r#"{"jsonrpc":"2.0","error":{"code":-32700"#));
+        assert!(
+            r.to_json()
+                .starts_with(r#"{"jsonrpc":"2.0","error":{"code":-32700"#)
+        );
     }
 }

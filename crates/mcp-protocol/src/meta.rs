@@ -67,16 +67,12 @@ impl RequestMeta {
         };
         let log_level = match meta.get(LOG_LEVEL) {
             None | Some(Value::Null) => None,
-            Some(v) => Some(
-                v.as_str()
-                    .and_then(LogLevel::parse)
-                    .ok_or_else(|| {
-                        ProtocolError::invalid_params(format!(
-                            "Invalid params: unknown logLevel {v}; use one of {}.",
-                            LogLevel::ALL.map(LogLevel::as_str).join(", ")
-                        ))
-                    })?,
-            ),
+            Some(v) => Some(v.as_str().and_then(LogLevel::parse).ok_or_else(|| {
+                ProtocolError::invalid_params(format!(
+                    "Invalid params: unknown logLevel {v}; use one of {}.",
+                    LogLevel::ALL.map(LogLevel::as_str).join(", ")
+                ))
+            })?),
         };
         Ok(Self {
             protocol_version: version.to_owned(),

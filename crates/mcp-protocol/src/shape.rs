@@ -65,7 +65,11 @@ pub fn content_for(block: Value, v: ProtocolVersion) -> Value {
     let Value::Object(mut b) = block else {
         return block;
     };
-    let kind = b.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
+    let kind = b
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     if !v.has_structured_output() {
         b.remove("_meta");
         if let Some(Value::Object(a)) = b.get_mut("annotations") {
@@ -173,9 +177,15 @@ mod tests {
             name: "t".into(),
             title: Some("T".into()),
             description: Some("d".into()),
-            input_schema: json!({"type": "object"}).as_object().cloned().unwrap_or_default(),
+            input_schema: json!({"type": "object"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
             output_schema: Some(
-                json!({"type": "array"}).as_object().cloned().unwrap_or_default(),
+                json!({"type": "array"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
             ),
             annotations: Some(ToolAnnotations::read_only()),
             icons: None,
@@ -198,7 +208,11 @@ mod tests {
 
     #[test]
     fn results_get_result_type_only_on_the_modern_wire() {
-        let r = finish_result(Map::new(), ProtocolVersion::V2026_07_28, Some(&json!({"name":"s","version":"1"})));
+        let r = finish_result(
+            Map::new(),
+            ProtocolVersion::V2026_07_28,
+            Some(&json!({"name":"s","version":"1"})),
+        );
         assert_eq!(r["resultType"], "complete");
         assert_eq!(r["_meta"][meta::SERVER_INFO]["name"], "s");
         let mut legacy = Map::new();
@@ -210,10 +224,19 @@ mod tests {
     #[test]
     fn converts_content_older_revisions_lack() {
         let audio = json!({"type":"audio","data":"AA==","mimeType":"audio/wav"});
-        assert_eq!(content_for(audio.clone(), ProtocolVersion::V2024_11_05)["type"], "text");
-        assert_eq!(content_for(audio, ProtocolVersion::V2025_03_26)["type"], "audio");
+        assert_eq!(
+            content_for(audio.clone(), ProtocolVersion::V2024_11_05)["type"],
+            "text"
+        );
+        assert_eq!(
+            content_for(audio, ProtocolVersion::V2025_03_26)["type"],
+            "audio"
+        );
         let link = json!({"type":"resource_link","uri":"x://a","name":"a"});
-        assert_eq!(content_for(link, ProtocolVersion::V2025_03_26)["type"], "text");
+        assert_eq!(
+            content_for(link, ProtocolVersion::V2025_03_26)["type"],
+            "text"
+        );
     }
 
     #[test]
@@ -221,8 +244,20 @@ mod tests {
         let mut r = Map::new();
         r.insert("content".into(), json!([]));
         r.insert("structuredContent".into(), json!([1, 2]));
-        assert!(call_result_for(r.clone(), ProtocolVersion::V2025_11_25).get("structuredContent").is_none());
-        assert!(call_result_for(r.clone(), ProtocolVersion::V2026_07_28).get("structuredContent").is_some());
-        assert!(call_result_for(r, ProtocolVersion::V2025_03_26).get("structuredContent").is_none());
+        assert!(
+            call_result_for(r.clone(), ProtocolVersion::V2025_11_25)
+                .get("structuredContent")
+                .is_none()
+        );
+        assert!(
+            call_result_for(r.clone(), ProtocolVersion::V2026_07_28)
+                .get("structuredContent")
+                .is_some()
+        );
+        assert!(
+            call_result_for(r, ProtocolVersion::V2025_03_26)
+                .get("structuredContent")
+                .is_none()
+        );
     }
 }

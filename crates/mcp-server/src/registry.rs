@@ -148,18 +148,29 @@ impl ToolSet {
             None => 0,
             Some(c) => {
                 let (generation, offset) = cursor::decode(c)?;
-                if generation != self.generation || offset % page_size != 0 || offset >= self.tools.len() {
+                if generation != self.generation
+                    || offset % page_size != 0
+                    || offset >= self.tools.len()
+                {
                     return None;
                 }
                 offset / page_size
             }
         };
-        let slot = ProtocolVersion::ALL.iter().position(|x| *x == v).unwrap_or(0);
+        let slot = ProtocolVersion::ALL
+            .iter()
+            .position(|x| *x == v)
+            .unwrap_or(0);
         let pages = self.pages[slot].get_or_init(|| self.build_pages(v, policy, page_size));
         pages.get(index).cloned()
     }
 
-    fn build_pages(&self, v: ProtocolVersion, policy: &ListPolicy, page_size: usize) -> Vec<Arc<RawValue>> {
+    fn build_pages(
+        &self,
+        v: ProtocolVersion,
+        policy: &ListPolicy,
+        page_size: usize,
+    ) -> Vec<Arc<RawValue>> {
         let chunks: Vec<&[Arc<RegisteredTool>]> = if self.tools.is_empty() {
             vec![&[]]
         } else {

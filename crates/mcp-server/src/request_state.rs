@@ -76,22 +76,37 @@ impl StateSigner {
         let mut mac = self.mac();
         mac.update(body.as_bytes());
         let tag = mac.finalize().into_bytes();
-        format!("{}.{}", URL_SAFE_NO_PAD.encode(body), URL_SAFE_NO_PAD.encode(tag))
+        format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(body),
+            URL_SAFE_NO_PAD.encode(tag)
+        )
     }
 
     /// Checks a token and returns the handler's state.
-    pub(crate) fn verify(&self, token: &str, binding: &Binding<'_>) -> Result<Value, ProtocolError> {
+    pub(crate) fn verify(
+        &self,
+        token: &str,
+        binding: &Binding<'_>,
+    ) -> Result<Value, ProtocolError> {
         let invalid = |why: &str| {
             ProtocolError::invalid_params(format!(
                 "Invalid params: requestState {why}; retry the original request without requestState."
             ))
         };
-        let (body_b64, tag_b64) = token.split_once('.').ok_or_else(|| invalid("is malformed"))?;
-        let body = URL_SAFE_NO_PAD.decode(body_b64).map_err(|_| invalid("is malformed"))?;
-        let tag = URL_SAFE_NO_PAD.decode(tag_b64).map_err(|_| invalid("is malformed"))?;
+        let (body_b64, tag_b64) = token
+            .split_once('.')
+            .ok_or_else(|| invalid("is malformed"))?;
+        let body = URL_SAFE_NO_PAD
+            .decode(body_b64)
+            .map_err(|_| invalid("is malformed"))?;
+        let tag = URL_SAFE_NO_PAD
+            .decode(tag_b64)
+            .map_err(|_| invalid("is malformed"))?;
         let mut mac = self.mac();
         mac.update(&body);
-        mac.verify_slice(&tag).map_err(|_| invalid("failed integrity verification"))?;
+        mac.verify_slice(&tag)
+            .map_err(|_| invalid("failed integrity verification"))?;
         let body: Value = serde_json::from_slice(&body).map_err(|_| invalid("is malformed"))?;
         let matches = body["m"] == binding.method
             && body["n"] == binding.name
@@ -152,7 +167,12 @@ mod tests {
     use super::*;
 
     fn binding<'a>(args: &'a Map<String, Value>) -> Binding<'a> {
-        Binding { method: "tools/call", name: "t", arguments: args, principal: None }
+        Binding {
+            method: "tools/call",
+            name: "t",
+            arguments: args,
+            principal: None,
+        }
     }
 
     #[test]
@@ -160,8 +180,14 @@ mod tests {
         let s = StateSigner::random(Duration::from_secs(60));
         let args = Map::new();
         let token = s.sign(&binding(&args), &json!({"step": 1}));
-        assert_eq!(s.verify(&token, &binding(&args)).ok(), Some(json!({"step": 1})));
-        assert!(s.verify(&format!("{token}-TAMPERED"), &binding(&args)).is_err());
+        assert_eq!(
+            s.verify(&token, &binding(&args)).ok(),
+            Some(json!({"step": 1}))
+        );
+        assert!(
+            s.verify(&format!("{token}-TAMPERED"), &binding(&args))
+                .is_err()
+        );
         let mut other = Map::new();
         other.insert("x".into(), json!(1));
         assert!(s.verify(&token, &binding(&other)).is_err());

@@ -10,7 +10,8 @@ use mcp_protocol::model::ResourceContents;
 use crate::context::RequestContext;
 
 /// The future a resource reader returns.
-pub type ReadFuture = Pin<Box<dyn Future<Output = Result<Vec<ResourceContents>, ProtocolError>> + Send>>;
+pub type ReadFuture =
+    Pin<Box<dyn Future<Output = Result<Vec<ResourceContents>, ProtocolError>> + Send>>;
 
 type ReadFn = dyn Fn(RequestContext, String, Vec<(String, String)>) -> ReadFuture + Send + Sync;
 
@@ -101,8 +102,17 @@ mod tests {
     fn matches_level_one_templates() {
         let v = match_template("test://template/{id}/data", "test://template/123/data");
         assert_eq!(v, Some(vec![("id".into(), "123".into())]));
-        assert_eq!(match_template("test://template/{id}/data", "test://template//data"), None);
-        assert_eq!(match_template("test://template/{id}/data", "test://template/1/2/data"), None);
-        assert_eq!(match_template("a://{x}", "a://y"), Some(vec![("x".into(), "y".into())]));
+        assert_eq!(
+            match_template("test://template/{id}/data", "test://template//data"),
+            None
+        );
+        assert_eq!(
+            match_template("test://template/{id}/data", "test://template/1/2/data"),
+            None
+        );
+        assert_eq!(
+            match_template("a://{x}", "a://y"),
+            Some(vec![("x".into(), "y".into())])
+        );
     }
 }

@@ -23,10 +23,12 @@ use crate::session::{Session, SessionStore};
 use crate::tool::Tool;
 
 /// The future a completion handler returns: candidate values.
-pub type CompletionFuture = Pin<Box<dyn Future<Output = Result<Vec<String>, ProtocolError>> + Send>>;
+pub type CompletionFuture =
+    Pin<Box<dyn Future<Output = Result<Vec<String>, ProtocolError>> + Send>>;
 
 /// Completes an argument: `(ctx, ref, argument name, partial value)`.
-pub type CompletionFn = dyn Fn(RequestContext, Value, String, String) -> CompletionFuture + Send + Sync;
+pub type CompletionFn =
+    dyn Fn(RequestContext, Value, String, String) -> CompletionFuture + Send + Sync;
 
 /// Tunables with production defaults.
 #[derive(Clone, Debug)]
@@ -146,7 +148,10 @@ impl ServerBuilder {
     pub fn build(self) -> Result<Server, RegistrationError> {
         let mut tools: Vec<Arc<RegisteredTool>> = Vec::with_capacity(self.tools.len());
         for tool in self.tools {
-            if tools.iter().any(|t| t.tool.definition.name == tool.definition.name) {
+            if tools
+                .iter()
+                .any(|t| t.tool.definition.name == tool.definition.name)
+            {
                 return Err(RegistrationError::Duplicate(tool.definition.name));
             }
             tools.push(Arc::new(RegisteredTool::new(tool)?));
@@ -162,7 +167,10 @@ impl ServerBuilder {
             caps.insert("prompts".into(), json!({ "listChanged": true }));
         }
         if has_resources {
-            caps.insert("resources".into(), json!({ "subscribe": true, "listChanged": true }));
+            caps.insert(
+                "resources".into(),
+                json!({ "subscribe": true, "listChanged": true }),
+            );
         }
         if self.completion.is_some() {
             caps.insert("completions".into(), json!({}));
@@ -189,7 +197,10 @@ impl ServerBuilder {
                 capabilities: caps,
                 events,
                 signer,
-                sessions: SessionStore::new(self.options.max_sessions, self.options.session_idle_timeout),
+                sessions: SessionStore::new(
+                    self.options.max_sessions,
+                    self.options.session_idle_timeout,
+                ),
                 shutdown: CancellationToken::new(),
                 options: self.options,
             }),
@@ -304,7 +315,9 @@ impl Server {
 
     /// Removes a prompt at runtime.
     pub fn remove_prompt(&self, name: &str) {
-        write(&self.inner.prompts, |p| p.retain(|x| x.definition.name != name));
+        write(&self.inner.prompts, |p| {
+            p.retain(|x| x.definition.name != name)
+        });
         self.notify(ServerEvent::PromptsChanged);
     }
 

@@ -71,7 +71,10 @@ impl Session {
         let id = if getrandom::fill(&mut raw).is_ok() {
             URL_SAFE_NO_PAD.encode(raw)
         } else {
-            format!("{:x}", Instant::now().elapsed().as_nanos() ^ (&raw as *const _ as u128))
+            format!(
+                "{:x}",
+                Instant::now().elapsed().as_nanos() ^ (&raw as *const _ as u128)
+            )
         };
         Self {
             id,
@@ -215,7 +218,6 @@ impl Session {
         outcome
     }
 
-
     fn close(&self) {
         self.closed.cancel();
         for (_, t) in lock(&self.in_flight).drain() {
@@ -279,7 +281,6 @@ impl SessionStore {
             None => false,
         }
     }
-
 
     pub(crate) fn close_all(&self) {
         for (_, s) in lock(&self.sessions).drain() {

@@ -44,7 +44,11 @@ pub enum ResourceContents {
 
 /// A content block in a tool result or prompt message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Content {
     /// Plain text.
     Text {

@@ -1,7 +1,7 @@
 //! `completion/complete`: argument suggestions for prompts and templates.
 
-use mcp_protocol::jsonrpc::ResultPayload;
 use mcp_protocol::ProtocolError;
+use mcp_protocol::jsonrpc::ResultPayload;
 use serde_json::{Map, Value, json};
 
 use super::Call;
@@ -20,17 +20,27 @@ impl Server {
             .get("ref")
             .filter(|r| r.is_object())
             .cloned()
-            .ok_or_else(|| ProtocolError::invalid_params("Invalid params: \"ref\" must be an object."))?;
+            .ok_or_else(|| {
+                ProtocolError::invalid_params("Invalid params: \"ref\" must be an object.")
+            })?;
         let argument = call.params.get("argument").and_then(Value::as_object);
         let (Some(name), Some(value)) = (
             argument.and_then(|a| a.get("name")).and_then(Value::as_str),
-            argument.and_then(|a| a.get("value")).and_then(Value::as_str),
+            argument
+                .and_then(|a| a.get("value"))
+                .and_then(Value::as_str),
         ) else {
             return Err(ProtocolError::invalid_params(
                 "Invalid params: \"argument\" must have string \"name\" and \"value\".",
             ));
         };
-        let mut values = handler(call.ctx.clone(), reference, name.to_owned(), value.to_owned()).await?;
+        let mut values = handler(
+            call.ctx.clone(),
+            reference,
+            name.to_owned(),
+            value.to_owned(),
+        )
+        .await?;
         let total = values.len();
         values.truncate(MAX_VALUES);
         let mut result = Map::new();

@@ -60,7 +60,10 @@ impl Server {
             result.insert("instructions".into(), json!(i));
         }
         tracing::info!(version = %version, client = ?params.get("clientInfo"), "legacy session initialized");
-        let response = Response::result(request.id.clone(), ResultPayload::Json(Value::Object(result)));
+        let response = Response::result(
+            request.id.clone(),
+            ResultPayload::Json(Value::Object(result)),
+        );
         (Some(session), response)
     }
 

@@ -35,7 +35,9 @@ pub struct Listener {
 
 impl std::fmt::Debug for Listener {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Listener").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("Listener")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -63,7 +65,10 @@ impl Listener {
             n.insert("resourcesListChanged".into(), json!(true));
         }
         if !self.filter.resource_uris.is_empty() {
-            n.insert("resourceSubscriptions".into(), json!(self.filter.resource_uris));
+            n.insert(
+                "resourceSubscriptions".into(),
+                json!(self.filter.resource_uris),
+            );
         }
         let mut params = Map::new();
         params.insert("notifications".into(), Value::Object(n));
@@ -128,8 +133,17 @@ impl Server {
         };
         let flag = |k: &str| requested.get(k).and_then(Value::as_bool).unwrap_or(false);
         let caps = &self.inner.capabilities;
-        let list_changed = |cap: &str| caps.get(cap).and_then(|c| c.get("listChanged")).and_then(Value::as_bool) == Some(true);
-        let subscribe = caps.get("resources").and_then(|c| c.get("subscribe")).and_then(Value::as_bool) == Some(true);
+        let list_changed = |cap: &str| {
+            caps.get(cap)
+                .and_then(|c| c.get("listChanged"))
+                .and_then(Value::as_bool)
+                == Some(true)
+        };
+        let subscribe = caps
+            .get("resources")
+            .and_then(|c| c.get("subscribe"))
+            .and_then(Value::as_bool)
+            == Some(true);
         let filter = Filter {
             tools: flag("toolsListChanged") && list_changed("tools"),
             prompts: flag("promptsListChanged") && list_changed("prompts"),
@@ -138,7 +152,11 @@ impl Server {
                 requested
                     .get("resourceSubscriptions")
                     .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(|u| u.as_str().map(str::to_owned)).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|u| u.as_str().map(str::to_owned))
+                            .collect()
+                    })
                     .unwrap_or_default()
             } else {
                 Vec::new()

@@ -141,11 +141,18 @@ impl Server {
                             .collect();
                         ProtocolError::unsupported_version(&m.protocol_version, supported)
                     })?;
-                (version, None, Arc::new(m.client_capabilities), m.client_info, m.log_level)
+                (
+                    version,
+                    None,
+                    Arc::new(m.client_capabilities),
+                    m.client_info,
+                    m.log_level,
+                )
             }
             Wire::Legacy { version, session } => match &session {
                 Some(s) => {
-                    let (caps, info, level) = (s.client_capabilities(), s.client_info(), s.log_level());
+                    let (caps, info, level) =
+                        (s.client_capabilities(), s.client_info(), s.log_level());
                     (version, session, caps, info, level)
                 }
                 None => (version, None, Arc::new(Map::new()), None, None),
@@ -237,7 +244,10 @@ impl Server {
                 }
             }
             "notifications/cancelled" => {
-                let id = notification.params.get("requestId").and_then(RequestId::from_value);
+                let id = notification
+                    .params
+                    .get("requestId")
+                    .and_then(RequestId::from_value);
                 if let (Some(s), Some(id)) = (session, id) {
                     tracing::debug!(request = %id, reason = ?notification.params.get("reason"), "request cancelled by client");
                     s.cancel(&id);

@@ -31,7 +31,12 @@ pub(super) fn page<T>(
 }
 
 /// Adds caching hints and the next cursor to a list result.
-pub(super) fn list_result(server: &Server, key: &str, items: Vec<Value>, next: Option<String>) -> Map<String, Value> {
+pub(super) fn list_result(
+    server: &Server,
+    key: &str,
+    items: Vec<Value>,
+    next: Option<String>,
+) -> Map<String, Value> {
     let mut result = Map::new();
     result.insert(key.into(), Value::Array(items));
     if let Some(n) = next {
@@ -45,7 +50,12 @@ pub(super) fn list_result(server: &Server, key: &str, items: Vec<Value>, next: O
 impl Server {
     pub(super) fn list_prompts(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
         let prompts = self.prompts();
-        let (range, next) = page(&prompts, cursor_param(call)?, self.inner.options.page_size, "prompts/list")?;
+        let (range, next) = page(
+            &prompts,
+            cursor_param(call)?,
+            self.inner.options.page_size,
+            "prompts/list",
+        )?;
         let items = prompts[range]
             .iter()
             .map(|p| {

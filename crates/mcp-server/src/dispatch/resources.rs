@@ -1,8 +1,8 @@
 //! `resources/list`, `resources/templates/list`, `resources/read`,
 //! and the legacy `resources/subscribe` / `resources/unsubscribe`.
 
-use mcp_protocol::jsonrpc::ResultPayload;
 use mcp_protocol::ProtocolError;
+use mcp_protocol::jsonrpc::ResultPayload;
 use serde_json::{Map, Value, json};
 
 use super::Call;
@@ -20,7 +20,12 @@ fn uri_param(call: &Call) -> Result<&str, ProtocolError> {
 impl Server {
     pub(super) fn list_resources(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
         let resources = self.resources();
-        let (range, next) = page(&resources, cursor_param(call)?, self.inner.options.page_size, "resources/list")?;
+        let (range, next) = page(
+            &resources,
+            cursor_param(call)?,
+            self.inner.options.page_size,
+            "resources/list",
+        )?;
         let items = resources[range]
             .iter()
             .map(|r| serde_json::to_value(&r.definition).unwrap_or(Value::Null))
@@ -46,7 +51,12 @@ impl Server {
     pub(super) async fn read_resource(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
         let uri = uri_param(call)?;
         let ctx = call.ctx.clone();
-        let contents = if let Some(r) = self.resources().iter().find(|r| r.definition.uri == uri).cloned() {
+        let contents = if let Some(r) = self
+            .resources()
+            .iter()
+            .find(|r| r.definition.uri == uri)
+            .cloned()
+        {
             (r.read)(ctx, uri.to_owned(), Vec::new()).await?
         } else if let Some((t, vars)) = self
             .templates()
@@ -61,7 +71,10 @@ impl Server {
             return Err(not_found(uri));
         }
         let mut result = Map::new();
-        result.insert("contents".into(), serde_json::to_value(contents).unwrap_or(json!([])));
+        result.insert(
+            "contents".into(),
+            serde_json::to_value(contents).unwrap_or(json!([])),
+        );
         result.insert("ttlMs".into(), json!(self.inner.options.list_ttl_ms));
         result.insert("cacheScope".into(), json!("public"));
         Ok(call.finish(self, result))

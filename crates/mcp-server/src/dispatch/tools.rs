@@ -231,7 +231,9 @@ impl Server {
             if call.version.is_modern() {
                 return Err(ProtocolError::missing_capability(
                     required.clone(),
-                    format!("This request needs the client capability \"{cap}\", which the request did not declare."),
+                    format!(
+                        "This request needs the client capability \"{cap}\", which the request did not declare."
+                    ),
                 ));
             }
             return Ok(Next::Fail(format!(
@@ -241,7 +243,10 @@ impl Server {
         if call.version.is_modern() {
             let mut requests = Map::new();
             for (key, r) in &ir.requests {
-                requests.insert(key.clone(), json!({ "method": r.method, "params": r.params }));
+                requests.insert(
+                    key.clone(),
+                    json!({ "method": r.method, "params": r.params }),
+                );
             }
             let state = self
                 .inner
@@ -276,7 +281,11 @@ impl Server {
                 Ok(v) => {
                     answers.insert(key.clone(), v);
                 }
-                Err(why) => return Ok(Next::Fail(format!("Could not get input from the client: {why}."))),
+                Err(why) => {
+                    return Ok(Next::Fail(format!(
+                        "Could not get input from the client: {why}."
+                    )));
+                }
             }
         }
         ctx.input_responses = Some(answers);

@@ -189,9 +189,8 @@ impl ToolBuilder {
         let handler = move |ctx: RequestContext, args: Map<String, Value>| {
             let f = Arc::clone(&f);
             async move {
-                let input: I = serde_json::from_value(Value::Object(args)).map_err(|e| {
-                    ToolError::execution(format!("Invalid arguments: {e}."))
-                })?;
+                let input: I = serde_json::from_value(Value::Object(args))
+                    .map_err(|e| ToolError::execution(format!("Invalid arguments: {e}.")))?;
                 let output = f(ctx, input).await?;
                 let value = serde_json::to_value(output).map_err(ToolError::internal)?;
                 Ok(ToolOutcome::Complete(CallToolResult::structured(value)))

@@ -48,7 +48,11 @@ impl CompiledSchema {
             .take(20)
             .map(|e| {
                 let path = e.instance_path().to_string();
-                let at = if path.is_empty() { "(root)".to_owned() } else { path };
+                let at = if path.is_empty() {
+                    "(root)".to_owned()
+                } else {
+                    path
+                };
                 format!("{at}: {e}")
             })
             .collect()
@@ -71,7 +75,9 @@ mod tests {
             "properties":{"a":{"type":"string"},"b":{"type":"integer"}},
             "required":["a","b"]
         })));
-        let Ok(s) = s else { panic!("schema should compile") };
+        let Ok(s) = s else {
+            panic!("schema should compile")
+        };
         assert!(s.violations(&json!({"a":"x","b":1})).is_empty());
         let v = s.violations(&json!({"a": 1}));
         assert_eq!(v.len(), 2, "{v:?}");
@@ -79,8 +85,18 @@ mod tests {
 
     #[test]
     fn refuses_unknown_dialects_and_remote_refs() {
-        assert!(CompiledSchema::compile(&obj(json!({"$schema":"https://example.com/s","type":"object"}))).is_err());
-        assert!(CompiledSchema::compile(&obj(json!({"type":"object","properties":{"a":{"$ref":"https://example.com/x.json"}}}))).is_err());
+        assert!(
+            CompiledSchema::compile(&obj(
+                json!({"$schema":"https://example.com/s","type":"object"})
+            ))
+            .is_err()
+        );
+        assert!(
+            CompiledSchema::compile(&obj(
+                json!({"type":"object","properties":{"a":{"$ref":"https://example.com/x.json"}}})
+            ))
+            .is_err()
+        );
     }
 
     #[test]

@@ -63,7 +63,12 @@ struct Connection {
 }
 
 /// Serves on any byte streams (stdin/stdout, a socket, a test pipe).
-pub async fn serve<R, W>(server: Server, config: StdioConfig, reader: R, mut writer: W) -> std::io::Result<()>
+pub async fn serve<R, W>(
+    server: Server,
+    config: StdioConfig,
+    reader: R,
+    mut writer: W,
+) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -84,7 +89,10 @@ where
         out,
         closing: CancellationToken::new(),
     });
-    let mut lines = FramedRead::new(reader, LinesCodec::new_with_max_length(config.max_message_bytes));
+    let mut lines = FramedRead::new(
+        reader,
+        LinesCodec::new_with_max_length(config.max_message_bytes),
+    );
     let mut tasks = JoinSet::new();
     while let Some(line) = lines.next().await {
         let line = match line {
@@ -176,7 +184,10 @@ impl Connection {
             }
         } else if request.method == "ping" {
             // Legacy clients may ping before initializing.
-            let r = Response::result(request.id, mcp_protocol::jsonrpc::ResultPayload::Json(json!({})));
+            let r = Response::result(
+                request.id,
+                mcp_protocol::jsonrpc::ResultPayload::Json(json!({})),
+            );
             self.send(r.to_json()).await;
             return;
         } else {
@@ -213,8 +224,10 @@ impl Connection {
                     // The server ends the subscription: the final result,
                     // then the cancellation that tears down a stdio listen.
                     self.send(listener.final_response().to_json()).await;
-                    let params = json!({ "requestId": listener.id(), "reason": "server shutting down" });
-                    self.send(notification_json("notifications/cancelled", params)).await;
+                    let params =
+                        json!({ "requestId": listener.id(), "reason": "server shutting down" });
+                    self.send(notification_json("notifications/cancelled", params))
+                        .await;
                 }
             }
         }

@@ -46,13 +46,21 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
                 .get(stream::get)
                 .delete(stream::delete),
         )
-        .layer(axum::middleware::from_fn_with_state(state.clone(), security::guard))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            security::guard,
+        ))
         .with_state(state)
 }
 
 /// Serves until `shutdown` resolves, then lets in-flight requests finish
 /// while long-lived streams end with their final response.
-pub async fn serve<F>(listener: TcpListener, router: Router, server: Server, shutdown: F) -> std::io::Result<()>
+pub async fn serve<F>(
+    listener: TcpListener,
+    router: Router,
+    server: Server,
+    shutdown: F,
+) -> std::io::Result<()>
 where
     F: Future<Output = ()> + Send + 'static,
 {

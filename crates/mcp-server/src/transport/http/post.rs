@@ -30,14 +30,17 @@ use super::reply::{error_response, json_response, rpc_response, status_for};
 use crate::dispatch::{Inbound, Listener, Reply, Wire};
 
 /// Handles one POST.
-pub(crate) async fn handle(State(state): State<AppState>, request: axum::extract::Request) -> Response {
+pub(crate) async fn handle(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+) -> Response {
     let (parts, body) = request.into_parts();
     if let Some(r) = check_content_type(&parts.headers) {
         return r;
     }
     let bytes = match read_body(&state, &parts.headers, body).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     if depth::nesting_depth(&bytes, state.config.max_json_depth) > state.config.max_json_depth {
         let e = ProtocolError::invalid_request(format!(
@@ -52,7 +55,7 @@ pub(crate) async fn handle(State(state): State<AppState>, request: axum::extract
     };
     let session = match session_of(&state, &parts.headers) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err((status, e)) => return error_response(status, None, e),
     };
     match message {
         Message::Request(request) => handle_request(state, parts, request, session).await,
@@ -78,18 +81,24 @@ fn check_content_type(headers: &HeaderMap) -> Option<Response> {
     if ct.to_ascii_lowercase().starts_with("application/json") {
         return None;
     }
-    let e = ProtocolError::invalid_request("Unsupported media type: send the JSON-RPC message as application/json.");
+    let e = ProtocolError::invalid_request(
+        "Unsupported media type: send the JSON-RPC message as application/json.",
+    );
     Some(error_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, e))
 }
 
-async fn read_body(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Bytes, Response> {
+async fn read_body(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Bytes, Box<Response>> {
     let limit = state.config.max_body_bytes;
     let too_large = || {
         let e = ProtocolError::invalid_request(format!(
             "Request body too large: the limit is {limit} bytes."
         ))
         .with_status(ErrorStatus::TooLarge);
-        error_response(StatusCode::PAYLOAD_TOO_LARGE, None, e)
+        Box::new(error_response(StatusCode::PAYLOAD_TOO_LARGE, None, e))
     };
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -98,23 +107,29 @@ async fn read_body(state: &AppState, headers: &HeaderMap, body: Body) -> Result<
     if declared.is_some_and(|n| n > limit) {
         return Err(too_large());
     }
-    axum::body::to_bytes(body, limit).await.map_err(|_| too_large())
+    axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| too_large())
 }
 
 /// The legacy session named by `Mcp-Session-Id`, if any; 404 for an
 /// unknown one (it expired or was deleted).
-fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Option<Arc<crate::Session>>, Response> {
+fn session_of(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Option<Arc<crate::Session>>, (StatusCode, ProtocolError)> {
     let id = match single(headers, SESSION_ID) {
         Ok(Some(id)) => id,
         Ok(None) => return Ok(None),
-        Err(e) => return Err(error_response(StatusCode::BAD_REQUEST, None, e)),
+        Err(e) => return Err((StatusCode::BAD_REQUEST, e)),
     };
     match state.server.session(&id) {
         Some(s) => Ok(Some(s)),
-        None => Err(error_response(
+        None => Err((
             StatusCode::NOT_FOUND,
-            None,
-            ProtocolError::invalid_request("Session not found or expired; send initialize to start a new session."),
+            ProtocolError::invalid_request(
+                "Session not found or expired; send initialize to start a new session.",
+            ),
         )),
     }
 }
@@ -122,7 +137,10 @@ fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Option<Arc<crate:
 /// Decides the wire: a request that claims 2026 (in `_meta` or in
 /// `MCP-Protocol-Version`) gets the strict modern rules; anything else is
 /// a legacy client, inside its session or (header-less curl) without one.
-fn classify(headers: &HeaderMap, request: &Request) -> Result<Option<ProtocolVersion>, ProtocolError> {
+fn classify(
+    headers: &HeaderMap,
+    request: &Request,
+) -> Result<Option<ProtocolVersion>, ProtocolError> {
     let claimed = meta::claimed_version(&request.params);
     let header = single(headers, headers::PROTOCOL_VERSION)?;
     let header_legacy = header
@@ -198,7 +216,11 @@ async fn handle_request(
     response
 }
 
-fn check_modern_headers(state: &AppState, headers: &HeaderMap, request: &Request) -> Result<(), ProtocolError> {
+fn check_modern_headers(
+    state: &AppState,
+    headers: &HeaderMap,
+    request: &Request,
+) -> Result<(), ProtocolError> {
     headers::check_standard(
         headers,
         &request.method,
@@ -241,8 +263,13 @@ async fn respond(
         Ok(Ok(Reply::Listen(l))) => listen_stream(&state, l, guard),
         Ok(Err(join)) => {
             tracing::error!(error = %join, "request handler panicked");
-            let e = ProtocolError::internal("Internal error: the request handler failed; the failure was logged.");
-            json_response(StatusCode::INTERNAL_SERVER_ERROR, mcp_protocol::Response::error(None, e).to_json())
+            let e = ProtocolError::internal(
+                "Internal error: the request handler failed; the failure was logged.",
+            );
+            json_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                mcp_protocol::Response::error(None, e).to_json(),
+            )
         }
         Err(first_message) => request_stream(first_message, task, rx, guard),
     }
@@ -257,7 +284,8 @@ where
         Some(k) => sse.keep_alive(KeepAlive::new().interval(k)).into_response(),
         None => sse.into_response(),
     };
-    r.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r.headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
     r
 }
 
@@ -315,7 +343,11 @@ fn request_stream(
 }
 
 /// The long-lived stream of `subscriptions/listen`.
-fn listen_stream(state: &AppState, listener: Listener, guard: Option<tokio_util::sync::DropGuard>) -> Response {
+fn listen_stream(
+    state: &AppState,
+    listener: Listener,
+    guard: Option<tokio_util::sync::DropGuard>,
+) -> Response {
     let ack = listener.acknowledgement();
     let rest = stream::unfold(Some((listener, guard)), |st| async move {
         let (mut l, guard) = st?;

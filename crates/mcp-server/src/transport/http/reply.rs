@@ -7,15 +7,21 @@ use mcp_protocol::error::ErrorStatus;
 use mcp_protocol::{ProtocolError, RequestId};
 
 /// A JSON-RPC error response with an explicit status.
-pub(crate) fn error_response(status: StatusCode, id: Option<RequestId>, e: ProtocolError) -> Response {
+pub(crate) fn error_response(
+    status: StatusCode,
+    id: Option<RequestId>,
+    e: ProtocolError,
+) -> Response {
     json_response(status, mcp_protocol::Response::error(id, e).to_json())
 }
 
 /// A JSON body with a status.
 pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
     let mut r = (status, Body::from(body)).into_response();
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }
 
@@ -27,7 +33,9 @@ pub(crate) fn status_for(e: &ProtocolError, modern: bool) -> StatusCode {
         (ErrorStatus::TooLarge, _) => StatusCode::PAYLOAD_TOO_LARGE,
         (ErrorStatus::BadRequest, true) => StatusCode::BAD_REQUEST,
         (ErrorStatus::NotFound, true) => StatusCode::NOT_FOUND,
-        (ErrorStatus::BadRequest, false) if e.code == -32700 || e.code == -32600 => StatusCode::BAD_REQUEST,
+        (ErrorStatus::BadRequest, false) if e.code == -32700 || e.code == -32600 => {
+            StatusCode::BAD_REQUEST
+        }
         _ => StatusCode::OK,
     }
 }

@@ -16,7 +16,9 @@ fn host_name(authority: &str) -> String {
     let a = authority.trim().to_ascii_lowercase();
     if let Some(rest) = a.strip_prefix('[') {
         // IPv6 literal: keep the brackets, drop the port.
-        return rest.split_once(']').map_or(a.clone(), |(h, _)| format!("[{h}]"));
+        return rest
+            .split_once(']')
+            .map_or(a.clone(), |(h, _)| format!("[{h}]"));
     }
     a.rsplit_once(':')
         .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
@@ -24,7 +26,12 @@ fn host_name(authority: &str) -> String {
 }
 
 fn host_allowed(state: &AppState, name: &str) -> bool {
-    LOOPBACK_HOSTS.contains(&name) || state.config.allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(name))
+    LOOPBACK_HOSTS.contains(&name)
+        || state
+            .config
+            .allowed_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(name))
 }
 
 /// Checks one request's `Host` and `Origin`.
@@ -36,9 +43,16 @@ pub(crate) fn check(state: &AppState, headers: &HeaderMap) -> Result<(), &'stati
         }
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let origin = origin.to_str().map_err(|_| "the Origin header is not valid")?;
+        let origin = origin
+            .to_str()
+            .map_err(|_| "the Origin header is not valid")?;
         let trimmed = origin.trim_end_matches('/');
-        if state.config.allowed_origins.iter().any(|o| o.trim_end_matches('/').eq_ignore_ascii_case(trimmed)) {
+        if state
+            .config
+            .allowed_origins
+            .iter()
+            .any(|o| o.trim_end_matches('/').eq_ignore_ascii_case(trimmed))
+        {
             return Ok(());
         }
         let authority = trimmed.split_once("://").map(|(_, a)| a);

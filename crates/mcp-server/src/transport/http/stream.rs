@@ -8,9 +8,9 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
+use mcp_protocol::ProtocolError;
 use mcp_protocol::headers::{SESSION_ID, single};
 use mcp_protocol::jsonrpc::notification_json;
-use mcp_protocol::ProtocolError;
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
@@ -27,7 +27,8 @@ fn method_not_allowed() -> Response {
             "Method not allowed: without a legacy session, only POST is served on this endpoint.",
         ),
     );
-    r.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
     r
 }
 
@@ -35,7 +36,9 @@ fn session_not_found() -> Response {
     error_response(
         StatusCode::NOT_FOUND,
         None,
-        ProtocolError::invalid_request("Session not found or expired; send initialize to start a new session."),
+        ProtocolError::invalid_request(
+            "Session not found or expired; send initialize to start a new session.",
+        ),
     )
 }
 
@@ -97,12 +100,16 @@ pub(crate) async fn get(State(state): State<AppState>, headers: HeaderMap) -> Re
     });
     let body = stream::unfold(rx, |mut rx| async move {
         let m = rx.recv().await?;
-        Some((Ok::<_, Infallible>(Event::default().event("message").data(m)), rx))
+        Some((
+            Ok::<_, Infallible>(Event::default().event("message").data(m)),
+            rx,
+        ))
     });
     let mut r = Sse::new(body)
         .keep_alive(KeepAlive::new().interval(state.config.keep_alive))
         .into_response();
-    r.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r.headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
     r
 }
 

@@ -21,6 +21,8 @@
 //! [`Directory::department_ids`] or [`Directory::suggest_employees`] provide
 //! material for actionable "not found" messages.
 
+#![warn(missing_docs)]
+
 mod backend;
 mod clock;
 mod error;

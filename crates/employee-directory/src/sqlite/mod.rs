@@ -64,6 +64,15 @@ impl SqliteBackend {
             .run(|conn| {
                 let migrated = migrate::migrate(conn)?;
                 let seeded = seed::seed_if_empty(conn)?;
+                if seeded {
+                    // Move the freshly written pages from the WAL into the
+                    // main file so the file is self-contained; not fatal.
+                    if let Err(e) =
+                        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                    {
+                        tracing::warn!(error = %e, "WAL checkpoint after seeding failed");
+                    }
+                }
                 Ok((migrated, seeded))
             })
             .await?;

@@ -671,30 +671,40 @@ pub(crate) fn strings(conn: &Connection, sql: &str) -> Result<Vec<String>> {
         .map_err(DirectoryError::db("list values"))
 }
 
-/// Employees whose name or id contains any word of `query`, best match first.
+/// Employees whose name or id resembles `query`, best match first.
 pub(crate) fn suggest_employees(
     conn: &Connection,
     query: &str,
     limit: u32,
 ) -> Result<Vec<(String, String)>> {
-    let words: Vec<String> = query
+    let words: Vec<&str> = query
         .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.len() >= 2)
+        .filter(|w| w.chars().count() >= 2)
         .take(5)
-        .map(like_pattern)
         .collect();
     let whole = compact(query);
     if words.is_empty() && whole.is_empty() {
         return Ok(Vec::new());
     }
-    // Score = number of words found in the name, plus a bonus when the whole
-    // query (without spaces) is part of the id.
-    let mut score = vec!["(e.id LIKE ?1 ESCAPE '\\') * 2".to_string()];
-    for i in 0..words.len() {
+    // Score: 4 when the whole query is part of the id, then per word 3 for an
+    // exact first/last name, 2 for a name prefix, 1 for a substring.
+    let mut score = vec!["(e.id LIKE ?1 ESCAPE '\\') * 4".to_string()];
+    let mut args = vec![like_pattern(&whole)];
+    for word in &words {
+        let (exact, prefix, contains) = (args.len() + 1, args.len() + 2, args.len() + 3);
         score.push(format!(
-            "((e.first_name || ' ' || e.last_name) LIKE ?{} ESCAPE '\\')",
-            i + 2
+            "CASE WHEN e.first_name = ?{exact} COLLATE NOCASE
+                    OR e.last_name = ?{exact} COLLATE NOCASE THEN 3
+                  WHEN e.first_name LIKE ?{prefix} ESCAPE '\\'
+                    OR e.last_name LIKE ?{prefix} ESCAPE '\\' THEN 2
+                  WHEN (e.first_name || ' ' || e.last_name) LIKE ?{contains} ESCAPE '\\' THEN 1
+                  ELSE 0 END"
         ));
+        let contains_pattern = like_pattern(word);
+        // "%word%" without the leading "%" is the prefix pattern.
+        args.push((*word).to_string());
+        args.push(contains_pattern[1..].to_string());
+        args.push(contains_pattern);
     }
     let sql = format!(
         "SELECT id, name FROM (
@@ -706,8 +716,6 @@ pub(crate) fn suggest_employees(
          LIMIT {limit}",
         score.join(" + ")
     );
-    let mut args = vec![like_pattern(&whole)];
-    args.extend(words);
     let mut stmt = conn
         .prepare(&sql)
         .map_err(DirectoryError::db("suggest employees"))?;

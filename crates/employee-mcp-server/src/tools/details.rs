@@ -1,0 +1,35 @@
+//! get-employee-details
+
+use employee_directory::{Directory, EmployeeDetails};
+use mcp_server::protocol::model::ToolAnnotations;
+use mcp_server::{RequestContext, Tool, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Arguments of get-employee-details.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Input {
+    /// Employee id, e.g. "AliceJohnson" (also accepts "Alice Johnson" or an email address).
+    #[schemars(length(min = 1, max = 100), regex(pattern = super::ID_PATTERN))]
+    pub employee_id: String,
+}
+
+pub fn tool(directory: Directory) -> Tool {
+    Tool::builder("get-employee-details")
+        .title("Employee details")
+        .description(
+            "Retrieve comprehensive details about a specific employee including contact information, role, department, team, manager, skills and employment history. Use an employee id such as AliceJohnson.",
+        )
+        .annotations(ToolAnnotations::read_only())
+        .handler(move |_ctx: RequestContext, input: Input| {
+            let directory = directory.clone();
+            async move {
+                match directory.employee(&input.employee_id).await {
+                    Ok(Some(e)) => Ok::<EmployeeDetails, ToolError>(e),
+                    Ok(None) => Err(super::unknown_employee(&directory, &input.employee_id).await),
+                    Err(e) => Err(super::unavailable(e)),
+                }
+            }
+        })
+}

@@ -1,0 +1,37 @@
+//! check-leave-balance
+
+use employee_directory::{Directory, LeaveBalance, LeaveType};
+use mcp_server::protocol::model::ToolAnnotations;
+use mcp_server::{RequestContext, Tool, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Arguments of check-leave-balance.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Input {
+    /// Employee id, e.g. "AliceJohnson".
+    #[schemars(length(min = 1, max = 100), regex(pattern = super::ID_PATTERN))]
+    pub employee_id: String,
+    /// Kind of leave.
+    pub leave_type: LeaveType,
+}
+
+pub fn tool(directory: Directory) -> Tool {
+    Tool::builder("check-leave-balance")
+        .title("Leave balance")
+        .description(
+            "Check remaining leave balance for an employee and leave type for the current year: days entitled, used, pending approval and remaining.",
+        )
+        .annotations(ToolAnnotations::read_only())
+        .handler(move |_ctx: RequestContext, input: Input| {
+            let directory = directory.clone();
+            async move {
+                match directory.leave_balance(&input.employee_id, input.leave_type).await {
+                    Ok(Some(b)) => Ok::<LeaveBalance, ToolError>(b),
+                    Ok(None) => Err(super::unknown_employee(&directory, &input.employee_id).await),
+                    Err(e) => Err(super::unavailable(e)),
+                }
+            }
+        })
+}

@@ -1,0 +1,62 @@
+//! The eight HR tools, one file each, all on the typed tool API.
+//!
+//! Tools translate between the model's view (ids, closed value sets,
+//! actionable errors) and the directory's queries; they know nothing of
+//! JSON-RPC or transports.
+
+mod compensation;
+mod department;
+mod details;
+mod leave;
+mod report;
+mod skills;
+mod team;
+mod tenure;
+
+use employee_directory::{Directory, DirectoryError};
+use mcp_server::{Tool, ToolError};
+
+/// Every HR tool, in the order `tools/list` shows them.
+pub fn all(directory: &Directory) -> Vec<Tool> {
+    vec![
+        details::tool(directory.clone()),
+        department::tool(directory.clone()),
+        tenure::tool(directory.clone()),
+        team::tool(directory.clone()),
+        skills::tool(directory.clone()),
+        compensation::tool(directory.clone()),
+        leave::tool(directory.clone()),
+        report::tool(directory.clone()),
+    ]
+}
+
+/// A directory failure as the model sees it: the details go to the log,
+/// the model gets a message it can act on (retry later).
+pub(crate) fn unavailable(error: DirectoryError) -> ToolError {
+    tracing::error!(%error, "directory query failed");
+    ToolError::execution(
+        "The HR directory is temporarily unavailable; retry in a few seconds. If it persists, tell the user the HR system is down.",
+    )
+}
+
+/// "Did you mean" for an unknown employee id.
+pub(crate) async fn unknown_employee(directory: &Directory, id: &str) -> ToolError {
+    let suggestions = match directory.suggest_employees(id, 5).await {
+        Ok(s) => s,
+        Err(e) => return unavailable(e),
+    };
+    let hint = if suggestions.is_empty() {
+        "Employee ids are PascalCase names such as AliceJohnson; find ids with list-department-employees, get-team-members or search-employees-by-skill.".to_owned()
+    } else {
+        let list: Vec<String> = suggestions
+            .iter()
+            .map(|(id, name)| format!("{id} ({name})"))
+            .collect();
+        format!("Did you mean: {}?", list.join(", "))
+    };
+    ToolError::execution(format!("No employee with id \"{id}\". {hint}"))
+}
+
+/// Input constraint shared by every id-like argument: short, printable, no
+/// control characters.
+pub(crate) const ID_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9 .@'_-]*$";

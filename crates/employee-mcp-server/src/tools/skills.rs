@@ -1,0 +1,43 @@
+//! search-employees-by-skill
+
+use employee_directory::{Directory, SkillSearch};
+use mcp_server::protocol::model::ToolAnnotations;
+use mcp_server::{RequestContext, Tool, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Arguments of search-employees-by-skill.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Input {
+    /// A skill such as "Rust" or "Negotiation"; matched case-insensitively, exact name first, otherwise as a substring.
+    #[schemars(
+        length(min = 1, max = 60),
+        regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9 .+#/&'_-]*$")
+    )]
+    pub skill: String,
+}
+
+pub fn tool(directory: Directory) -> Tool {
+    Tool::builder("search-employees-by-skill")
+        .title("Find employees by skill")
+        .description(
+            "Find active employees with specific technical or professional skills, strongest proficiency first (at most 100 matches; `total` and `truncated` say whether there are more).",
+        )
+        .annotations(ToolAnnotations::read_only())
+        .handler(move |_ctx: RequestContext, input: Input| {
+            let directory = directory.clone();
+            async move {
+                let found = directory.search_by_skill(&input.skill).await.map_err(super::unavailable)?;
+                if found.matches.is_empty() {
+                    let skills = directory.skills().await.map_err(super::unavailable)?;
+                    return Err(ToolError::execution(format!(
+                        "No employee has a skill matching \"{}\". Known skills: {}.",
+                        input.skill,
+                        skills.join(", ")
+                    )));
+                }
+                Ok::<SkillSearch, ToolError>(found)
+            }
+        })
+}

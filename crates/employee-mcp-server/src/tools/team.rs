@@ -1,0 +1,43 @@
+//! get-team-members
+
+use employee_directory::{Directory, TeamRoster};
+use mcp_server::protocol::model::ToolAnnotations;
+use mcp_server::{RequestContext, Tool, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Arguments of get-team-members.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Input {
+    /// Team id such as "backend" (the team name also works).
+    #[schemars(length(min = 1, max = 100), regex(pattern = super::ID_PATTERN))]
+    pub team_id: String,
+}
+
+pub fn tool(directory: Directory) -> Tool {
+    Tool::builder("get-team-members")
+        .title("Team members")
+        .description(
+            "Retrieve all members of a specific team including their roles and reporting structure (manager first, each member with the id of the person they report to). Use a team id such as \"backend\".",
+        )
+        .annotations(ToolAnnotations::read_only())
+        .handler(move |_ctx: RequestContext, input: Input| {
+            let directory = directory.clone();
+            async move {
+                match directory.team_members(&input.team_id).await {
+                    Ok(Some(r)) => Ok::<TeamRoster, ToolError>(r),
+                    Ok(None) => {
+                        let ids = directory.team_ids().await.map_err(super::unavailable)?;
+                        let list: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
+                        Err(ToolError::execution(format!(
+                            "No team \"{}\". Valid team ids: {}.",
+                            input.team_id,
+                            list.join(", ")
+                        )))
+                    }
+                    Err(e) => Err(super::unavailable(e)),
+                }
+            }
+        })
+}

@@ -1,0 +1,35 @@
+//! calculate-employee-tenure
+
+use employee_directory::{Directory, Tenure};
+use mcp_server::protocol::model::ToolAnnotations;
+use mcp_server::{RequestContext, Tool, ToolError};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Arguments of calculate-employee-tenure.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Input {
+    /// Employee id, e.g. "AliceJohnson".
+    #[schemars(length(min = 1, max = 100), regex(pattern = super::ID_PATTERN))]
+    pub employee_id: String,
+}
+
+pub fn tool(directory: Directory) -> Tool {
+    Tool::builder("calculate-employee-tenure")
+        .title("Employee tenure")
+        .description(
+            "Calculate the tenure of an employee in the organization based on their start date, as of today (or their last day, for former employees): years, months, days and a readable summary.",
+        )
+        .annotations(ToolAnnotations::read_only())
+        .handler(move |_ctx: RequestContext, input: Input| {
+            let directory = directory.clone();
+            async move {
+                match directory.tenure(&input.employee_id).await {
+                    Ok(Some(t)) => Ok::<Tenure, ToolError>(t),
+                    Ok(None) => Err(super::unknown_employee(&directory, &input.employee_id).await),
+                    Err(e) => Err(super::unavailable(e)),
+                }
+            }
+        })
+}

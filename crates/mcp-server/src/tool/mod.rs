@@ -21,6 +21,7 @@
 
 mod outcome;
 pub(crate) mod schema;
+mod simplify;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -228,5 +229,5 @@ impl ToolBuilder {
 fn schema_object(schema: Value) -> Map<String, Value> {
     let mut m = schema.as_object().cloned().unwrap_or_default();
     m.remove("title");
-    m
+    simplify::simplify(m)
 }

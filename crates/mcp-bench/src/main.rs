@@ -1,0 +1,255 @@
+//! `mcp-bench`: drives an MCP server over Streamable HTTP with concurrent
+//! requests and prints throughput and latency percentiles per workload and
+//! concurrency level. See README.md for usage and how to read the numbers.
+
+mod bench;
+mod server;
+mod sse;
+mod stats;
+mod wire;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use reqwest::Url;
+use serde::Serialize;
+
+use bench::{CellResult, Stop, Workload};
+use server::ServerGuard;
+use wire::{McpClient, Wire};
+
+/// Benchmark an MCP server (Streamable HTTP) with concurrent requests.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// MCP endpoint of an already running server, e.g. http://127.0.0.1:8080/mcp.
+    /// Without it the bench starts `--server-bin` itself on a free port.
+    #[arg(long)]
+    url: Option<Url>,
+
+    /// Server binary to start when --url is not given
+    /// [default: target/release/employee-mcp-server under the workspace root].
+    #[arg(long, conflicts_with = "url")]
+    server_bin: Option<PathBuf>,
+
+    /// Seconds to measure each cell (workload x concurrency) [default: 5].
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    duration: Option<Duration>,
+
+    /// Measure each cell for this many requests instead of a duration.
+    #[arg(long, value_name = "N", conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
+    requests: Option<u64>,
+
+    /// Concurrency levels (number of in-flight requests), comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    concurrency: Vec<u32>,
+
+    /// Seconds of warm-up before each cell; its results are discarded.
+    #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_secs)]
+    warmup: Duration,
+
+    /// Wire format: modern (2026-07-28, sessionless) or legacy (2025-11-25, sessions).
+    #[arg(long, value_enum, default_value_t = Wire::Modern)]
+    wire: Wire,
+
+    /// Workloads to run, comma separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "list,details,search,mixed"
+    )]
+    workloads: Vec<Workload>,
+
+    /// Per-request timeout in seconds; a timed-out request counts as an error.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
+    timeout: Duration,
+
+    /// Tokio worker threads for the client [default: number of CPUs].
+    #[arg(long)]
+    threads: Option<usize>,
+
+    /// Also print machine-readable JSON results on stdout (the table then
+    /// goes to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s} is not a valid number of seconds"))
+}
+
+/// Exit code when the run completed but some requests failed, so scripts can
+/// tell a clean run from a broken server without parsing the table.
+const EXIT_REQUEST_ERRORS: u8 = 3;
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all();
+    if let Some(n) = args.threads.filter(|&n| n > 0) {
+        rt.worker_threads(n);
+    }
+    let rt = match rt.build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mcp-bench: cannot start runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(async {
+        // Dropping `run` on Ctrl-C drops the server guard, which kills the
+        // spawned server: no orphaned process.
+        tokio::select! {
+            code = run(args) => code,
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("mcp-bench: interrupted");
+                ExitCode::from(130)
+            }
+        }
+    })
+}
+
+/// Machine-readable output of a whole run.
+#[derive(Serialize)]
+struct Report<'a> {
+    url: String,
+    wire: Wire,
+    duration_s: Option<f64>,
+    requests_per_cell: Option<u64>,
+    warmup_s: f64,
+    results: &'a [CellResult],
+}
+
+async fn run(args: Args) -> ExitCode {
+    match run_inner(args).await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(EXIT_REQUEST_ERRORS),
+        Err(e) => {
+            eprintln!("mcp-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs all cells; `Ok(false)` means some requests failed.
+async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
+    // Keep the guard alive for the whole run; dropping it stops the server.
+    let mut server_guard = None;
+    let url = match args.url.clone() {
+        Some(url) => url,
+        None => {
+            let bin = server::locate_binary(args.server_bin.as_deref())?;
+            eprintln!("starting {} …", bin.display());
+            let guard = server_guard.insert(ServerGuard::spawn(&bin)?);
+            // First start seeds the database, which can take a while.
+            guard
+                .wait_ready(args.wire, Duration::from_secs(120))
+                .await?;
+            eprintln!("server ready at {}", guard.url);
+            guard.url.clone()
+        }
+    };
+    let client = McpClient::new(url, args.wire, args.timeout)?;
+    if args.url.is_some() {
+        // Fail fast on a wrong URL or wire instead of timing a stream of errors.
+        server::probe(&client)
+            .await
+            .map_err(|e| format!("preflight against {} failed: {e}", client.url()))?;
+    }
+
+    let stop = match (args.requests, args.duration) {
+        (Some(n), _) => Stop::Requests(n),
+        (None, d) => Stop::After(d.unwrap_or(Duration::from_secs(5))),
+    };
+    let stop_desc = match stop {
+        Stop::After(d) => format!("{}s/cell", d.as_secs_f64()),
+        Stop::Requests(n) => format!("{n} requests/cell"),
+    };
+
+    // With --json, stdout is reserved for the JSON document.
+    let mut out: Box<dyn Write> = if args.json {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    writeln!(
+        out,
+        "mcp-bench  url={}  wire={}  {}  warmup={}s  client threads={}",
+        client.url(),
+        args.wire.name(),
+        stop_desc,
+        args.warmup.as_secs_f64(),
+        args.threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+    )?;
+    writeln!(out, "{}", header())?;
+
+    let mut results = Vec::new();
+    for &workload in &args.workloads {
+        for &concurrency in &args.concurrency {
+            let cell = bench::run_cell(&client, workload, concurrency as usize, args.warmup, stop)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "{} c={concurrency}: opening sessions failed: {e}",
+                        workload.label()
+                    )
+                })?;
+            writeln!(out, "{}", row(&cell))?;
+            out.flush()?;
+            if let Some(err) = &cell.first_error {
+                eprintln!("  first error: {err}");
+            }
+            results.push(cell);
+        }
+    }
+
+    let total_errors: u64 = results.iter().map(|r| r.errors).sum();
+    if total_errors > 0 {
+        eprintln!("warning: {total_errors} request(s) failed; rows with errors are not comparable");
+    }
+    if args.json {
+        let report = Report {
+            url: client.url().to_string(),
+            wire: args.wire,
+            duration_s: match stop {
+                Stop::After(d) => Some(d.as_secs_f64()),
+                Stop::Requests(_) => None,
+            },
+            requests_per_cell: args.requests,
+            warmup_s: args.warmup.as_secs_f64(),
+            results: &results,
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    Ok(total_errors == 0)
+}
+
+fn header() -> String {
+    format!(
+        "{:<26} {:>5} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "workload", "conc", "requests", "errors", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms"
+    )
+}
+
+fn row(c: &CellResult) -> String {
+    let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"));
+    let l = c.latency;
+    format!(
+        "{:<26} {:>5} {:>9} {:>7} {:>10.1} {:>9} {:>9} {:>9} {:>9}",
+        c.workload,
+        c.concurrency,
+        c.requests,
+        c.errors,
+        c.requests_per_s,
+        ms(l.map(|l| l.p50_ms)),
+        ms(l.map(|l| l.p90_ms)),
+        ms(l.map(|l| l.p99_ms)),
+        ms(l.map(|l| l.max_ms)),
+    )
+}

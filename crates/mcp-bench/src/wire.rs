@@ -1,0 +1,458 @@
+//! MCP client for the Streamable HTTP transport: one JSON-RPC request per
+//! POST, in either the modern (2026-07-28, sessionless, `_meta` carries the
+//! protocol version) or the legacy (2025-11-25, `initialize` + session id)
+//! wire format.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::ValueEnum;
+use futures_util::StreamExt;
+use reqwest::header::{CONTENT_TYPE, HeaderMap};
+use reqwest::{StatusCode, Url};
+use serde_json::{Value, json};
+
+use crate::sse::SseParser;
+
+/// Protocol revision sent on the modern wire.
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// Protocol revision negotiated on the legacy wire.
+pub const LEGACY_VERSION: &str = "2025-11-25";
+
+const HDR_PROTOCOL_VERSION: &str = "MCP-Protocol-Version";
+const HDR_METHOD: &str = "Mcp-Method";
+const HDR_NAME: &str = "Mcp-Name";
+const HDR_SESSION: &str = "Mcp-Session-Id";
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+/// Which MCP wire format to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Wire {
+    /// Protocol 2026-07-28: no session, routing headers, `_meta` in params.
+    Modern,
+    /// Protocol 2025-11-25: `initialize` handshake and `Mcp-Session-Id`.
+    Legacy,
+}
+
+impl Wire {
+    /// Lower-case name, as given on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Wire::Modern => "modern",
+            Wire::Legacy => "legacy",
+        }
+    }
+}
+
+/// One benchmarked MCP operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `tools/list`.
+    ListTools,
+    /// `tools/call get-employee-details {"employeeId":"AliceJohnson"}`.
+    GetEmployee,
+    /// `tools/call search-employees-by-skill {"skill":"Rust"}`.
+    SearchBySkill,
+}
+
+impl Op {
+    /// JSON-RPC method name.
+    pub fn method(self) -> &'static str {
+        match self {
+            Op::ListTools => "tools/list",
+            Op::GetEmployee | Op::SearchBySkill => "tools/call",
+        }
+    }
+
+    /// Tool name for `tools/call`, `None` otherwise.
+    pub fn tool(self) -> Option<&'static str> {
+        match self {
+            Op::ListTools => None,
+            Op::GetEmployee => Some("get-employee-details"),
+            Op::SearchBySkill => Some("search-employees-by-skill"),
+        }
+    }
+
+    /// Human-readable label, e.g. `tools/call get-employee-details`.
+    pub fn label(self) -> String {
+        match self.tool() {
+            Some(tool) => format!("{} {tool}", self.method()),
+            None => self.method().to_owned(),
+        }
+    }
+
+    fn arguments(self) -> Value {
+        match self {
+            Op::ListTools => Value::Null,
+            Op::GetEmployee => json!({ "employeeId": "AliceJohnson" }),
+            Op::SearchBySkill => json!({ "skill": "Rust" }),
+        }
+    }
+}
+
+/// Why one request did not succeed. Each one counts as one error.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// Connection, timeout or body-read failure.
+    #[error("transport: {}", with_sources(.0))]
+    Transport(#[from] reqwest::Error),
+    /// The server answered with a non-2xx status.
+    #[error("HTTP {status}: {body}")]
+    Status {
+        /// Response status.
+        status: StatusCode,
+        /// Start of the response body, for diagnosis.
+        body: String,
+    },
+    /// The JSON-RPC response carried an `error` member.
+    #[error("JSON-RPC error {code}: {message}")]
+    JsonRpc {
+        /// JSON-RPC error code.
+        code: i64,
+        /// JSON-RPC error message.
+        message: String,
+    },
+    /// `tools/call` returned a result with `isError: true`.
+    #[error("tool error: {0}")]
+    Tool(String),
+    /// The response did not look like a JSON-RPC response to our request.
+    #[error("protocol: {0}")]
+    Protocol(String),
+}
+
+/// Per-worker connection state: the session id on the legacy wire.
+#[derive(Debug, Default)]
+pub struct Session {
+    id: Option<String>,
+}
+
+/// Shared MCP-over-HTTP client. Cheap to share behind an `Arc`: the inner
+/// `reqwest::Client` pools keep-alive connections for all workers.
+#[derive(Debug)]
+pub struct McpClient {
+    http: reqwest::Client,
+    url: Url,
+    wire: Wire,
+    next_id: AtomicU64,
+}
+
+impl McpClient {
+    /// Builds a client for `url` (the MCP endpoint, e.g. `http://host/mcp`).
+    pub fn new(url: Url, wire: Wire, timeout: Duration) -> Result<Arc<Self>, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            // Small request/response pairs: don't let Nagle add latency.
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build()?;
+        Ok(Arc::new(Self {
+            http,
+            url,
+            wire,
+            next_id: AtomicU64::new(1),
+        }))
+    }
+
+    /// Endpoint URL.
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// Opens a session: on the legacy wire this performs `initialize` and
+    /// `notifications/initialized`; on the modern wire there is nothing to do.
+    pub async fn open(&self) -> Result<Session, CallError> {
+        if self.wire == Wire::Modern {
+            return Ok(Session::default());
+        }
+        let id = self.fresh_id();
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LEGACY_VERSION,
+                "capabilities": {},
+                "clientInfo": { "name": "mcp-bench", "version": env!("CARGO_PKG_VERSION") },
+            },
+        });
+        let resp = self.post(&body).send().await?;
+        let session = Session {
+            id: resp
+                .headers()
+                .get(HDR_SESSION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+        };
+        let (msg, _) = read_response(resp, id, Instant::now()).await?;
+        check_outcome(&msg)?;
+
+        let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        let resp = self.with_session(self.post(&note), &session).send().await?;
+        // The spec says 202 Accepted; accept any 2xx to be lenient.
+        if !resp.status().is_success() {
+            return Err(status_error(resp).await);
+        }
+        Ok(session)
+    }
+
+    /// Ends a legacy session with `DELETE`; errors are ignored because a
+    /// server may legitimately refuse (405) or have dropped it already.
+    pub async fn close(&self, session: &Session) {
+        if let Some(id) = &session.id {
+            let _ = self
+                .http
+                .delete(self.url.clone())
+                .header(HDR_SESSION, id)
+                .header(HDR_PROTOCOL_VERSION, LEGACY_VERSION)
+                .send()
+                .await;
+        }
+    }
+
+    /// Sends one request for `op` and waits for its JSON-RPC response.
+    /// Returns the latency (from just before building the request to the
+    /// moment the response was parsed) only for a successful, non-`isError`
+    /// result.
+    pub async fn call(&self, session: &Session, op: Op) -> Result<Duration, CallError> {
+        let start = Instant::now();
+        let id = self.fresh_id();
+        let mut params = serde_json::Map::new();
+        if let Some(tool) = op.tool() {
+            params.insert("name".into(), tool.into());
+            params.insert("arguments".into(), op.arguments());
+        }
+        if self.wire == Wire::Modern {
+            params.insert(
+                "_meta".into(),
+                json!({
+                    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }),
+            );
+        }
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": op.method(),
+            "params": params,
+        });
+        let mut req = self.post(&body);
+        match self.wire {
+            Wire::Modern => {
+                req = req
+                    .header(HDR_PROTOCOL_VERSION, MODERN_VERSION)
+                    .header(HDR_METHOD, op.method());
+                if let Some(tool) = op.tool() {
+                    req = req.header(HDR_NAME, tool);
+                }
+            }
+            Wire::Legacy => req = self.with_session(req, session),
+        }
+        let (msg, latency) = read_response(req.send().await?, id, start).await?;
+        check_outcome(&msg)?;
+        Ok(latency)
+    }
+
+    fn fresh_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(self.url.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, ACCEPT_BOTH)
+            .body(body.to_string())
+    }
+
+    fn with_session(&self, req: reqwest::RequestBuilder, s: &Session) -> reqwest::RequestBuilder {
+        let req = req.header(HDR_PROTOCOL_VERSION, LEGACY_VERSION);
+        match &s.id {
+            Some(id) => req.header(HDR_SESSION, id),
+            None => req,
+        }
+    }
+}
+
+/// How long to keep reading an SSE stream after our response arrived, so the
+/// connection can go back to the keep-alive pool once the server ends it.
+const SSE_DRAIN_LIMIT: Duration = Duration::from_millis(250);
+
+/// Reads the JSON-RPC response to request `id` from a plain JSON or an SSE
+/// body, with the time from `start` until it was parsed. Non-2xx statuses
+/// become [`CallError::Status`].
+async fn read_response(
+    resp: reqwest::Response,
+    id: u64,
+    start: Instant,
+) -> Result<(Value, Duration), CallError> {
+    if !resp.status().is_success() {
+        return Err(status_error(resp).await);
+    }
+    match media_type(resp.headers()).as_deref() {
+        Some("application/json") => {
+            let bytes = resp.bytes().await?;
+            let msg: Value = serde_json::from_slice(&bytes)
+                .map_err(|e| CallError::Protocol(format!("invalid JSON body: {e}")))?;
+            if is_response_to(&msg, id) {
+                Ok((msg, start.elapsed()))
+            } else {
+                Err(CallError::Protocol(format!(
+                    "body is not the response to id {id}: {}",
+                    snippet(&msg.to_string())
+                )))
+            }
+        }
+        Some("text/event-stream") => {
+            // Stream the body: the latency ends at our response even if the
+            // server sends more (or keeps the stream open) after it.
+            let mut parser = SseParser::new();
+            let mut stream = resp.bytes_stream();
+            while let Some(chunk) = stream.next().await {
+                if let Some(msg) = find_response(parser.push(&chunk?), id) {
+                    let latency = start.elapsed();
+                    // Read to the end (bounded) so hyper can reuse the
+                    // connection: dropping an unfinished body closes it.
+                    let _ = tokio::time::timeout(SSE_DRAIN_LIMIT, async {
+                        while let Some(Ok(_)) = stream.next().await {}
+                    })
+                    .await;
+                    return Ok((msg, latency));
+                }
+            }
+            let latency = start.elapsed();
+            find_response(parser.finish(), id)
+                .map(|msg| (msg, latency))
+                .ok_or_else(|| {
+                    CallError::Protocol(format!("SSE stream ended without a response to id {id}"))
+                })
+        }
+        other => Err(CallError::Protocol(format!(
+            "unexpected Content-Type {:?}",
+            other.unwrap_or("<none>")
+        ))),
+    }
+}
+
+/// Returns the first event payload that is the JSON-RPC response to `id`.
+/// Payloads that are not JSON, or are requests/notifications, are skipped.
+pub fn find_response(payloads: Vec<String>, id: u64) -> Option<Value> {
+    payloads
+        .into_iter()
+        .filter_map(|data| serde_json::from_str::<Value>(&data).ok())
+        .find(|msg| is_response_to(msg, id))
+}
+
+fn is_response_to(msg: &Value, id: u64) -> bool {
+    msg.get("id").and_then(Value::as_u64) == Some(id)
+        && (msg.get("result").is_some() || msg.get("error").is_some())
+}
+
+/// Maps a JSON-RPC response to success or the error it reports.
+pub fn check_outcome(msg: &Value) -> Result<(), CallError> {
+    if let Some(err) = msg.get("error") {
+        return Err(CallError::JsonRpc {
+            code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("<no message>")
+                .to_owned(),
+        });
+    }
+    let result = msg
+        .get("result")
+        .ok_or_else(|| CallError::Protocol("response has neither result nor error".into()))?;
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        let text = result
+            .pointer("/content/0/text")
+            .and_then(Value::as_str)
+            .unwrap_or("<no text>");
+        return Err(CallError::Tool(snippet(text)));
+    }
+    Ok(())
+}
+
+async fn status_error(resp: reqwest::Response) -> CallError {
+    let status = resp.status();
+    let body = resp.text().await.unwrap_or_default();
+    CallError::Status {
+        status,
+        body: snippet(&body),
+    }
+}
+
+/// Lower-cased media type of the Content-Type header, without parameters.
+fn media_type(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(CONTENT_TYPE)?.to_str().ok()?;
+    let media = value.split(';').next().unwrap_or(value).trim();
+    Some(media.to_ascii_lowercase())
+}
+
+/// `err` followed by its `source()` chain: reqwest's own message ("error
+/// sending request") hides the useful part ("connection refused").
+fn with_sources(err: &reqwest::Error) -> String {
+    let mut msg = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(s) = source {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        source = s.source();
+    }
+    msg
+}
+
+/// Shortens a message so one bad response doesn't flood the terminal.
+fn snippet(s: &str) -> String {
+    const MAX: usize = 200;
+    match s.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+        None => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_matching_response_among_other_messages() {
+        let payloads = vec![
+            "not json".to_string(),
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#.to_string(),
+            r#"{"jsonrpc":"2.0","id":6,"result":{}}"#.to_string(),
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#.to_string(),
+        ];
+        let msg = find_response(payloads, 7).expect("response for id 7");
+        assert_eq!(msg["id"], 7);
+        assert!(find_response(vec![], 7).is_none());
+    }
+
+    #[test]
+    fn outcome_classification() {
+        assert!(check_outcome(&json!({"id":1,"result":{"tools":[]}})).is_ok());
+        assert!(matches!(
+            check_outcome(&json!({"id":1,"error":{"code":-32602,"message":"bad"}})),
+            Err(CallError::JsonRpc { code: -32602, .. })
+        ));
+        assert!(matches!(
+            check_outcome(&json!({"id":1,"result":{"isError":true,"content":[{"type":"text","text":"nope"}]}})),
+            Err(CallError::Tool(t)) if t == "nope"
+        ));
+        assert!(check_outcome(&json!({"id":1,"result":{"isError":false}})).is_ok());
+    }
+
+    #[test]
+    fn media_type_ignores_parameters_and_case() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            CONTENT_TYPE,
+            "Text/Event-Stream; charset=utf-8"
+                .parse()
+                .expect("valid header"),
+        );
+        assert_eq!(media_type(&h).as_deref(), Some("text/event-stream"));
+    }
+}

@@ -20,6 +20,20 @@
 //! Unknown ids are not errors: lookups return `Ok(None)`, and helpers such as
 //! [`Directory::department_ids`] or [`Directory::suggest_employees`] provide
 //! material for actionable "not found" messages.
+//!
+//! # Data
+//!
+//! A new database is seeded with a deterministic fictional company ("Acme
+//! Corp"): about 1,400 people (1,218 active) in 9 departments and 31 teams,
+//! with a CEO -> department heads -> team managers -> members hierarchy,
+//! salary bands, skills, career histories, leave balances and two years of
+//! departures. All dates are generated relative to 2026-10-01, never "today",
+//! so every machine gets identical content; tenure and reports use the
+//! [`Clock`] given to [`Directory::open`].
+//!
+//! Ids: employees are PascalCase names (`AliceJohnson`, `MariaGarcia2` on a
+//! collision), departments and teams are slugs (`engineering`, `backend`).
+//! All lookups ignore case and also accept display names.
 
 #![warn(missing_docs)]
 

@@ -27,6 +27,12 @@ pub enum ErrorCode {
     MissingRequiredClientCapability,
     /// -32022: the requested protocol version is not supported.
     UnsupportedProtocolVersion,
+    /// -31001 (application-defined, outside the reserved range): the
+    /// caller's credentials do not grant this operation (HTTP 403).
+    AccessDenied,
+    /// -31002 (application-defined): the caller exceeded a rate or
+    /// concurrency limit (HTTP 429); `data.retryAfterSeconds` says when to retry.
+    RateLimited,
 }
 
 impl ErrorCode {
@@ -41,6 +47,8 @@ impl ErrorCode {
             Self::HeaderMismatch => -32020,
             Self::MissingRequiredClientCapability => -32021,
             Self::UnsupportedProtocolVersion => -32022,
+            Self::AccessDenied => -31001,
+            Self::RateLimited => -31002,
         }
     }
 }
@@ -58,6 +66,10 @@ pub enum ErrorStatus {
     NotFound,
     /// The body is larger than the server accepts (HTTP 413).
     TooLarge,
+    /// The credentials lack a needed scope (HTTP 403).
+    Forbidden,
+    /// A rate or concurrency limit was hit (HTTP 429 with `Retry-After`).
+    TooManyRequests,
 }
 
 /// A JSON-RPC error object with its HTTP status hint.
@@ -97,6 +109,8 @@ impl ProtocolError {
             | ErrorCode::UnsupportedProtocolVersion => ErrorStatus::BadRequest,
             ErrorCode::MethodNotFound => ErrorStatus::NotFound,
             ErrorCode::InvalidParams | ErrorCode::InternalError => ErrorStatus::Answered,
+            ErrorCode::AccessDenied => ErrorStatus::Forbidden,
+            ErrorCode::RateLimited => ErrorStatus::TooManyRequests,
         };
         Self {
             code: code.code(),
@@ -178,6 +192,19 @@ impl ProtocolError {
             ),
         )
         .with_data(json!({ "supported": supported, "requested": requested }))
+    }
+
+    /// Access denied for lack of a scope; `data.requiredScopes` lists the
+    /// scopes any one of which would grant it.
+    pub fn access_denied(message: impl Into<String>, required_scopes: &[String]) -> Self {
+        Self::new(ErrorCode::AccessDenied, message)
+            .with_data(json!({ "requiredScopes": required_scopes }))
+    }
+
+    /// A limit was hit; retry after `seconds`.
+    pub fn rate_limited(message: impl Into<String>, seconds: u64) -> Self {
+        Self::new(ErrorCode::RateLimited, message)
+            .with_data(json!({ "retryAfterSeconds": seconds }))
     }
 
     /// The object sent inside a JSON-RPC error response.

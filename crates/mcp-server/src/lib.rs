@@ -9,6 +9,7 @@
 //!
 //! Wire types and protocol rules live in the `mcp-protocol` crate.
 
+pub mod access;
 pub mod context;
 pub mod dispatch;
 pub mod events;
@@ -21,6 +22,7 @@ pub mod session;
 pub mod tool;
 pub mod transport;
 
+pub use access::{AccessOptions, AuditRecord, AuditSink, CallOutcome, Principal, RateLimit};
 pub use context::RequestContext;
 pub use dispatch::{Inbound, Listener, Reply, Wire};
 pub use events::ServerEvent;

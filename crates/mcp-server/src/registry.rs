@@ -165,6 +165,45 @@ impl ToolSet {
         pages.get(index).cloned()
     }
 
+    /// A page of the tools `visible` admits, built for this request (the
+    /// list depends on the caller, so it is neither cached nor public).
+    pub(crate) fn filtered_page(
+        &self,
+        cursor: Option<&str>,
+        v: ProtocolVersion,
+        policy: &ListPolicy,
+        visible: impl Fn(&RegisteredTool) -> bool,
+    ) -> Option<Map<String, Value>> {
+        let tools: Vec<&Arc<RegisteredTool>> = self.tools.iter().filter(|t| visible(t)).collect();
+        let page_size = policy.page_size.max(1);
+        let start = match cursor {
+            None => 0,
+            Some(c) => {
+                let (generation, offset) = cursor::decode(c)?;
+                if generation != self.generation || offset >= tools.len() {
+                    return None;
+                }
+                offset
+            }
+        };
+        let end = (start + page_size).min(tools.len());
+        let mut result = Map::new();
+        let items = tools[start..end]
+            .iter()
+            .map(|t| shape::tool_for(&t.tool.definition, v))
+            .collect();
+        result.insert("tools".into(), Value::Array(items));
+        if end < tools.len() {
+            result.insert(
+                "nextCursor".into(),
+                json!(cursor::encode(self.generation, end)),
+            );
+        }
+        result.insert("ttlMs".into(), json!(policy.ttl_ms));
+        result.insert("cacheScope".into(), json!("private"));
+        Some(result)
+    }
+
     fn build_pages(
         &self,
         v: ProtocolVersion,

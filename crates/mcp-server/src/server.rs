@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::{AccessOptions, AuditSink, ConcurrencyLimiter, RateLimiter};
 use crate::context::RequestContext;
 use crate::events::ServerEvent;
 use crate::prompt::Prompt;
@@ -75,9 +76,23 @@ pub struct ServerBuilder {
     logging: bool,
     state_key: Option<[u8; 32]>,
     options: ServerOptions,
+    access: AccessOptions,
+    audit: Option<Arc<dyn AuditSink>>,
 }
 
 impl ServerBuilder {
+    /// Access control: scope enforcement, limits, output sanitization.
+    pub fn access(mut self, access: AccessOptions) -> Self {
+        self.access = access;
+        self
+    }
+
+    /// Records every `tools/call` before its response is sent.
+    pub fn audit(mut self, sink: Arc<dyn AuditSink>) -> Self {
+        self.audit = Some(sink);
+        self
+    }
+
     /// Instructions for the client on how to use this server.
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
         self.instructions = Some(text.into());
@@ -203,6 +218,13 @@ impl ServerBuilder {
                 ),
                 shutdown: CancellationToken::new(),
                 options: self.options,
+                rate_limiter: RateLimiter::new(
+                    self.access.max_tracked_callers,
+                    self.access.idle_bucket_ttl,
+                ),
+                concurrency: ConcurrencyLimiter::default(),
+                access: self.access,
+                audit: self.audit,
             }),
         })
     }
@@ -233,6 +255,12 @@ pub(crate) struct ServerInner {
     pub(crate) shutdown: CancellationToken,
     pub(crate) list_policy: ListPolicy,
     pub(crate) options: ServerOptions,
+    pub(crate) access: AccessOptions,
+    /// Token buckets per (caller, tool).
+    pub(crate) rate_limiter: RateLimiter,
+    /// Calls running per caller.
+    pub(crate) concurrency: ConcurrencyLimiter,
+    pub(crate) audit: Option<Arc<dyn AuditSink>>,
 }
 
 fn read<T>(lock: &RwLock<Arc<T>>) -> Arc<T> {
@@ -266,6 +294,8 @@ impl Server {
             logging: false,
             state_key: None,
             options: ServerOptions::default(),
+            access: AccessOptions::default(),
+            audit: None,
         }
     }
 

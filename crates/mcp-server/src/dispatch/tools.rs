@@ -6,7 +6,16 @@ use mcp_protocol::jsonrpc::ResultPayload;
 use mcp_protocol::{ProtocolError, shape};
 use serde_json::{Map, Value, json};
 
+use std::time::{Instant, SystemTime};
+
+use mcp_protocol::ErrorCode;
+use mcp_protocol::model::Content;
+
 use super::Call;
+use crate::access::{
+    AuditRecord, CallOutcome, ClientAddress, Principal, redact_arguments, sanitize_text,
+    sanitize_value, strip_fields,
+};
 use crate::context::RequestContext;
 use crate::registry::RegisteredTool;
 use crate::request_state::Binding;
@@ -47,13 +56,88 @@ pub(super) fn invalid_cursor(method: &str) -> ProtocolError {
 impl Server {
     pub(super) fn list_tools(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
         let cursor = cursor_param(call)?;
-        self.tool_set()
-            .page(cursor, call.version, &self.inner.list_policy)
+        let set = self.tool_set();
+        if self.inner.access.enforce_scopes {
+            let principal = call.ctx.extension::<Principal>();
+            let page = set
+                .filtered_page(cursor, call.version, &self.inner.list_policy, |t| {
+                    t.tool.policy.visible_to(principal)
+                })
+                .ok_or_else(|| invalid_cursor("tools/list"))?;
+            return Ok(call.finish(self, page));
+        }
+        set.page(cursor, call.version, &self.inner.list_policy)
             .map(ResultPayload::Raw)
             .ok_or_else(|| invalid_cursor("tools/list"))
     }
 
     pub(super) async fn call_tool(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
+        let started = Instant::now();
+        let at = SystemTime::now();
+        let mut draft = AuditDraft::default();
+        let result = self.call_tool_checked(call, &mut draft).await;
+        let Some(sink) = &self.inner.audit else {
+            return result;
+        };
+        let Some(tool) = draft.tool else {
+            return result;
+        };
+        let (outcome, detail) = match &result {
+            Ok(_) if draft.tool_error => (CallOutcome::ToolError, draft.detail),
+            Ok(_) => (CallOutcome::Success, None),
+            Err(e) if e.code == ErrorCode::AccessDenied.code() => {
+                (CallOutcome::Denied, Some(e.message.clone()))
+            }
+            Err(e) if e.code == ErrorCode::RateLimited.code() => {
+                (CallOutcome::RateLimited, Some(e.message.clone()))
+            }
+            Err(e) => (CallOutcome::ProtocolError, Some(e.message.clone())),
+        };
+        let principal = call.ctx.extension::<Principal>();
+        let record = AuditRecord {
+            at,
+            subject: principal.map(|p| p.subject.clone()),
+            client_id: principal.and_then(|p| p.client_id.clone()),
+            client_name: call
+                .ctx
+                .client_info()
+                .and_then(|c| c.get("name"))
+                .and_then(Value::as_str)
+                .map(|n| sanitize_text(n).chars().take(128).collect()),
+            remote_addr: call
+                .ctx
+                .extension::<ClientAddress>()
+                .map(|a| a.0.to_string()),
+            tool,
+            arguments: draft.arguments,
+            outcome,
+            detail,
+            latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            protocol_version: call.version.as_str().to_owned(),
+        };
+        tracing::info!(
+            tool = %record.tool,
+            subject = record.subject.as_deref().unwrap_or("-"),
+            outcome = record.outcome.as_str(),
+            latency_ms = record.latency_ms,
+            "tools/call"
+        );
+        if let Err(why) = sink.record(record).await {
+            // An answer that cannot be audited is not sent.
+            tracing::error!(error = %why, "audit trail write failed; withholding the response");
+            return Err(ProtocolError::internal(
+                "Internal error: the audit trail is unavailable, so the call was not answered; retry later.",
+            ));
+        }
+        result
+    }
+
+    /// Access checks, validation, the handler and result post-processing.
+    async fn call_tool_checked(
+        &self,
+        call: &Call,
+        draft: &mut AuditDraft,
+    ) -> Result<ResultPayload, ProtocolError> {
         let Some(name) = call.params.get("name").and_then(Value::as_str) else {
             return Err(ProtocolError::invalid_params(
                 "Invalid params: tools/call needs a string \"name\"; call tools/list to see the tools.",
@@ -83,12 +167,50 @@ impl Server {
             .with_data(json!({ "tool": name })));
         };
         drop(set);
+        let policy = &tool.tool.policy;
+        draft.tool = Some(name.to_owned());
+        draft.arguments = redact_arguments(&arguments, &policy.redacted_arguments);
+        let principal = call.ctx.extension::<Principal>();
+        let access = &self.inner.access;
+        if access.enforce_scopes && !policy.allows(principal, &arguments) {
+            let message = match principal {
+                None => format!("Access denied: tool \"{name}\" needs authentication."),
+                Some(_) => format!(
+                    "Access denied: tool \"{name}\" needs one of the scopes {}.",
+                    policy.required_scopes.join(", ")
+                ),
+            };
+            return Err(ProtocolError::access_denied(
+                message,
+                &policy.required_scopes,
+            ));
+        }
+        let caller = caller_key(principal, call.ctx.extension::<ClientAddress>());
+        if let Some(limit) = policy.rate_limit.or(access.rate_limit)
+            && let Err(wait) = self.inner.rate_limiter.check(&caller, name, limit)
+        {
+            let secs = wait.as_secs() + 1;
+            return Err(ProtocolError::rate_limited(
+                format!("Rate limit exceeded for tool \"{name}\"; retry in {secs} s."),
+                secs,
+            ));
+        }
+        let _permit = match access.max_concurrent_calls {
+            Some(max) => Some(self.inner.concurrency.acquire(&caller, max).ok_or_else(|| {
+                ProtocolError::rate_limited(
+                    format!("Too many concurrent calls (limit {max}); retry when one of your calls finishes."),
+                    1,
+                )
+            })?),
+            None => None,
+        };
         let violations = tool.input.violations(&Value::Object(arguments.clone()));
         if !violations.is_empty() {
             let text = format!(
                 "Invalid arguments for tool \"{name}\": {}. Fix the arguments to match the tool's inputSchema and call it again.",
                 violations.join("; ")
             );
+            draft.fail(&text);
             return Ok(self.tool_result(call, CallToolResult::error(text)));
         }
         let binding = Binding {
@@ -103,12 +225,19 @@ impl Server {
         }
         for _ in 0..MAX_ROUNDS {
             match self.run_tool(&tool, ctx.clone(), arguments.clone()).await? {
-                ToolOutcome::Complete(result) => return self.complete_tool(call, &tool, result),
+                ToolOutcome::Complete(result) => {
+                    let result = self.post_process(call, &tool, result)?;
+                    if result.is_error {
+                        draft.fail(&text_of(&result));
+                    }
+                    return Ok(self.tool_result(call, result));
+                }
                 ToolOutcome::InputRequired(ir) => {
                     match self.input_required(call, &mut ctx, ir, &binding).await? {
                         Next::Respond(r) => return Ok(r),
                         Next::Retry => continue,
                         Next::Fail(msg) => {
+                            draft.fail(&msg);
                             return Ok(self.tool_result(call, CallToolResult::error(msg)));
                         }
                     }
@@ -183,12 +312,54 @@ impl Server {
         }
     }
 
-    fn complete_tool(
+    /// Field redaction, sanitization, the size cap, then the output-schema
+    /// check, in that order (redacted fields are optional in the schema).
+    fn post_process(
         &self,
         call: &Call,
         tool: &RegisteredTool,
-        result: CallToolResult,
-    ) -> Result<ResultPayload, ProtocolError> {
+        mut result: CallToolResult,
+    ) -> Result<CallToolResult, ProtocolError> {
+        let access = &self.inner.access;
+        // A typed result's text block mirrors its structured content; keep
+        // the mirror exact after the structured content changes.
+        let mirrored = result.text_mirrors_structured && result.structured.is_some();
+        if let Some(structured) = result.structured.as_mut() {
+            if access.enforce_scopes {
+                let principal = call.ctx.extension::<Principal>();
+                for (pointer, scope) in &tool.tool.policy.field_scopes {
+                    if !principal.is_some_and(|p| p.has_scope(scope)) {
+                        strip_fields(structured, pointer);
+                    }
+                }
+            }
+            if access.sanitize_output {
+                sanitize_value(structured);
+            }
+        }
+        if mirrored && let Some(s) = &result.structured {
+            result.content = vec![Content::text(s.to_string())];
+        } else if access.sanitize_output {
+            for block in &mut result.content {
+                if let Content::Text { text, .. } = block
+                    && let std::borrow::Cow::Owned(clean) = sanitize_text(text)
+                {
+                    *text = clean;
+                }
+            }
+        }
+        let size = Value::Object(result.to_map()).to_string().len();
+        if size > access.max_result_bytes {
+            let name = &tool.tool.definition.name;
+            tracing::warn!(tool = %name, size, limit = access.max_result_bytes, "tool result over the size limit");
+            if result.structured.is_some() {
+                return Ok(CallToolResult::error(format!(
+                    "The result of \"{name}\" is {size} bytes, over this server's limit of {} bytes; ask for less (a narrower filter or a smaller group).",
+                    access.max_result_bytes
+                )));
+            }
+            truncate_text(&mut result, access.max_result_bytes);
+        }
         if !result.is_error
             && let Some(schema) = &tool.output
         {
@@ -204,7 +375,7 @@ impl Server {
                 )));
             }
         }
-        Ok(self.tool_result(call, result))
+        Ok(result)
     }
 
     fn tool_result(&self, call: &Call, result: CallToolResult) -> ResultPayload {
@@ -292,4 +463,70 @@ impl Server {
         ctx.request_state = ir.state;
         Ok(Next::Retry)
     }
+}
+
+/// What the audit record needs from inside the call.
+#[derive(Default)]
+struct AuditDraft {
+    /// The tool name, once known (calls without one are not audited).
+    tool: Option<String>,
+    /// Redacted arguments.
+    arguments: Value,
+    /// The call ended as a tool error.
+    tool_error: bool,
+    /// Its message.
+    detail: Option<String>,
+}
+
+impl AuditDraft {
+    fn fail(&mut self, message: &str) {
+        self.tool_error = true;
+        self.detail = Some(message.chars().take(500).collect());
+    }
+}
+
+/// The rate-limit key: the token subject, else the peer address.
+fn caller_key(principal: Option<&Principal>, addr: Option<&ClientAddress>) -> String {
+    match (principal, addr) {
+        (Some(p), _) => format!("sub:{}", p.subject),
+        (None, Some(a)) => format!("ip:{}", a.0),
+        (None, None) => "anonymous".to_owned(),
+    }
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Cuts text blocks so the result fits `limit`, with an explicit notice.
+fn truncate_text(result: &mut CallToolResult, limit: usize) {
+    let notice =
+        format!("\n[truncated: the result exceeded {limit} bytes; ask for less to see the rest]");
+    let mut budget = limit.saturating_sub(notice.len() + 256);
+    for block in &mut result.content {
+        if let Content::Text { text, .. } = block {
+            if text.len() > budget {
+                let mut cut = budget;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                text.truncate(cut);
+                text.push_str(&notice);
+                budget = 0;
+            } else {
+                budget -= text.len();
+            }
+        }
+    }
+    result
+        .content
+        .retain(|c| !matches!(c, Content::Text { text, .. } if text.is_empty()));
 }

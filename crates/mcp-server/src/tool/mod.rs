@@ -36,6 +36,7 @@ use serde_json::{Map, Value, json};
 pub use outcome::{CallToolResult, InputRequired, ToolError, ToolOutcome};
 pub use schema::SUPPORTED_DIALECTS;
 
+use crate::access::{RateLimit, ToolPolicy, unrequire_fields};
 use crate::context::RequestContext;
 
 /// The boxed future a handler returns.
@@ -65,9 +66,8 @@ where
 pub struct Tool {
     pub(crate) definition: ToolDefinition,
     pub(crate) handler: Arc<dyn ToolHandler>,
-    /// Scopes a caller needs (any one of them); enforced by the engine
-    /// before the handler runs and used to filter `tools/list`.
-    pub(crate) required_scopes: Vec<String>,
+    /// Who may call it and what they see; enforced by the engine.
+    pub(crate) policy: ToolPolicy,
 }
 
 impl std::fmt::Debug for Tool {
@@ -94,7 +94,7 @@ impl Tool {
             },
             input_schema: None,
             output_schema: None,
-            required_scopes: Vec::new(),
+            policy: ToolPolicy::default(),
         }
     }
 
@@ -103,9 +103,9 @@ impl Tool {
         &self.definition
     }
 
-    /// The scopes that grant access to this tool (any one suffices).
-    pub fn required_scopes(&self) -> &[String] {
-        &self.required_scopes
+    /// The access policy declared for this tool.
+    pub fn policy(&self) -> &ToolPolicy {
+        &self.policy
     }
 }
 
@@ -115,7 +115,7 @@ pub struct ToolBuilder {
     definition: ToolDefinition,
     input_schema: Option<Map<String, Value>>,
     output_schema: Option<Map<String, Value>>,
-    required_scopes: Vec<String>,
+    policy: ToolPolicy,
 }
 
 impl ToolBuilder {
@@ -156,13 +156,43 @@ impl ToolBuilder {
         self
     }
 
-    /// Requires one of these OAuth scopes to list and call the tool.
+    /// Requires one of these scopes to list and call the tool (enforced
+    /// when the server enforces scopes).
     pub fn required_scopes<I, S>(mut self, scopes: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.required_scopes = scopes.into_iter().map(Into::into).collect();
+        self.policy.required_scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Lets a caller without the scopes call the tool about themselves:
+    /// when `argument` equals the principal's `self_id`.
+    pub fn self_access(mut self, argument: impl Into<String>) -> Self {
+        self.policy.self_argument = Some(argument.into());
+        self
+    }
+
+    /// Removes the output field at `pointer` (`/email`, `/members/*/phone`)
+    /// unless the caller holds `scope`. The field becomes optional in the
+    /// published output schema.
+    pub fn field_scope(mut self, pointer: impl Into<String>, scope: impl Into<String>) -> Self {
+        self.policy
+            .field_scopes
+            .push((pointer.into(), scope.into()));
+        self
+    }
+
+    /// Keeps this argument's value out of the audit trail.
+    pub fn redact_argument(mut self, name: impl Into<String>) -> Self {
+        self.policy.redacted_arguments.push(name.into());
+        self
+    }
+
+    /// Overrides the server's default rate limit for this tool.
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.policy.rate_limit = Some(limit);
         self
     }
 
@@ -215,11 +245,16 @@ impl ToolBuilder {
         self.finish(Arc::new(f))
     }
 
-    fn finish(self, handler: Arc<dyn ToolHandler>) -> Tool {
+    fn finish(mut self, handler: Arc<dyn ToolHandler>) -> Tool {
+        if let Some(schema) = self.definition.output_schema.as_mut() {
+            for (pointer, _) in &self.policy.field_scopes {
+                unrequire_fields(schema, pointer);
+            }
+        }
         Tool {
             definition: self.definition,
             handler,
-            required_scopes: self.required_scopes,
+            policy: self.policy,
         }
     }
 }

@@ -14,6 +14,10 @@ pub struct CallToolResult {
     pub structured: Option<Value>,
     /// The call failed in a way the model should see and recover from.
     pub is_error: bool,
+    /// The only text block is the JSON of `structured` (set by
+    /// [`structured`](Self::structured)); the engine keeps it in sync when it
+    /// redacts or sanitizes the structured content.
+    pub(crate) text_mirrors_structured: bool,
 }
 
 impl CallToolResult {
@@ -37,6 +41,7 @@ impl CallToolResult {
             content: vec![Content::text(value.to_string())],
             structured: Some(value),
             is_error: false,
+            text_mirrors_structured: true,
         }
     }
 
@@ -47,6 +52,7 @@ impl CallToolResult {
             content: vec![Content::text(message)],
             structured: None,
             is_error: true,
+            text_mirrors_structured: false,
         }
     }
 

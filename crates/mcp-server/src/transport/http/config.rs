@@ -18,6 +18,9 @@ pub struct HttpConfig {
     pub allowed_origins: Vec<String>,
     /// Interval of SSE keep-alive comments on long-lived streams.
     pub keep_alive: Duration,
+    /// The Protected Resource Metadata URL named in `WWW-Authenticate`
+    /// challenges, when OAuth is configured.
+    pub resource_metadata_url: Option<String>,
 }
 
 impl Default for HttpConfig {
@@ -29,6 +32,7 @@ impl Default for HttpConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             keep_alive: Duration::from_secs(15),
+            resource_metadata_url: None,
         }
     }
 }

@@ -25,8 +25,13 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use std::net::SocketAddr;
+
+use axum::extract::ConnectInfo;
+
 use super::AppState;
 use super::reply::{error_response, json_response, rpc_response, status_for};
+use crate::access::ClientAddress;
 use crate::dispatch::{Inbound, Listener, Reply, Wire};
 
 /// Handles one POST.
@@ -172,7 +177,7 @@ async fn handle_request(
         }
         Some(_) if request.method == "initialize" => {
             let (session, response) = state.server.initialize(&request, true);
-            let mut r = rpc_response(response, false);
+            let mut r = rpc_response(response, false, &state.config);
             if let Some(s) = session
                 && let Ok(v) = HeaderValue::from_str(s.id())
             {
@@ -194,6 +199,10 @@ async fn handle_request(
     let (tx, rx) = mpsc::channel::<String>(64);
     let cancel = CancellationToken::new();
     let id = request.id.clone();
+    let mut extensions = parts.extensions;
+    if let Some(ConnectInfo(addr)) = extensions.get::<ConnectInfo<SocketAddr>>().copied() {
+        extensions.insert(ClientAddress(addr.ip()));
+    }
     if let Some(s) = &session {
         s.track(id.clone(), cancel.clone());
     }
@@ -202,7 +211,7 @@ async fn handle_request(
         wire,
         outbound: accepts_sse.then_some(tx),
         cancel: cancel.clone(),
-        extensions: Arc::new(parts.extensions),
+        extensions: Arc::new(extensions),
     };
     let server = state.server.clone();
     let task: JoinHandle<Reply> = tokio::spawn(async move { server.handle(inbound).await });
@@ -258,7 +267,7 @@ async fn respond(
         reply = &mut task => Ok(reply),
     };
     match first {
-        Ok(Ok(Reply::Response(r))) => rpc_response(r, modern),
+        Ok(Ok(Reply::Response(r))) => rpc_response(r, modern, &state.config),
         Ok(Ok(Reply::Cancelled)) => StatusCode::NO_CONTENT.into_response(),
         Ok(Ok(Reply::Listen(l))) => listen_stream(&state, l, guard),
         Ok(Err(join)) => {

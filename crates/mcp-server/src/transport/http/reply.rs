@@ -6,6 +6,8 @@ use http::{HeaderValue, StatusCode, header};
 use mcp_protocol::error::ErrorStatus;
 use mcp_protocol::{ProtocolError, RequestId};
 
+use super::config::HttpConfig;
+
 /// A JSON-RPC error response with an explicit status.
 pub(crate) fn error_response(
     status: StatusCode,
@@ -31,6 +33,8 @@ pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
 pub(crate) fn status_for(e: &ProtocolError, modern: bool) -> StatusCode {
     match (e.status, modern) {
         (ErrorStatus::TooLarge, _) => StatusCode::PAYLOAD_TOO_LARGE,
+        (ErrorStatus::Forbidden, _) => StatusCode::FORBIDDEN,
+        (ErrorStatus::TooManyRequests, _) => StatusCode::TOO_MANY_REQUESTS,
         (ErrorStatus::BadRequest, true) => StatusCode::BAD_REQUEST,
         (ErrorStatus::NotFound, true) => StatusCode::NOT_FOUND,
         (ErrorStatus::BadRequest, false) if e.code == -32700 || e.code == -32600 => {
@@ -41,10 +45,51 @@ pub(crate) fn status_for(e: &ProtocolError, modern: bool) -> StatusCode {
 }
 
 /// A full JSON-RPC response as an HTTP response.
-pub(crate) fn rpc_response(response: mcp_protocol::Response, modern: bool) -> Response {
+pub(crate) fn rpc_response(
+    response: mcp_protocol::Response,
+    modern: bool,
+    config: &HttpConfig,
+) -> Response {
     let status = match &response.body {
         Ok(_) => StatusCode::OK,
         Err(e) => status_for(e, modern),
     };
-    json_response(status, response.to_json())
+    let mut r = json_response(status, response.to_json());
+    if let Err(e) = &response.body {
+        add_error_headers(&mut r, e, config);
+    }
+    r
+}
+
+/// `WWW-Authenticate` for a missing scope (step-up), `Retry-After` for limits.
+pub(crate) fn add_error_headers(r: &mut Response, e: &ProtocolError, config: &HttpConfig) {
+    let data = e.data.as_ref();
+    match e.status {
+        ErrorStatus::Forbidden => {
+            let scopes: Vec<&str> = data
+                .and_then(|d| d.get("requiredScopes"))
+                .and_then(|s| s.as_array())
+                .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+                .unwrap_or_default();
+            let mut challenge = format!(
+                "Bearer error=\"insufficient_scope\", scope=\"{}\"",
+                scopes.join(" ")
+            );
+            if let Some(url) = &config.resource_metadata_url {
+                challenge.push_str(&format!(", resource_metadata=\"{url}\""));
+            }
+            if let Ok(v) = HeaderValue::from_str(&challenge) {
+                r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+            }
+        }
+        ErrorStatus::TooManyRequests => {
+            let secs = data
+                .and_then(|d| d.get("retryAfterSeconds"))
+                .and_then(|s| s.as_u64())
+                .unwrap_or(1);
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        _ => {}
+    }
 }

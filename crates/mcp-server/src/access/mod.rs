@@ -1,0 +1,18 @@
+//! Access control around tool calls: who the caller is, which scopes a
+//! tool needs, rate and concurrency limits, the audit trail, and output
+//! sanitization. The transport establishes the [`Principal`]; the engine
+//! enforces the policy each tool declares, before its handler runs, so
+//! handlers contain no authorization `if`s.
+
+mod audit;
+mod limits;
+mod policy;
+mod sanitize;
+
+pub use audit::{AuditRecord, AuditSink, CallOutcome};
+pub use limits::{ConcurrencyLimiter, RateLimit, RateLimiter};
+pub use policy::{AccessOptions, Principal, ToolPolicy};
+pub use sanitize::{sanitize_text, sanitize_value};
+
+pub(crate) use audit::redact_arguments;
+pub(crate) use policy::{ClientAddress, strip_fields, unrequire_fields};

@@ -33,6 +33,10 @@ pub struct StdioConfig {
     pub max_message_bytes: usize,
     /// Deepest JSON nesting accepted.
     pub max_json_depth: usize,
+    /// Values attached to every request, e.g. the
+    /// [`Principal`](crate::Principal) built from environment credentials
+    /// (stdio has no per-request authentication).
+    pub extensions: Arc<http::Extensions>,
 }
 
 impl Default for StdioConfig {
@@ -40,6 +44,7 @@ impl Default for StdioConfig {
         Self {
             max_message_bytes: 4 * 1024 * 1024,
             max_json_depth: 64,
+            extensions: Arc::new(http::Extensions::new()),
         }
     }
 }
@@ -60,6 +65,8 @@ struct Connection {
     out: mpsc::Sender<String>,
     /// Fires at EOF: subscriptions end.
     closing: CancellationToken,
+    /// Attached to every request.
+    extensions: Arc<http::Extensions>,
 }
 
 /// Serves on any byte streams (stdin/stdout, a socket, a test pipe).
@@ -88,6 +95,7 @@ where
         in_flight: Mutex::new(HashMap::new()),
         out,
         closing: CancellationToken::new(),
+        extensions: Arc::clone(&config.extensions),
     });
     let mut lines = FramedRead::new(
         reader,
@@ -203,7 +211,7 @@ impl Connection {
             wire,
             outbound: Some(self.out.clone()),
             cancel: cancel.clone(),
-            extensions: Arc::new(http::Extensions::new()),
+            extensions: Arc::clone(&self.extensions),
         };
         match self.server.handle(inbound).await {
             Reply::Response(r) => self.send(r.to_json()).await,

@@ -7,6 +7,7 @@
 //! `subscriptions/listen` always streams. `GET` opens a legacy session's
 //! standalone stream; `DELETE` ends a legacy session.
 
+pub mod auth;
 mod config;
 mod post;
 mod reply;

@@ -694,3 +694,95 @@ async fn listen_keeps_numeric_ids_and_honours_filters() {
     assert_eq!(last["id"], 42, "{last}");
     assert!(last.get("result").is_some());
 }
+
+fn mirrored_tool() -> mcp_server::Tool {
+    mcp_server::Tool::builder("mirrored")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "text": { "type": "string", "x-mcp-header": "Text" },
+                "flag": { "type": "boolean", "x-mcp-header": "Flag" },
+                "scope": {
+                    "type": "object",
+                    "properties": { "tenant": { "type": "string", "x-mcp-header": "TenantId" } }
+                }
+            }
+        }))
+        .raw_handler(|_ctx, args| async move {
+            Ok(mcp_server::CallToolResult::text(Value::Object(args).to_string()).into())
+        })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_param_encoding_examples_from_the_spec() {
+    let s = mcp_server::Server::builder("m", "1")
+        .tool(mirrored_tool())
+        .build()
+        .expect("builds");
+    let h = spawn_http(s).await;
+    let cases = [
+        ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
+        (" padded ", "=?base64?IHBhZGRlZCA=?="),
+        ("line1\nline2", "=?base64?bGluZTEKbGluZTI=?="),
+        ("=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
+        ("us-west1", "us-west1"),
+    ];
+    for (i, (value, header)) in cases.into_iter().enumerate() {
+        let c = call(i as u64, "mirrored", json!({ "text": value }));
+        let r = h.modern_plus(&c, &[("Mcp-Param-Text", header)]).await;
+        assert_eq!(r.status, 200, "{value:?}: {}", r.raw);
+        assert!(!is_error_result(r.response()), "{value:?}: {}", r.raw);
+    }
+    // " padded " sent plain arrives trimmed, so it no longer matches.
+    let c = call(10, "mirrored", json!({ "text": " padded " }));
+    let r = h.modern_plus(&c, &[("Mcp-Param-Text", " padded ")]).await;
+    assert_error(&r, 400, -32020);
+
+    // Booleans are lowercase true/false.
+    let c = call(11, "mirrored", json!({ "flag": true }));
+    let r = h.modern_plus(&c, &[("Mcp-Param-Flag", "true")]).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    let r = h.modern_plus(&c, &[("Mcp-Param-Flag", "True")]).await;
+    assert_error(&r, 400, -32020);
+    let r = h.modern_plus(&c, &[("Mcp-Param-Flag", "false")]).await;
+    assert_error(&r, 400, -32020);
+
+    // Nested properties are mirrored too.
+    let c = call(12, "mirrored", json!({ "scope": { "tenant": "acme" } }));
+    let r = h.modern(&c).await;
+    assert_error(&r, 400, -32020);
+    let r = h.modern_plus(&c, &[("mcp-param-tenantid", "acme")]).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+
+    // Unrecognized Mcp-Param-* headers are ignored.
+    let c = call(13, "mirrored", json!({}));
+    let r = h
+        .modern_plus(&c, &[("Mcp-Param-Unknown", "whatever")])
+        .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unadvertised_capabilities_are_404() {
+    // The standard server has no prompts, resources or completions.
+    let h = spawn_http(server()).await;
+    for (id, method, params) in [
+        (1, "prompts/list", json!({})),
+        (2, "resources/list", json!({})),
+        (
+            3,
+            "completion/complete",
+            json!({ "ref": { "type": "ref/prompt", "name": "p" }, "argument": { "name": "a", "value": "" } }),
+        ),
+    ] {
+        let r = h.modern(&req(id, method, params)).await;
+        assert_error(&r, 404, -32601);
+    }
+    let r = h.modern(&req(4, "subscriptions/listen", json!({}))).await;
+    assert_eq!(
+        error_code(r.response()),
+        Some(-32602),
+        "listen without notifications: {}",
+        r.raw
+    );
+}

@@ -370,12 +370,19 @@ pub async fn spawn_http_with(server: Server, config: HttpConfig) -> Http {
         server,
         url: format!("http://{addr}{path}"),
         addr,
-        client: reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
-            .build()
-            .expect("client"),
+        client: http_client(),
         task,
     }
+}
+
+/// A plain-HTTP client. reqwest is built with `rustls-no-provider` (for the
+/// library's JWKS fetching), so a crypto provider must be installed first.
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("client")
 }
 
 /// The standard headers of a modern request, derived from its body.
@@ -436,12 +443,14 @@ impl Http {
         body: &Value,
         headers: &[(String, String)],
     ) -> reqwest::RequestBuilder {
-        let mut rb = self
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string());
+        let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+        let mut rb = self.client.post(&self.url).body(body.to_string());
+        if !has("content-type") {
+            rb = rb.header("content-type", "application/json");
+        }
+        if !has("accept") {
+            rb = rb.header("accept", "application/json, text/event-stream");
+        }
         for (k, v) in headers {
             rb = rb.header(k.as_str(), v.as_str());
         }

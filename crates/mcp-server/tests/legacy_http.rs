@@ -390,3 +390,72 @@ async fn modern_and_legacy_side_by_side() {
     assert_eq!(modern.response()["result"]["resultType"], "complete");
     assert!(modern.session_id.is_none());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn notifications_cancelled_stops_a_legacy_request() {
+    let (tool, fired, _flag) = cancel_probe("probe", false);
+    let s = mcp_server::Server::builder("c", "1")
+        .tool(tool)
+        .build()
+        .expect("builds");
+    let h = std::sync::Arc::new(spawn_http(s).await);
+    let (sid, _) = h.initialize(Some("2025-06-18"), json!({})).await;
+    let headers = vec![
+        ("Mcp-Session-Id".to_owned(), sid.clone()),
+        ("MCP-Protocol-Version".to_owned(), "2025-06-18".to_owned()),
+    ];
+    let body = raw_req(
+        41,
+        "tools/call",
+        json!({ "name": "probe", "arguments": {} }),
+    );
+    let pending = {
+        let h = std::sync::Arc::clone(&h);
+        let headers = headers.clone();
+        tokio::spawn(async move { h.post_with(&body, &headers).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let cancel = json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": 41, "reason": "user gave up" }
+    });
+    let r = h.post_with(&cancel, &headers).await;
+    assert_eq!(r.status, 202, "{}", r.raw);
+    tokio::time::timeout(WAIT, fired)
+        .await
+        .expect("handler sees the cancellation")
+        .expect("signal");
+    let r = tokio::time::timeout(WAIT, pending)
+        .await
+        .expect("the cancelled POST completes")
+        .expect("task");
+    assert!(
+        r.messages.iter().all(|m| m.get("result").is_none()),
+        "no result for a cancelled request: {}",
+        r.raw
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_legacy_disconnect_is_not_a_cancellation() {
+    let (tool, _fired, flag) = cancel_probe("probe", false);
+    let s = mcp_server::Server::builder("c", "1")
+        .tool(tool)
+        .build()
+        .expect("builds");
+    let h = spawn_http(s).await;
+    let (sid, _) = h.initialize(Some("2025-06-18"), json!({})).await;
+    let headers = vec![
+        ("Mcp-Session-Id".to_owned(), sid.clone()),
+        ("MCP-Protocol-Version".to_owned(), "2025-06-18".to_owned()),
+    ];
+    let body = raw_req(1, "tools/call", json!({ "name": "probe", "arguments": {} }));
+    let pending = h.post_builder(&body, &headers).send();
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(300), pending).await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        !flag.load(std::sync::atomic::Ordering::SeqCst),
+        "legacy HTTP: a disconnect SHOULD NOT be read as cancellation"
+    );
+}

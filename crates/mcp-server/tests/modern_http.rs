@@ -426,6 +426,14 @@ async fn progress_streams_over_sse_only_with_a_token() {
     let resp = r.response();
     assert_eq!(resp["id"], 1);
     assert_eq!(text_of(resp), "done");
+    assert_eq!(resp["result"]["resultType"], "complete", "SSE results too");
+    assert!(resp["result"]["_meta"][META_SERVER_INFO].is_object());
+    assert_eq!(
+        r.headers
+            .get("x-accel-buffering")
+            .and_then(|v| v.to_str().ok()),
+        Some("no")
+    );
 
     let r = h.modern(&call(2, "progress", json!({}))).await;
     assert_eq!(r.content_type, "application/json", "no token → plain JSON");

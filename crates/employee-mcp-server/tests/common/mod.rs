@@ -1,0 +1,745 @@
+//! Shared harness for the end-to-end tests: spawns the real
+//! `employee-mcp-server` binary (HTTP on a free port, or stdio) on a private
+//! temporary database, and offers small helpers for both MCP wires.
+//!
+//! Seeding a fresh database takes about a second in debug builds, so each
+//! test process seeds one template database once (by running the binary
+//! itself on it), keeps its bytes in memory, deletes the file, and gives every
+//! server its own copy.
+//!
+//! HTTP goes through a minimal HTTP/1.1 client on a plain `TcpStream`
+//! (`Connection: close`, one request per connection): reqwest is compiled with
+//! `rustls-no-provider` through feature unification with mcp-server, so
+//! building a `reqwest::Client` here would panic without a crypto provider the
+//! tests cannot install (no rustls dev-dependency). That also lets tests send
+//! arbitrary Host headers and non-UTF-8 header values.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{ChildStdin, ChildStdout};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_employee-mcp-server");
+/// The stateless wire's revision.
+pub const MODERN: &str = "2026-07-28";
+/// Every legacy revision the server claims to serve.
+pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// The eight tools, in the article's order.
+pub const TOOL_NAMES: [&str; 8] = [
+    "get-employee-details",
+    "list-department-employees",
+    "calculate-employee-tenure",
+    "get-team-members",
+    "search-employees-by-skill",
+    "get-compensation-info",
+    "check-leave-balance",
+    "generate-employee-report",
+];
+/// Generous upper bound for anything the server does.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh JSON-RPC request id.
+pub fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A unique path in the system temp directory.
+pub fn temp_path(tag: &str, ext: &str) -> PathBuf {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!(
+        "employee-mcp-e2e-{}-{tag}-{n}.{ext}",
+        std::process::id()
+    ))
+}
+
+fn remove_db_files(path: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(p));
+    }
+}
+
+/// Bytes of a database the binary created, migrated and seeded itself.
+fn seeded_template() -> &'static [u8] {
+    static TEMPLATE: OnceLock<Vec<u8>> = OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        let path = temp_path("template", "db");
+        let status = Command::new(BIN)
+            .arg("--stdio")
+            .arg("--database")
+            .arg(format!("sqlite://{}", path.display()))
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run the server to seed a template database");
+        assert!(status.success(), "seeding run failed: {status}");
+        let bytes = std::fs::read(&path).expect("read the seeded template database");
+        remove_db_files(&path);
+        assert!(bytes.len() > 100_000, "template database looks empty");
+        bytes
+    })
+}
+
+/// A private, already seeded database file, removed on drop.
+pub struct TempDb {
+    pub path: PathBuf,
+}
+
+impl TempDb {
+    /// A copy of the seeded template.
+    pub fn seeded() -> Self {
+        let path = temp_path("db", "db");
+        std::fs::write(&path, seeded_template()).expect("write test database");
+        TempDb { path }
+    }
+
+    /// A path where no database exists yet (the server creates and seeds it).
+    pub fn empty() -> Self {
+        TempDb {
+            path: temp_path("fresh", "db"),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("sqlite://{}", self.path.display())
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        remove_db_files(&self.path);
+    }
+}
+
+/// One HTTP response, body parsed as JSON when possible.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub text: String,
+    /// The body as JSON, `Value::Null` when empty or not JSON.
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().expect("ascii header").to_owned())
+    }
+
+    /// The `result` member; panics (with the reply) when absent.
+    pub fn result(&self) -> &Value {
+        assert!(
+            self.body.get("result").is_some(),
+            "expected a result, got HTTP {} {}",
+            self.status,
+            self.text
+        );
+        &self.body["result"]
+    }
+
+    /// The `error.code` member; panics (with the reply) when absent.
+    pub fn error_code(&self) -> i64 {
+        self.body["error"]["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("expected an error, got HTTP {} {}", self.status, self.text))
+    }
+
+    pub fn error_message(&self) -> String {
+        self.body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// Asserts HTTP status and JSON-RPC error code together.
+    #[track_caller]
+    pub fn assert_error(&self, status: u16, code: i64) {
+        assert_eq!(
+            (self.status, self.error_code()),
+            (status, code),
+            "unexpected reply: HTTP {} {}",
+            self.status,
+            self.text
+        );
+        assert_eq!(self.body["jsonrpc"], "2.0", "{}", self.text);
+        assert!(
+            !self.error_message().is_empty(),
+            "error without a message: {}",
+            self.text
+        );
+    }
+}
+
+/// The `_meta` every modern request carries.
+pub fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// A modern request body: `params` plus the required `_meta`.
+pub fn modern_body(id: u64, method: &str, params: Value) -> Value {
+    let mut params = match params {
+        Value::Null => json!({}),
+        p => p,
+    };
+    params["_meta"] = modern_meta();
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The headers a compliant modern client sends for `body`.
+pub fn modern_headers(body: &Value) -> Vec<(String, String)> {
+    let method = body["method"].as_str().unwrap_or_default().to_owned();
+    let mut h = vec![
+        (
+            "Accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
+        ("MCP-Protocol-Version".to_owned(), MODERN.to_owned()),
+        ("Mcp-Method".to_owned(), method.clone()),
+    ];
+    if method == "tools/call"
+        && let Some(name) = body["params"]["name"].as_str()
+    {
+        h.push(("Mcp-Name".to_owned(), name.to_owned()));
+    }
+    h
+}
+
+/// Sends one HTTP/1.1 request to `addr` (`IP:PORT`) on a fresh connection
+/// and reads the whole response. `Host` (unless given), `Content-Length` and
+/// `Connection: close` are added. A failure to write the body (the server may
+/// answer early and close) is ignored as long as a response can be read.
+pub async fn http_request(
+    addr: &str,
+    method: &str,
+    headers: &[(&str, &[u8])],
+    body: Option<&[u8]>,
+) -> std::io::Result<Reply> {
+    tokio::time::timeout(TIMEOUT, http_request_inner(addr, method, headers, body))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "HTTP request timed out"))?
+}
+
+async fn http_request_inner(
+    addr: &str,
+    method: &str,
+    headers: &[(&str, &[u8])],
+    body: Option<&[u8]>,
+) -> std::io::Result<Reply> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let mut head = format!("{method} /mcp HTTP/1.1\r\n").into_bytes();
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        head.extend_from_slice(format!("Host: {addr}\r\n").as_bytes());
+    }
+    for (k, v) in headers {
+        head.extend_from_slice(k.as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(v);
+        head.extend_from_slice(b"\r\n");
+    }
+    if let Some(b) = body {
+        head.extend_from_slice(format!("Content-Length: {}\r\n", b.len()).as_bytes());
+    }
+    head.extend_from_slice(b"Connection: close\r\n\r\n");
+    stream.write_all(&head).await?;
+    if let Some(b) = body {
+        let _ = stream.write_all(b).await;
+    }
+    let _ = stream.flush().await;
+    let mut raw = Vec::new();
+    let read = stream.read_to_end(&mut raw).await;
+    if raw.is_empty() {
+        read?;
+    }
+    parse_response(&raw)
+}
+
+fn parse_response(raw: &[u8]) -> std::io::Result<Reply> {
+    let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_owned());
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| bad("incomplete response head"))?;
+    let head = std::str::from_utf8(&raw[..end]).map_err(|_| bad("non-UTF-8 response head"))?;
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| bad("bad status line"))?;
+    let mut headers = HeaderMap::new();
+    for line in lines {
+        let (k, v) = line.split_once(':').ok_or_else(|| bad("bad header line"))?;
+        headers.append(
+            HeaderName::from_bytes(k.trim().as_bytes()).map_err(|_| bad("bad header name"))?,
+            HeaderValue::from_str(v.trim()).map_err(|_| bad("bad header value"))?,
+        );
+    }
+    let mut body = raw[end + 4..].to_vec();
+    let chunked = headers
+        .get("transfer-encoding")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"chunked"));
+    if chunked {
+        body = dechunk(&body).ok_or_else(|| bad("bad chunked body"))?;
+    } else if let Some(len) = headers
+        .get("content-length")
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+    {
+        if body.len() < len {
+            return Err(bad("truncated body"));
+        }
+        body.truncate(len);
+    }
+    let text = String::from_utf8_lossy(&body).into_owned();
+    let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Ok(Reply {
+        status,
+        headers,
+        text,
+        body: json,
+    })
+}
+
+fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let eol = data.windows(2).position(|w| w == b"\r\n")?;
+        let size_text = std::str::from_utf8(&data[..eol]).ok()?;
+        let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+        data = &data[eol + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(data.get(..size)?);
+        data = data.get(size + 2..)?;
+    }
+}
+
+/// The real binary serving Streamable HTTP on a free loopback port.
+/// Dropping it kills the process and removes its files.
+pub struct Server {
+    child: Child,
+    pub addr: String,
+    port_file: PathBuf,
+    _db: TempDb,
+}
+
+impl Server {
+    /// A server on a private copy of the seeded database.
+    pub async fn start() -> Server {
+        Server::start_with(&[]).await
+    }
+
+    /// Same, with extra command-line flags.
+    pub async fn start_with(args: &[&str]) -> Server {
+        Server::start_on(TempDb::seeded(), args).await
+    }
+
+    /// A server on `db` (which may not exist yet).
+    pub async fn start_on(db: TempDb, args: &[&str]) -> Server {
+        let port_file = temp_path("port", "txt");
+        let mut child = Command::new(BIN)
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--database")
+            .arg(db.url())
+            .arg("--port-file")
+            .arg(&port_file)
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn employee-mcp-server");
+        let deadline = Instant::now() + TIMEOUT;
+        let addr = loop {
+            if let Ok(text) = std::fs::read_to_string(&port_file)
+                && text.trim().parse::<std::net::SocketAddr>().is_ok()
+            {
+                break text.trim().to_owned();
+            }
+            if let Some(status) = child.try_wait().expect("poll server") {
+                let _ = std::fs::remove_file(&port_file);
+                panic!("server exited before listening: {status}");
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = std::fs::remove_file(&port_file);
+                panic!("server did not write its port file within {TIMEOUT:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        Server {
+            child,
+            addr,
+            port_file,
+            _db: db,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn child_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+
+    /// Sends any request; a body gets `Content-Type: application/json`
+    /// unless `headers` name another. Panics on transport errors.
+    pub async fn send(
+        &self,
+        method: &str,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+    ) -> Reply {
+        let mut all: Vec<(&str, &[u8])> = headers.iter().map(|(k, v)| (*k, v.as_bytes())).collect();
+        if body.is_some()
+            && !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        {
+            all.push(("Content-Type", b"application/json"));
+        }
+        self.try_send(method, &all, body.as_deref())
+            .await
+            .unwrap_or_else(|e| panic!("HTTP {method} to {} failed: {e}", self.url()))
+    }
+
+    /// Same, with raw header values, returning transport errors.
+    pub async fn try_send(
+        &self,
+        method: &str,
+        headers: &[(&str, &[u8])],
+        body: Option<&[u8]>,
+    ) -> std::io::Result<Reply> {
+        http_request(&self.addr, method, headers, body).await
+    }
+
+    /// POSTs raw bytes with the given headers.
+    pub async fn post_raw(&self, headers: &[(&str, &str)], body: impl Into<Vec<u8>>) -> Reply {
+        self.send("POST", headers, Some(body.into())).await
+    }
+
+    /// POSTs a JSON value with the given headers.
+    pub async fn post_json(&self, headers: &[(&str, &str)], body: &Value) -> Reply {
+        self.post_raw(headers, serde_json::to_vec(body).unwrap())
+            .await
+    }
+
+    /// POSTs a modern body with compliant headers, plus `extra` headers
+    /// (which replace same-named compliant ones).
+    pub async fn post_modern(&self, body: &Value, extra: &[(&str, &str)]) -> Reply {
+        let mut headers: Vec<(String, String)> = modern_headers(body)
+            .into_iter()
+            .filter(|(k, _)| !extra.iter().any(|(e, _)| e.eq_ignore_ascii_case(k)))
+            .collect();
+        headers.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let refs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.post_json(&refs, body).await
+    }
+
+    /// A compliant modern request.
+    pub async fn modern(&self, method: &str, params: Value) -> Reply {
+        self.post_modern(&modern_body(next_id(), method, params), &[])
+            .await
+    }
+
+    /// A modern `tools/call`; returns the result (asserting HTTP 200 and a
+    /// `result` member).
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Value {
+        let reply = self
+            .modern("tools/call", json!({"name": name, "arguments": arguments}))
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.result().clone()
+    }
+
+    /// A good request proving the server still serves.
+    pub async fn assert_alive(&self) {
+        let reply = self.modern("tools/list", json!({})).await;
+        assert_eq!(reply.status, 200, "server stopped serving: {}", reply.text);
+        assert_eq!(
+            reply.result()["tools"].as_array().map(Vec::len),
+            Some(8),
+            "{}",
+            reply.text
+        );
+        let result = self
+            .call_tool(
+                "get-employee-details",
+                json!({"employeeId": "AliceJohnson"}),
+            )
+            .await;
+        assert_eq!(result["structuredContent"]["employeeId"], "AliceJohnson");
+    }
+
+    /// Opens a legacy session: `initialize` (with `version`, or none) then
+    /// `notifications/initialized`.
+    pub async fn legacy(&self, version: Option<&str>) -> LegacySession<'_> {
+        let mut params = json!({
+            "capabilities": {},
+            "clientInfo": {"name": "e2e-tests", "version": "1.0.0"}
+        });
+        if let Some(v) = version {
+            params["protocolVersion"] = json!(v);
+        }
+        let init = self
+            .post_json(
+                &[("Accept", "application/json, text/event-stream")],
+                &json!({"jsonrpc": "2.0", "id": next_id(), "method": "initialize", "params": params}),
+            )
+            .await;
+        assert_eq!(init.status, 200, "{}", init.text);
+        let session_id = init
+            .header("mcp-session-id")
+            .unwrap_or_else(|| panic!("no Mcp-Session-Id on initialize: {:?}", init.headers));
+        let version = init.result()["protocolVersion"]
+            .as_str()
+            .expect("protocolVersion")
+            .to_owned();
+        let session = LegacySession {
+            server: self,
+            session_id,
+            version,
+            init: init.result().clone(),
+        };
+        let ack = session
+            .notify("notifications/initialized", Value::Null)
+            .await;
+        assert_eq!(ack.status, 202, "{}", ack.text);
+        assert!(ack.text.is_empty(), "202 with a body: {}", ack.text);
+        session
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.port_file);
+    }
+}
+
+/// A legacy (initialize-based) HTTP session.
+pub struct LegacySession<'a> {
+    pub server: &'a Server,
+    pub session_id: String,
+    /// The negotiated protocol version.
+    pub version: String,
+    /// The `InitializeResult`.
+    pub init: Value,
+}
+
+impl LegacySession<'_> {
+    fn headers(&self) -> Vec<(&str, &str)> {
+        vec![
+            ("Accept", "application/json, text/event-stream"),
+            ("Mcp-Session-Id", self.session_id.as_str()),
+            ("MCP-Protocol-Version", self.version.as_str()),
+        ]
+    }
+
+    /// A request in this session (no `_meta`).
+    pub async fn request(&self, method: &str, params: Value) -> Reply {
+        let mut body = json!({"jsonrpc": "2.0", "id": next_id(), "method": method});
+        if !params.is_null() {
+            body["params"] = params;
+        }
+        self.server.post_json(&self.headers(), &body).await
+    }
+
+    /// A notification in this session.
+    pub async fn notify(&self, method: &str, params: Value) -> Reply {
+        let mut body = json!({"jsonrpc": "2.0", "method": method});
+        if !params.is_null() {
+            body["params"] = params;
+        }
+        self.server.post_json(&self.headers(), &body).await
+    }
+
+    /// `tools/call` in this session; returns the result.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Value {
+        let reply = self
+            .request("tools/call", json!({"name": name, "arguments": arguments}))
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.result().clone()
+    }
+
+    /// DELETE on the endpoint with this session's id.
+    pub async fn delete(&self) -> Reply {
+        self.server.send("DELETE", &self.headers(), None).await
+    }
+}
+
+/// The JSON in a tool result's first text block.
+pub fn text_json(result: &Value) -> Value {
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text block in {result}"));
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("text block is not JSON ({e}): {text}"))
+}
+
+/// The text of a tool result's first block.
+pub fn first_text(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text block in {result}"))
+        .to_owned()
+}
+
+/// Asserts a tool execution error (`isError: true`) and returns its text.
+#[track_caller]
+pub fn tool_error_text(result: &Value) -> String {
+    assert_eq!(
+        result["isError"], true,
+        "expected isError:true, got {result}"
+    );
+    assert_eq!(result["content"][0]["type"], "text", "{result}");
+    first_text(result)
+}
+
+/// The real binary on stdin/stdout.
+pub struct StdioServer {
+    pub child: tokio::process::Child,
+    stdin: Option<ChildStdin>,
+    lines: Lines<BufReader<ChildStdout>>,
+    /// Messages read while waiting for another id.
+    pending: Vec<Value>,
+    _db: TempDb,
+}
+
+impl StdioServer {
+    pub fn start() -> StdioServer {
+        let db = TempDb::seeded();
+        let mut child = tokio::process::Command::new(BIN)
+            .arg("--stdio")
+            .arg("--database")
+            .arg(db.url())
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn employee-mcp-server --stdio");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        StdioServer {
+            child,
+            stdin: Some(stdin),
+            lines: BufReader::new(stdout).lines(),
+            pending: Vec::new(),
+            _db: db,
+        }
+    }
+
+    /// Writes one line (a newline is appended).
+    pub async fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin already closed");
+        stdin.write_all(line.as_bytes()).await.expect("write stdin");
+        stdin.write_all(b"\n").await.expect("write stdin");
+        stdin.flush().await.expect("flush stdin");
+    }
+
+    pub async fn send(&mut self, message: &Value) {
+        self.send_line(&serde_json::to_string(message).unwrap())
+            .await;
+    }
+
+    /// Reads the next stdout line, which must be a JSON-RPC 2.0 message.
+    pub async fn recv(&mut self) -> Value {
+        if !self.pending.is_empty() {
+            return self.pending.remove(0);
+        }
+        self.read_message().await
+    }
+
+    async fn read_message(&mut self) -> Value {
+        let line = tokio::time::timeout(TIMEOUT, self.lines.next_line())
+            .await
+            .expect("timed out waiting for a line on stdout")
+            .expect("read stdout")
+            .expect("stdout closed while waiting for a message");
+        let value: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("non-JSON line on stdout ({e}): {line:?}"));
+        assert_eq!(value["jsonrpc"], "2.0", "not JSON-RPC 2.0: {line}");
+        value
+    }
+
+    /// Reads until the response with `id` (responses may come out of order).
+    pub async fn recv_id(&mut self, id: &Value) -> Value {
+        if let Some(i) = self.pending.iter().position(|m| &m["id"] == id) {
+            return self.pending.remove(i);
+        }
+        loop {
+            let m = self.read_message().await;
+            if &m["id"] == id {
+                return m;
+            }
+            self.pending.push(m);
+        }
+    }
+
+    /// Sends a request and waits for its response.
+    pub async fn request(&mut self, message: Value) -> Value {
+        let id = message["id"].clone();
+        self.send(&message).await;
+        self.recv_id(&id).await
+    }
+
+    /// Closes stdin, checks every remaining stdout line is JSON-RPC, and
+    /// returns the remaining messages and the exit status.
+    pub async fn close(mut self) -> (Vec<Value>, std::process::ExitStatus) {
+        drop(self.stdin.take());
+        let mut rest = std::mem::take(&mut self.pending);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match tokio::time::timeout_at(deadline, self.lines.next_line()).await {
+                Err(_) => panic!("stdout not closed within 10 s of closing stdin"),
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(line))) => {
+                    let value: Value = serde_json::from_str(&line)
+                        .unwrap_or_else(|e| panic!("non-JSON line on stdout ({e}): {line:?}"));
+                    assert_eq!(value["jsonrpc"], "2.0", "not JSON-RPC 2.0: {line}");
+                    rest.push(value);
+                }
+                Ok(Err(e)) => panic!("read stdout: {e}"),
+            }
+        }
+        let status = tokio::time::timeout_at(deadline, self.child.wait())
+            .await
+            .expect("process did not exit within 10 s of closing stdin")
+            .expect("wait for process");
+        (rest, status)
+    }
+}

@@ -357,7 +357,9 @@ pub enum AuthFailure {
 /// MCP endpoint) requires a valid bearer token, and the Protected Resource
 /// Metadata routes are added, unauthenticated.
 pub fn protect(router: Router, auth: Arc<Authenticator>) -> Router {
-    let guarded = router.layer(axum::middleware::from_fn_with_state(
+    // A route layer sits inside the router's Host/Origin guard, so a
+    // rebinding attempt is refused (403) before any token is looked at.
+    let guarded = router.route_layer(axum::middleware::from_fn_with_state(
         auth.clone(),
         require_token,
     ));

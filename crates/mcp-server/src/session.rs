@@ -51,6 +51,8 @@ pub struct Session {
     closed: CancellationToken,
     /// For idle expiry.
     last_used: Mutex<Instant>,
+    /// The principal that opened the session; only it may use the id.
+    owner: std::sync::OnceLock<String>,
 }
 
 impl std::fmt::Debug for Session {
@@ -90,6 +92,7 @@ impl Session {
             initialized: AtomicBool::new(false),
             closed: CancellationToken::new(),
             last_used: Mutex::new(Instant::now()),
+            owner: std::sync::OnceLock::new(),
         }
     }
 
@@ -101,6 +104,16 @@ impl Session {
     /// The negotiated revision.
     pub fn version(&self) -> ProtocolVersion {
         self.version
+    }
+
+    /// Binds the session to the principal that opened it.
+    pub fn bind_owner(&self, subject: &str) {
+        let _ = self.owner.set(subject.to_owned());
+    }
+
+    /// The subject of the principal that opened the session, if any.
+    pub fn owner(&self) -> Option<&str> {
+        self.owner.get().map(String::as_str)
     }
 
     pub(crate) fn client_capabilities(&self) -> Arc<Map<String, Value>> {

@@ -292,8 +292,8 @@ impl Server {
                 Err(_) => {
                     tracing::warn!(tool = %name, "tool call timed out");
                     return Ok(ToolOutcome::Complete(CallToolResult::error(format!(
-                        "Tool \"{name}\" timed out after {} s; try a narrower request or retry later.",
-                        limit.as_secs()
+                        "Tool \"{name}\" timed out after {:.1} s; try a narrower request or retry later.",
+                        limit.as_secs_f64()
                     ))));
                 }
             },

@@ -53,6 +53,14 @@ impl CompiledSchema {
                 } else {
                     path
                 };
+                // The validator abbreviates long enums; a model needs every
+                // allowed value to correct itself.
+                if let jsonschema::error::ValidationErrorKind::Enum { options } = e.kind()
+                    && let Some(values) = options.as_array()
+                {
+                    let list: Vec<String> = values.iter().map(Value::to_string).collect();
+                    return format!("{at}: {} is not one of {}", e.instance(), list.join(", "));
+                }
                 format!("{at}: {e}")
             })
             .collect()
@@ -81,6 +89,19 @@ mod tests {
         assert!(s.violations(&json!({"a":"x","b":1})).is_empty());
         let v = s.violations(&json!({"a": 1}));
         assert_eq!(v.len(), 2, "{v:?}");
+    }
+
+    #[test]
+    fn enum_violations_list_every_value() {
+        let s = CompiledSchema::compile(&obj(json!({
+            "type":"object",
+            "properties":{"k":{"type":"string","enum":["a","b","c","d","e"]}}
+        })));
+        let Ok(s) = s else {
+            panic!("schema should compile")
+        };
+        let v = s.violations(&json!({"k":"z"}));
+        assert!(v[0].contains("\"e\""), "{v:?}");
     }
 
     #[test]

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use mcp_protocol::jsonrpc::{Message, notification_json};
-use mcp_protocol::{ProtocolError, Request, RequestId, Response, depth, meta};
-use serde_json::json;
+use mcp_protocol::{ProtocolError, ProtocolVersion, Request, RequestId, Response, depth, meta};
+use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
@@ -130,7 +130,31 @@ where
             conn.send(Response::error(None, e).to_json()).await;
             continue;
         }
-        match Message::from_slice(line.as_bytes()) {
+        let value: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                let r = Response::error(None, ProtocolError::parse_error(e));
+                conn.send(r.to_json()).await;
+                continue;
+            }
+        };
+        if let Value::Array(items) = value {
+            let session = lock(&conn.session).clone();
+            match session.filter(|s| s.version() == ProtocolVersion::V2025_03_26) {
+                Some(s) if !items.is_empty() => {
+                    let conn = Arc::clone(&conn);
+                    tasks.spawn(async move { conn.batch(s, items).await });
+                }
+                _ => {
+                    let e = ProtocolError::invalid_request(
+                        "Invalid request: batch arrays are only accepted in a 2025-03-26 session; send one JSON-RPC message per line.",
+                    );
+                    conn.send(Response::error(None, e).to_json()).await;
+                }
+            }
+            continue;
+        }
+        match Message::from_value(value) {
             Err(e) => conn.send(Response::error(e.id, e.error).to_json()).await,
             Ok(Message::Request(request)) => {
                 let conn = Arc::clone(&conn);
@@ -240,6 +264,50 @@ impl Connection {
             }
         }
         lock(&self.in_flight).remove(&id);
+    }
+
+    /// A 2025-03-26 batch: every request served, the responses sent as one array.
+    async fn batch(self: Arc<Self>, session: Arc<Session>, items: Vec<Value>) {
+        let mut responses = Vec::new();
+        let mut tasks = JoinSet::new();
+        for item in items {
+            match Message::from_value(item) {
+                Err(e) => responses.push(Response::error(e.id, e.error)),
+                Ok(Message::Request(r)) if r.method == "initialize" => {
+                    let e = ProtocolError::invalid_request(
+                        "Invalid request: initialize must not be part of a batch.",
+                    );
+                    responses.push(Response::error(Some(r.id), e));
+                }
+                Ok(Message::Request(request)) => {
+                    let inbound = Inbound {
+                        request,
+                        wire: Wire::Legacy {
+                            version: session.version(),
+                            session: Some(Arc::clone(&session)),
+                        },
+                        outbound: Some(self.out.clone()),
+                        cancel: CancellationToken::new(),
+                        extensions: Arc::clone(&self.extensions),
+                    };
+                    let server = self.server.clone();
+                    tasks.spawn(async move { server.handle(inbound).await });
+                }
+                Ok(Message::Notification(n)) => self.server.handle_notification(&n, Some(&session)),
+                Ok(Message::Response(r)) => {
+                    self.server.handle_peer_response(r, Some(&session));
+                }
+            }
+        }
+        while let Some(reply) = tasks.join_next().await {
+            if let Ok(Reply::Response(r)) = reply {
+                responses.push(r);
+            }
+        }
+        if !responses.is_empty() {
+            let body: Vec<String> = responses.iter().map(Response::to_json).collect();
+            self.send(format!("[{}]", body.join(","))).await;
+        }
     }
 
     /// Legacy sessions get list changes unsolicited (no subscription step).

@@ -1,16 +1,17 @@
 //! `POST /mcp`: one JSON-RPC message in, one JSON reply or SSE stream out.
 //!
 //! The order of checks follows the spec digest: Origin/Host (middleware),
-//! body size, JSON parse and nesting, then which wire the request is on,
-//! then (modern) headers against the body, then the engine's `_meta`,
-//! version and method checks.
+//! authentication (when configured), body size, JSON parse and nesting,
+//! then which wire the request is on, then (modern) headers against the
+//! body, then the engine's `_meta`, version and method checks.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream, StreamExt};
@@ -22,24 +23,21 @@ use mcp_protocol::jsonrpc::Message;
 use mcp_protocol::{ProtocolError, ProtocolVersion, Request, depth, meta};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
-
-use std::net::SocketAddr;
-
-use axum::extract::ConnectInfo;
 
 use super::AppState;
 use super::reply::{error_response, json_response, rpc_response, status_for};
-use crate::access::ClientAddress;
+use crate::access::{ClientAddress, Principal};
 use crate::dispatch::{Inbound, Listener, Reply, Wire};
+use crate::session::Session;
 
 /// Handles one POST.
 pub(crate) async fn handle(
     State(state): State<AppState>,
     request: axum::extract::Request,
 ) -> Response {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     if let Some(r) = check_content_type(&parts.headers) {
         return r;
     }
@@ -54,21 +52,37 @@ pub(crate) async fn handle(
         ));
         return error_response(StatusCode::BAD_REQUEST, None, e);
     }
-    let message = match Message::from_slice(&bytes) {
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            return error_response(StatusCode::BAD_REQUEST, None, ProtocolError::parse_error(e));
+        }
+    };
+    if let Some(ConnectInfo(addr)) = parts.extensions.get::<ConnectInfo<SocketAddr>>().copied() {
+        parts.extensions.insert(ClientAddress(addr.ip()));
+    }
+    if let Value::Array(items) = value {
+        return batch(state, parts, items).await;
+    }
+    let message = match Message::from_value(value) {
         Ok(m) => m,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id, e.error),
     };
-    let session = match session_of(&state, &parts.headers) {
-        Ok(s) => s,
-        Err((status, e)) => return error_response(status, None, e),
-    };
     match message {
-        Message::Request(request) => handle_request(state, parts, request, session).await,
+        Message::Request(request) => handle_request(state, parts, request).await,
         Message::Notification(n) => {
+            let session = match session_of(&state, &parts) {
+                Ok(s) => s,
+                Err((status, e)) => return error_response(status, None, e),
+            };
             state.server.handle_notification(&n, session.as_deref());
             StatusCode::ACCEPTED.into_response()
         }
         Message::Response(r) => {
+            let session = match session_of(&state, &parts) {
+                Ok(s) => s,
+                Err((status, e)) => return error_response(status, None, e),
+            };
             if state.server.handle_peer_response(r, session.as_deref()) {
                 StatusCode::ACCEPTED.into_response()
             } else {
@@ -103,7 +117,12 @@ async fn read_body(
             "Request body too large: the limit is {limit} bytes."
         ))
         .with_status(ErrorStatus::TooLarge);
-        Box::new(error_response(StatusCode::PAYLOAD_TOO_LARGE, None, e))
+        let mut r = error_response(StatusCode::PAYLOAD_TOO_LARGE, None, e);
+        // The rest of the body is not read, so this connection cannot carry
+        // another request; say so instead of resetting it silently.
+        r.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        Box::new(r)
     };
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -117,20 +136,25 @@ async fn read_body(
         .map_err(|_| too_large())
 }
 
-/// The legacy session named by `Mcp-Session-Id`, if any; 404 for an
-/// unknown one (it expired or was deleted).
+/// The legacy session named by `Mcp-Session-Id`, if any: 404 for an
+/// unknown one (it expired or was deleted) and for one opened by another
+/// principal (a session id is not a credential).
 fn session_of(
     state: &AppState,
-    headers: &HeaderMap,
-) -> Result<Option<Arc<crate::Session>>, (StatusCode, ProtocolError)> {
-    let id = match single(headers, SESSION_ID) {
+    parts: &Parts,
+) -> Result<Option<Arc<Session>>, (StatusCode, ProtocolError)> {
+    let id = match single(&parts.headers, SESSION_ID) {
         Ok(Some(id)) => id,
         Ok(None) => return Ok(None),
         Err(e) => return Err((StatusCode::BAD_REQUEST, e)),
     };
+    let subject = parts
+        .extensions
+        .get::<Principal>()
+        .map(|p| p.subject.as_str());
     match state.server.session(&id) {
-        Some(s) => Ok(Some(s)),
-        None => Err((
+        Some(s) if s.owner() == subject => Ok(Some(s)),
+        _ => Err((
             StatusCode::NOT_FOUND,
             ProtocolError::invalid_request(
                 "Session not found or expired; send initialize to start a new session.",
@@ -139,58 +163,74 @@ fn session_of(
     }
 }
 
-/// Decides the wire: a request that claims 2026 (in `_meta` or in
-/// `MCP-Protocol-Version`) gets the strict modern rules; anything else is
-/// a legacy client, inside its session or (header-less curl) without one.
-fn classify(
-    headers: &HeaderMap,
-    request: &Request,
-) -> Result<Option<ProtocolVersion>, ProtocolError> {
-    let claimed = meta::claimed_version(&request.params);
-    let header = single(headers, headers::PROTOCOL_VERSION)?;
-    let header_legacy = header
-        .as_deref()
-        .and_then(ProtocolVersion::parse)
-        .filter(|v| !v.is_modern());
-    if claimed.is_some() || (header.is_some() && header_legacy.is_none()) {
-        return Ok(None);
+/// Whether a request claims the 2026 wire: `_meta` carries a version, or
+/// `MCP-Protocol-Version` names a modern (or unknown) version outside a
+/// legacy session. Modern requests ignore `Mcp-Session-Id`.
+fn claims_modern(headers: &HeaderMap, request: &Request) -> bool {
+    if meta::claimed_version(&request.params).is_some() {
+        return true;
     }
-    Ok(Some(header_legacy.unwrap_or(ProtocolVersion::V2025_03_26)))
+    let Ok(Some(header)) = single(headers, headers::PROTOCOL_VERSION) else {
+        return false;
+    };
+    match ProtocolVersion::parse(&header) {
+        Some(v) => v.is_modern(),
+        None => !headers.contains_key(SESSION_ID),
+    }
 }
 
-async fn handle_request(
-    state: AppState,
-    parts: Parts,
-    request: Request,
-    session: Option<Arc<crate::Session>>,
-) -> Response {
-    let legacy_version = match classify(&parts.headers, &request) {
-        Ok(v) => v,
-        Err(e) => return error_response(StatusCode::BAD_REQUEST, Some(request.id), e),
+/// The revision of a legacy request: its session's, else the header's,
+/// else 2025-03-26 (what the spec says to assume without a header).
+fn legacy_version(
+    headers: &HeaderMap,
+    session: Option<&Session>,
+) -> Result<ProtocolVersion, ProtocolError> {
+    let header = single(headers, headers::PROTOCOL_VERSION)?;
+    let parsed = match header.as_deref() {
+        None => None,
+        Some(h) => Some(
+            ProtocolVersion::parse(h)
+                .filter(|v| !v.is_modern())
+                .ok_or_else(|| {
+                    ProtocolError::invalid_request(format!(
+                        "Bad request: unsupported MCP-Protocol-Version \"{h}\" for this session."
+                    ))
+                })?,
+        ),
     };
-    let wire = match legacy_version {
-        None => {
-            if let Err(e) = check_modern_headers(&state, &parts.headers, &request) {
-                return error_response(status_for(&e, true), Some(request.id), e);
-            }
-            Wire::Modern
+    Ok(session
+        .map(Session::version)
+        .or(parsed)
+        .unwrap_or(ProtocolVersion::V2025_03_26))
+}
+
+async fn handle_request(state: AppState, parts: Parts, request: Request) -> Response {
+    let modern = claims_modern(&parts.headers, &request);
+    let (wire, session) = if modern {
+        if let Err(e) = check_modern_headers(&state, &parts.headers, &request) {
+            return error_response(status_for(&e, true), Some(request.id), e);
         }
-        Some(_) if request.method == "initialize" => {
-            let (session, response) = state.server.initialize(&request, true);
-            let mut r = rpc_response(response, false, &state.config);
-            if let Some(s) = session
-                && let Ok(v) = HeaderValue::from_str(s.id())
-            {
-                r.headers_mut().insert(SESSION_ID, v);
-            }
-            return r;
+        (Wire::Modern, None)
+    } else {
+        let session = match session_of(&state, &parts) {
+            Ok(s) => s,
+            Err((status, e)) => return error_response(status, Some(request.id), e),
+        };
+        let version = match legacy_version(&parts.headers, session.as_deref()) {
+            Ok(v) => v,
+            Err(e) => return error_response(StatusCode::BAD_REQUEST, Some(request.id), e),
+        };
+        if request.method == "initialize" {
+            return initialize(&state, &parts, &request);
         }
-        Some(v) => Wire::Legacy {
-            version: session.as_ref().map_or(v, |s| s.version()),
-            session: session.clone(),
-        },
+        (
+            Wire::Legacy {
+                version,
+                session: session.clone(),
+            },
+            session,
+        )
     };
-    let modern = matches!(wire, Wire::Modern);
     let accepts_sse = parts
         .headers
         .get(header::ACCEPT)
@@ -199,10 +239,6 @@ async fn handle_request(
     let (tx, rx) = mpsc::channel::<String>(64);
     let cancel = CancellationToken::new();
     let id = request.id.clone();
-    let mut extensions = parts.extensions;
-    if let Some(ConnectInfo(addr)) = extensions.get::<ConnectInfo<SocketAddr>>().copied() {
-        extensions.insert(ClientAddress(addr.ip()));
-    }
     if let Some(s) = &session {
         s.track(id.clone(), cancel.clone());
     }
@@ -211,7 +247,7 @@ async fn handle_request(
         wire,
         outbound: accepts_sse.then_some(tx),
         cancel: cancel.clone(),
-        extensions: Arc::new(extensions),
+        extensions: Arc::new(parts.extensions),
     };
     let server = state.server.clone();
     let task: JoinHandle<Reply> = tokio::spawn(async move { server.handle(inbound).await });
@@ -223,6 +259,86 @@ async fn handle_request(
         s.untrack(&id);
     }
     response
+}
+
+/// A legacy `initialize`: a new session, its id in `Mcp-Session-Id`, bound
+/// to the authenticated principal (if any).
+fn initialize(state: &AppState, parts: &Parts, request: &Request) -> Response {
+    let (session, response) = state.server.initialize(request, true);
+    let mut r = rpc_response(response, false, &state.config);
+    if let Some(s) = session {
+        if let Some(p) = parts.extensions.get::<Principal>() {
+            s.bind_owner(&p.subject);
+        }
+        if let Ok(v) = HeaderValue::from_str(s.id()) {
+            r.headers_mut().insert(SESSION_ID, v);
+        }
+    }
+    r
+}
+
+/// A JSON-RPC batch: legal only inside a 2025-03-26 session (the one
+/// revision that had them). Answered with one JSON array.
+async fn batch(state: AppState, parts: Parts, items: Vec<Value>) -> Response {
+    let session = match session_of(&state, &parts) {
+        Ok(Some(s)) if s.version() == ProtocolVersion::V2025_03_26 => s,
+        Ok(_) => {
+            let e = ProtocolError::invalid_request(
+                "Invalid request: batch arrays are not supported; send one JSON-RPC message per request.",
+            );
+            return error_response(StatusCode::BAD_REQUEST, None, e);
+        }
+        Err((status, e)) => return error_response(status, None, e),
+    };
+    if items.is_empty() {
+        let e = ProtocolError::invalid_request("Invalid request: the batch is empty.");
+        return error_response(StatusCode::BAD_REQUEST, None, e);
+    }
+    let extensions = Arc::new(parts.extensions);
+    let mut responses = Vec::new();
+    let mut tasks = JoinSet::new();
+    for item in items {
+        match Message::from_value(item) {
+            Err(e) => responses.push(mcp_protocol::Response::error(e.id, e.error)),
+            Ok(Message::Request(r)) if r.method == "initialize" => {
+                let e = ProtocolError::invalid_request(
+                    "Invalid request: initialize must not be part of a batch.",
+                );
+                responses.push(mcp_protocol::Response::error(Some(r.id), e));
+            }
+            Ok(Message::Request(request)) => {
+                let inbound = Inbound {
+                    request,
+                    wire: Wire::Legacy {
+                        version: session.version(),
+                        session: Some(Arc::clone(&session)),
+                    },
+                    outbound: None,
+                    cancel: CancellationToken::new(),
+                    extensions: Arc::clone(&extensions),
+                };
+                let server = state.server.clone();
+                tasks.spawn(async move { server.handle(inbound).await });
+            }
+            Ok(Message::Notification(n)) => state.server.handle_notification(&n, Some(&session)),
+            Ok(Message::Response(r)) => {
+                state.server.handle_peer_response(r, Some(&session));
+            }
+        }
+    }
+    while let Some(reply) = tasks.join_next().await {
+        if let Ok(Reply::Response(r)) = reply {
+            responses.push(r);
+        }
+    }
+    if responses.is_empty() {
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let body: Vec<String> = responses
+        .iter()
+        .map(mcp_protocol::Response::to_json)
+        .collect();
+    json_response(StatusCode::OK, format!("[{}]", body.join(",")))
 }
 
 fn check_modern_headers(

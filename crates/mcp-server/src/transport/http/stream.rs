@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
-use http::{HeaderMap, HeaderValue, StatusCode, header};
+use http::{HeaderValue, StatusCode, header};
 use mcp_protocol::ProtocolError;
 use mcp_protocol::headers::{SESSION_ID, single};
 use mcp_protocol::jsonrpc::notification_json;
@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 use super::AppState;
 use super::reply::error_response;
+use crate::access::Principal;
 use crate::events::ServerEvent;
 
 fn method_not_allowed() -> Response {
@@ -44,11 +45,20 @@ fn session_not_found() -> Response {
 
 /// Opens the standalone SSE stream of a legacy session: list changes and
 /// updates of subscribed resources arrive here.
-pub(crate) async fn get(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+) -> Response {
+    let (parts, _) = request.into_parts();
+    let headers = parts.headers;
     let Ok(Some(id)) = single(&headers, SESSION_ID) else {
         return method_not_allowed();
     };
-    let Some(session) = state.server.session(&id) else {
+    let subject = parts
+        .extensions
+        .get::<Principal>()
+        .map(|p| p.subject.as_str());
+    let Some(session) = state.server.session(&id).filter(|s| s.owner() == subject) else {
         return session_not_found();
     };
     let accepts_sse = headers
@@ -114,11 +124,23 @@ pub(crate) async fn get(State(state): State<AppState>, headers: HeaderMap) -> Re
 }
 
 /// Ends a legacy session; later requests with its id get 404.
-pub(crate) async fn delete(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let Ok(Some(id)) = single(&headers, SESSION_ID) else {
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+) -> Response {
+    let (parts, _) = request.into_parts();
+    let Ok(Some(id)) = single(&parts.headers, SESSION_ID) else {
         return method_not_allowed();
     };
-    if state.server.end_session(&id) {
+    let subject = parts
+        .extensions
+        .get::<Principal>()
+        .map(|p| p.subject.as_str());
+    let owned = state
+        .server
+        .session(&id)
+        .is_some_and(|s| s.owner() == subject);
+    if owned && state.server.end_session(&id) {
         tracing::info!("legacy session ended by client");
         StatusCode::NO_CONTENT.into_response()
     } else {

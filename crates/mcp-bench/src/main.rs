@@ -35,6 +35,15 @@ struct Args {
     #[arg(long, conflicts_with = "url")]
     server_bin: Option<PathBuf>,
 
+    /// Extra argument for the started server (repeatable), e.g.
+    /// `--server-arg=--rate-limit-per-minute=0` to measure without limits.
+    #[arg(
+        long = "server-arg",
+        conflicts_with = "url",
+        allow_hyphen_values = true
+    )]
+    server_args: Vec<String>,
+
     /// Seconds to measure each cell (workload x concurrency) [default: 5].
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     duration: Option<Duration>,
@@ -145,7 +154,7 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
         None => {
             let bin = server::locate_binary(args.server_bin.as_deref())?;
             eprintln!("starting {} …", bin.display());
-            let guard = server_guard.insert(ServerGuard::spawn(&bin)?);
+            let guard = server_guard.insert(ServerGuard::spawn(&bin, &args.server_args)?);
             // First start seeds the database, which can take a while.
             guard
                 .wait_ready(args.wire, Duration::from_secs(120))

@@ -77,7 +77,7 @@ pub struct ServerGuard {
 impl ServerGuard {
     /// Spawns `bin` on a free loopback port with a fresh SQLite database in
     /// the temp dir. Does not wait for readiness; see [`Self::wait_ready`].
-    pub fn spawn(bin: &Path) -> Result<Self, ServerError> {
+    pub fn spawn(bin: &Path, extra_args: &[String]) -> Result<Self, ServerError> {
         let io = |what: &str| {
             let what = what.to_owned();
             move |source| ServerError::Io { what, source }
@@ -101,6 +101,7 @@ impl ServerGuard {
             .arg(format!("127.0.0.1:{port}"))
             .arg("--database")
             .arg(format!("sqlite://{}", db_path.display()))
+            .args(extra_args)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err);

@@ -1,0 +1,57 @@
+//! A complete MCP server with one typed tool, in a few lines.
+//!
+//! ```sh
+//! cargo run -p mcp-server --example greeter            # HTTP on http://127.0.0.1:3001/mcp
+//! cargo run -p mcp-server --example greeter -- --stdio # stdio, for desktop clients
+//! ```
+
+use mcp_server::protocol::model::ToolAnnotations;
+use mcp_server::transport::http::{self, HttpConfig};
+use mcp_server::transport::stdio::{StdioConfig, serve_stdio};
+use mcp_server::{RequestContext, Server, Tool, ToolError};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Arguments of `greet`.
+#[derive(Deserialize, JsonSchema)]
+struct Greet {
+    /// Who to greet.
+    name: String,
+}
+
+/// What `greet` returns.
+#[derive(Serialize, JsonSchema)]
+struct Greeting {
+    /// The greeting.
+    text: String,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let greet = Tool::builder("greet")
+        .title("Greeter")
+        .description("Greets someone by name.")
+        .annotations(ToolAnnotations::read_only())
+        .handler(|_ctx: RequestContext, input: Greet| async move {
+            if input.name.trim().is_empty() {
+                return Err(ToolError::execution("Give a non-empty name."));
+            }
+            Ok(Greeting {
+                text: format!("Hello, {}!", input.name),
+            })
+        });
+    let server = Server::builder("greeter", "1.0.0").tool(greet).build()?;
+
+    if std::env::args().any(|a| a == "--stdio") {
+        serve_stdio(server, StdioConfig::default()).await?;
+        return Ok(());
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:3001").await?;
+    eprintln!("serving on http://{}/mcp", listener.local_addr()?);
+    let router = http::router(server.clone(), HttpConfig::default());
+    http::serve(listener, router, server, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
+    Ok(())
+}

@@ -215,6 +215,8 @@ pub fn check_standard(
     let name_field = match method {
         "tools/call" | "prompts/get" => "name",
         "resources/read" => "uri",
+        // The tasks extension (SEP-2663) mirrors the task id.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
         _ => return Ok(()),
     };
     let body_name = params.get(name_field).and_then(Value::as_str);

@@ -36,6 +36,8 @@ pub struct RequestContext {
     pub(crate) request_state: Option<Value>,
     /// Values the transport attached (e.g. the authenticated principal).
     pub(crate) extensions: Arc<http::Extensions>,
+    /// The task this call runs as (or may become), when it may be one.
+    pub(crate) task: Option<Arc<crate::tasks::TaskSlot>>,
 }
 
 impl std::fmt::Debug for RequestContext {
@@ -62,6 +64,7 @@ impl RequestContext {
             input_responses: None,
             request_state: None,
             extensions: Arc::new(http::Extensions::new()),
+            task: None,
         }
     }
 
@@ -103,6 +106,32 @@ impl RequestContext {
     /// A value the transport attached, such as the authenticated principal.
     pub fn extension<T: Send + Sync + 'static>(&self) -> Option<&T> {
         self.extensions.get::<T>()
+    }
+
+    /// Continues this call as a task (tasks extension): the `tools/call` is
+    /// answered with a `CreateTaskResult` now, and this handler keeps running
+    /// in the background; its outcome goes to `tasks/get`. For tools built
+    /// with [`ToolBuilder::defer_task_creation`](crate::ToolBuilder::defer_task_creation);
+    /// other task calls start as tasks already. Returns whether the call now
+    /// runs as a task: `false` when it cannot be one (the request did not
+    /// declare the extension, a legacy wire, or the task store is full), in
+    /// which case it simply stays synchronous.
+    pub fn start_task(&self) -> bool {
+        let Some(slot) = &self.task else {
+            return false;
+        };
+        match slot.start() {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e.message, "could not create a task; running synchronously");
+                false
+            }
+        }
+    }
+
+    /// The id of the task this call runs as, if it runs as one.
+    pub fn task_id(&self) -> Option<&str> {
+        self.task.as_ref()?.id()
     }
 
     /// Resolves when the request is cancelled.

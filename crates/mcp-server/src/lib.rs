@@ -19,6 +19,7 @@ mod request_state;
 pub mod resource;
 pub mod server;
 pub mod session;
+pub mod tasks;
 pub mod tool;
 pub mod transport;
 
@@ -32,4 +33,5 @@ pub use registry::RegistrationError;
 pub use resource::{Resource, ResourceTemplate};
 pub use server::{Server, ServerBuilder, ServerOptions};
 pub use session::Session;
+pub use tasks::{TaskOptions, TaskSupport};
 pub use tool::{CallToolResult, InputRequired, Tool, ToolBuilder, ToolError, ToolOutcome};

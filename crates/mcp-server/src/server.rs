@@ -21,6 +21,7 @@ use crate::registry::{ListPolicy, RegisteredTool, RegistrationError, ToolRegistr
 use crate::request_state::StateSigner;
 use crate::resource::{Resource, ResourceTemplate};
 use crate::session::{Session, SessionStore};
+use crate::tasks::{TaskOptions, TaskStore, TaskSupport};
 use crate::tool::Tool;
 
 /// The future a completion handler returns: candidate values.
@@ -78,9 +79,18 @@ pub struct ServerBuilder {
     options: ServerOptions,
     access: AccessOptions,
     audit: Option<Arc<dyn AuditSink>>,
+    tasks: Option<TaskOptions>,
 }
 
 impl ServerBuilder {
+    /// Enables the tasks extension (SEP-2663) with these options; see
+    /// [`crate::tasks`]. Also enabled, with default options, when a tool
+    /// given to the builder declares task support.
+    pub fn tasks(mut self, options: TaskOptions) -> Self {
+        self.tasks = Some(options);
+        self
+    }
+
     /// Access control: scope enforcement, limits, output sanitization.
     pub fn access(mut self, access: AccessOptions) -> Self {
         self.access = access;
@@ -193,6 +203,19 @@ impl ServerBuilder {
         if self.logging {
             caps.insert("logging".into(), json!({}));
         }
+        let tasks = match self.tasks {
+            Some(options) => Some(options),
+            None => tools
+                .iter()
+                .any(|t| t.tool.task_support != TaskSupport::Forbidden)
+                .then(TaskOptions::default),
+        };
+        if tasks.is_some() {
+            caps.insert(
+                "extensions".into(),
+                json!({ crate::tasks::EXTENSION_ID: {} }),
+            );
+        }
         let info_json = serde_json::to_value(&self.info).unwrap_or(Value::Null);
         let (events, _) = broadcast::channel(256);
         Ok(Server {
@@ -225,6 +248,7 @@ impl ServerBuilder {
                 concurrency: ConcurrencyLimiter::default(),
                 access: self.access,
                 audit: self.audit,
+                tasks: tasks.map(|o| Arc::new(TaskStore::new(o))),
             }),
         })
     }
@@ -261,6 +285,8 @@ pub(crate) struct ServerInner {
     /// Calls running per caller.
     pub(crate) concurrency: ConcurrencyLimiter,
     pub(crate) audit: Option<Arc<dyn AuditSink>>,
+    /// The task store, when the tasks extension is enabled.
+    pub(crate) tasks: Option<Arc<TaskStore>>,
 }
 
 fn read<T>(lock: &RwLock<Arc<T>>) -> Arc<T> {
@@ -296,6 +322,7 @@ impl Server {
             options: ServerOptions::default(),
             access: AccessOptions::default(),
             audit: None,
+            tasks: None,
         }
     }
 

@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use listen::Listener;
+pub(crate) use tools::tool_outcome;
 
 use crate::context::RequestContext;
 use crate::server::Server;
@@ -170,6 +171,7 @@ impl Server {
             input_responses: None,
             request_state: None,
             extensions,
+            task: None,
         };
         Ok(Call {
             id: request.id,
@@ -226,6 +228,11 @@ impl Server {
             "completion/complete" => {
                 gate("completions")?;
                 self.complete(call).await
+            }
+            "tasks/get" | "tasks/update" | "tasks/cancel"
+                if modern && self.inner.tasks.is_some() =>
+            {
+                self.task_method(call)
             }
             "initialize" if !modern => Err(ProtocolError::invalid_request(
                 "Invalid request: this session is already initialized.",

@@ -20,6 +20,7 @@ use crate::context::RequestContext;
 use crate::registry::RegisteredTool;
 use crate::request_state::Binding;
 use crate::server::Server;
+use crate::tasks::{self, Launch, Mode};
 use crate::tool::{CallToolResult, InputRequired, ToolError, ToolOutcome};
 
 /// How many times the legacy bridge re-invokes a handler before giving up.
@@ -185,6 +186,7 @@ impl Server {
                 &policy.required_scopes,
             ));
         }
+        let mode = tasks::mode(self, &call.ctx, &tool)?;
         let caller = caller_key(principal, call.ctx.extension::<ClientAddress>());
         if let Some(limit) = policy.rate_limit.or(access.rate_limit)
             && let Err(wait) = self.inner.rate_limiter.check(&caller, name, limit)
@@ -195,7 +197,7 @@ impl Server {
                 secs,
             ));
         }
-        let _permit = match access.max_concurrent_calls {
+        let mut permit = match access.max_concurrent_calls {
             Some(max) => Some(self.inner.concurrency.acquire(&caller, max).ok_or_else(|| {
                 ProtocolError::rate_limited(
                     format!("Too many concurrent calls (limit {max}); retry when one of your calls finishes."),
@@ -223,10 +225,36 @@ impl Server {
         if call.version.is_modern() {
             self.read_round_trip_params(call, &mut ctx, &binding)?;
         }
+        let mut first = None;
+        if let Mode::Task { defer } = mode {
+            let launch = tasks::call_as_task(
+                self,
+                ctx.clone(),
+                Arc::clone(&tool),
+                arguments.clone(),
+                permit.take(),
+                defer,
+            )
+            .await?;
+            match launch {
+                Launch::Created(mut created) => {
+                    created.insert("resultType".into(), json!("task"));
+                    return Ok(call.finish(self, created));
+                }
+                Launch::Finished(outcome, c) => {
+                    ctx = *c;
+                    first = Some(outcome);
+                }
+            }
+        }
         for _ in 0..MAX_ROUNDS {
-            match self.run_tool(&tool, ctx.clone(), arguments.clone()).await? {
+            let outcome = match first.take() {
+                Some(outcome) => outcome?,
+                None => self.run_tool(&tool, ctx.clone(), arguments.clone()).await?,
+            };
+            match outcome {
                 ToolOutcome::Complete(result) => {
-                    let result = self.post_process(call, &tool, result)?;
+                    let result = self.post_process(&call.ctx, &tool, result)?;
                     if result.is_error {
                         draft.fail(&text_of(&result));
                     }
@@ -299,24 +327,14 @@ impl Server {
             },
             None => fut.await,
         };
-        match outcome {
-            Ok(o) => Ok(o),
-            Err(ToolError::Execution(msg)) => Ok(ToolOutcome::Complete(CallToolResult::error(msg))),
-            Err(ToolError::Protocol(e)) => Err(e),
-            Err(ToolError::Internal(detail)) => {
-                tracing::error!(tool = %name, error = %detail, "tool failed");
-                Err(ProtocolError::internal(format!(
-                    "Internal error while running tool \"{name}\"; the failure was logged."
-                )))
-            }
-        }
+        tool_outcome(name, outcome)
     }
 
     /// Field redaction, sanitization, the size cap, then the output-schema
     /// check, in that order (redacted fields are optional in the schema).
-    fn post_process(
+    pub(crate) fn post_process(
         &self,
-        call: &Call,
+        ctx: &RequestContext,
         tool: &RegisteredTool,
         mut result: CallToolResult,
     ) -> Result<CallToolResult, ProtocolError> {
@@ -326,7 +344,7 @@ impl Server {
         let mirrored = result.text_mirrors_structured && result.structured.is_some();
         if let Some(structured) = result.structured.as_mut() {
             if access.enforce_scopes {
-                let principal = call.ctx.extension::<Principal>();
+                let principal = ctx.extension::<Principal>();
                 for (pointer, scope) in &tool.tool.policy.field_scopes {
                     if !principal.is_some_and(|p| p.has_scope(scope)) {
                         strip_fields(structured, pointer);
@@ -462,6 +480,25 @@ impl Server {
         ctx.input_responses = Some(answers);
         ctx.request_state = ir.state;
         Ok(Next::Retry)
+    }
+}
+
+/// A handler's result as the engine sees it: execution errors become
+/// `isError` results, internal errors a logged -32603.
+pub(crate) fn tool_outcome(
+    name: &str,
+    outcome: Result<ToolOutcome, ToolError>,
+) -> Result<ToolOutcome, ProtocolError> {
+    match outcome {
+        Ok(o) => Ok(o),
+        Err(ToolError::Execution(msg)) => Ok(ToolOutcome::Complete(CallToolResult::error(msg))),
+        Err(ToolError::Protocol(e)) => Err(e),
+        Err(ToolError::Internal(detail)) => {
+            tracing::error!(tool = %name, error = %detail, "tool failed");
+            Err(ProtocolError::internal(format!(
+                "Internal error while running tool \"{name}\"; the failure was logged."
+            )))
+        }
     }
 }
 

@@ -38,6 +38,7 @@ pub use schema::SUPPORTED_DIALECTS;
 
 use crate::access::{RateLimit, ToolPolicy, unrequire_fields};
 use crate::context::RequestContext;
+use crate::tasks::TaskSupport;
 
 /// The boxed future a handler returns.
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<ToolOutcome, ToolError>> + Send>>;
@@ -68,6 +69,10 @@ pub struct Tool {
     pub(crate) handler: Arc<dyn ToolHandler>,
     /// Who may call it and what they see; enforced by the engine.
     pub(crate) policy: ToolPolicy,
+    /// Whether it can run as a task (tasks extension).
+    pub(crate) task_support: TaskSupport,
+    /// The handler decides when the task starts.
+    pub(crate) defer_task: bool,
 }
 
 impl std::fmt::Debug for Tool {
@@ -95,6 +100,8 @@ impl Tool {
             input_schema: None,
             output_schema: None,
             policy: ToolPolicy::default(),
+            task_support: TaskSupport::Forbidden,
+            defer_task: false,
         }
     }
 
@@ -107,6 +114,11 @@ impl Tool {
     pub fn policy(&self) -> &ToolPolicy {
         &self.policy
     }
+
+    /// Whether it can run as a task.
+    pub fn task_support(&self) -> TaskSupport {
+        self.task_support
+    }
 }
 
 /// Describes a tool; finish with [`handler`](Self::handler) (typed) or
@@ -116,6 +128,8 @@ pub struct ToolBuilder {
     input_schema: Option<Map<String, Value>>,
     output_schema: Option<Map<String, Value>>,
     policy: ToolPolicy,
+    task_support: TaskSupport,
+    defer_task: bool,
 }
 
 impl ToolBuilder {
@@ -196,6 +210,24 @@ impl ToolBuilder {
         self
     }
 
+    /// Lets the tool run as a task (tasks extension, see [`crate::tasks`]):
+    /// `Optional` runs it as a task when the request declares the extension
+    /// and synchronously otherwise; `Required` refuses requests without the
+    /// extension (-32021). A server given such a tool advertises the extension.
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.task_support = support;
+        self
+    }
+
+    /// Lets the handler decide when the task starts: it runs synchronously
+    /// (finishing at once or asking for input with `input_required` rounds)
+    /// until it calls [`RequestContext::start_task`]. Without this, a task
+    /// call starts as a task before the handler runs.
+    pub fn defer_task_creation(mut self) -> Self {
+        self.defer_task = true;
+        self
+    }
+
     /// Finishes with a typed handler: the input schema comes from `I`, the
     /// output schema from `O`, and the output is returned as
     /// `structuredContent` plus the same JSON as a text block.
@@ -255,6 +287,8 @@ impl ToolBuilder {
             definition: self.definition,
             handler,
             policy: self.policy,
+            task_support: self.task_support,
+            defer_task: self.defer_task,
         }
     }
 }

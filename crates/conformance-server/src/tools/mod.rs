@@ -9,6 +9,7 @@ mod headers;
 pub mod input;
 mod legacy;
 mod schema;
+mod tasks;
 
 use std::sync::{Arc, OnceLock};
 
@@ -22,6 +23,7 @@ pub fn all(server: &Arc<OnceLock<Server>>) -> Vec<Tool> {
     tools.extend(diagnostics::tools(server));
     tools.extend(headers::tools());
     tools.extend(schema::tools());
+    tools.extend(tasks::tools());
     tools
 }
 

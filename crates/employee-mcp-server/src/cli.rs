@@ -3,27 +3,67 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The serve defaults, shared by `audit --database`.
+const DEFAULT_DATABASE: &str = "sqlite://employees.db";
 
 /// An HR directory served to language models over the Model Context Protocol.
 ///
-/// By default: Streamable HTTP at http://127.0.0.1:8080/mcp, on an embedded
-/// SQLite database in the working directory (created, migrated and filled
-/// with a demo company on first start). Logs go to stderr; set RUST_LOG
-/// (e.g. RUST_LOG=debug) to change the level.
+/// Without a subcommand the server serves: Streamable HTTP at
+/// http://127.0.0.1:8080/mcp by default, on an embedded SQLite database in
+/// the working directory (created, migrated and filled with a demo company
+/// on first start). Every tool call is recorded in the audit_log table of
+/// the same database; read it with `employee-mcp-server audit`.
+///
+/// Access control: with --auth-issuer, every HTTP request needs an OAuth
+/// bearer token from that issuer for this server (--auth-audience), tools
+/// are filtered and enforced by scope (hr:directory, hr:contact,
+/// hr:compensation, hr:leave, hr:reports, hr:admin), and the server may bind
+/// a public address. Without it the server only binds loopback and every
+/// tool is open to whoever can reach it.
+///
+/// On --stdio, credentials come from the environment:
+/// EMPLOYEE_MCP_STDIO_SCOPES (space-separated; when set, scopes are
+/// enforced), EMPLOYEE_MCP_STDIO_SUBJECT (who, for the audit trail; default
+/// "stdio") and EMPLOYEE_MCP_STDIO_SELF_ID (the caller's employee id, for
+/// self-service leave balance).
+///
+/// Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=debug) to change the level.
 #[derive(Debug, Parser)]
-#[command(name = "employee-mcp-server", version, about, long_about)]
+#[command(
+    name = "employee-mcp-server",
+    version,
+    about,
+    long_about,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
+    /// What to do instead of serving.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Serving flags (the default action).
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the audit trail: one row per tool call, oldest first (the newest --limit rows).
+    Audit(AuditArgs),
+}
+
+/// Flags of the server.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
     /// Address to serve Streamable HTTP on (port 0 picks a free port).
     #[arg(long, env = "EMPLOYEE_MCP_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
     /// Database URL: sqlite://PATH (created if missing) or sqlite::memory:.
-    #[arg(
-        long,
-        env = "EMPLOYEE_MCP_DATABASE",
-        default_value = "sqlite://employees.db"
-    )]
+    #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
     pub database: String,
 
     /// Serve MCP on stdin/stdout instead of HTTP (for desktop clients).
@@ -55,12 +95,192 @@ pub struct Cli {
     #[arg(long, env = "EMPLOYEE_MCP_CALL_TIMEOUT_SECS", default_value_t = 30)]
     pub call_timeout_secs: u64,
 
+    #[command(flatten)]
+    pub auth: AuthArgs,
+
+    #[command(flatten)]
+    pub limits: LimitArgs,
+
     /// Serve on a non-loopback address WITHOUT any authentication. Anyone
-    /// who can reach the port can read every employee's data.
+    /// who can reach the port can read every employee's data. Not needed
+    /// with --auth-issuer.
     #[arg(long = "i-understand-this-exposes-hr-data-without-auth")]
     pub insecure_public_bind: bool,
 
     /// Write the address actually bound (useful with port 0) to this file.
     #[arg(long, hide = true)]
     pub port_file: Option<PathBuf>,
+}
+
+/// OAuth 2.1 resource-server settings (HTTP only).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Authentication (OAuth, HTTP)")]
+pub struct AuthArgs {
+    /// Authorization server (token issuer) URL. Enables bearer-token
+    /// authentication, scope enforcement and public binds.
+    #[arg(long, env = "EMPLOYEE_MCP_AUTH_ISSUER", value_name = "URL")]
+    pub auth_issuer: Option<String>,
+
+    /// This server's canonical resource URI, required in the tokens'
+    /// audience (e.g. https://hr.example.com/mcp). Required with --auth-issuer.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_AUTH_AUDIENCE",
+        value_name = "URI",
+        requires = "auth_issuer"
+    )]
+    pub auth_audience: Option<String>,
+
+    /// Where the issuer's signing keys are (default: discovered from the
+    /// issuer's metadata).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_AUTH_JWKS_URL",
+        value_name = "URL",
+        requires = "auth_issuer"
+    )]
+    pub auth_jwks_url: Option<String>,
+
+    /// Token claim holding the caller's own employee id (for self-service
+    /// leave balance).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_AUTH_SELF_CLAIM",
+        value_name = "NAME",
+        default_value = "employee_id"
+    )]
+    pub auth_self_claim: String,
+}
+
+/// Abuse and size limits.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Limits")]
+pub struct LimitArgs {
+    /// Sustained tool calls per minute, per caller and tool (callers are
+    /// token subjects, or client IP addresses without authentication).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_RATE_LIMIT_PER_MINUTE",
+        default_value_t = 120,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub rate_limit_per_minute: u32,
+
+    /// Tool calls allowed in a burst, per caller and tool.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_RATE_LIMIT_BURST",
+        default_value_t = 30,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub rate_limit_burst: u32,
+
+    /// Tool calls one caller may have running at once.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_MAX_CONCURRENT_CALLS",
+        default_value_t = 8,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub max_concurrent_calls: u64,
+
+    /// Largest tool result in bytes; larger results are refused with a
+    /// notice (the department roster pages itself to fit).
+    #[arg(long, env = "EMPLOYEE_MCP_MAX_RESULT_BYTES", default_value_t = 512 * 1024)]
+    pub max_result_bytes: usize,
+}
+
+/// Outcomes recorded in the audit trail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The tool answered.
+    Success,
+    /// The tool answered with isError (bad arguments, not found…).
+    ToolError,
+    /// The caller lacked a scope.
+    Denied,
+    /// The caller hit a rate or concurrency limit.
+    RateLimited,
+    /// A protocol error (unknown tool, internal error…).
+    ProtocolError,
+    /// The client cancelled the call.
+    Cancelled,
+}
+
+impl Outcome {
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::ToolError => "tool_error",
+            Self::Denied => "denied",
+            Self::RateLimited => "rate_limited",
+            Self::ProtocolError => "protocol_error",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Flags of `audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Database URL, as given to the server.
+    #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
+    pub database: String,
+
+    /// Only calls at or after this time: RFC 3339 (2026-10-01T09:00:00Z) or
+    /// a duration back from now (30m, 1h, 7d).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+
+    /// Only calls before this time (same forms as --since).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+
+    /// Only calls of this tool.
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+
+    /// Only calls by this token subject.
+    #[arg(long, value_name = "SUB")]
+    pub subject: Option<String>,
+
+    /// Only calls with this outcome.
+    #[arg(long, value_enum)]
+    pub outcome: Option<Outcome>,
+
+    /// Most rows to print (the newest ones).
+    #[arg(long, default_value_t = 100)]
+    pub limit: u32,
+
+    /// Print JSON lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn no_subcommand_serves() {
+        let cli = Cli::try_parse_from(["x", "--listen", "127.0.0.1:0"]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.serve.limits.rate_limit_per_minute, 120);
+        let cli = Cli::try_parse_from(["x", "audit", "--outcome", "rate_limited"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Audit(AuditArgs {
+                outcome: Some(Outcome::RateLimited),
+                ..
+            }))
+        ));
+    }
 }

@@ -3,6 +3,8 @@
 use employee_directory::{CompensationBand, Directory, Level};
 use mcp_server::protocol::model::ToolAnnotations;
 use mcp_server::{RequestContext, Tool, ToolError};
+
+use crate::scopes;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -24,9 +26,11 @@ pub fn tool(directory: Directory) -> Tool {
     Tool::builder("get-compensation-info")
         .title("Salary band")
         .description(
-            "Retrieve salary band information (min, mid, max, currency) for a specific role and level, with statistics of actual salaries in that band.",
+            "Retrieve salary band information (min, mid, max, currency) for a specific role and level, with statistics of actual salaries in that band.".to_owned()
+                + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
+        .required_scopes([scopes::COMPENSATION])
         .handler(move |_ctx: RequestContext, input: Input| {
             let directory = directory.clone();
             async move {

@@ -1,10 +1,22 @@
 //! list-department-employees
+//!
+//! A large department's roster can exceed the server's result size cap, so
+//! the roster pages: optional `teamId` narrows it to one team, `limit` and
+//! `offset` page through it, and without a `limit` the tool returns as
+//! many entries as fit in the size cap, with `nextOffset` pointing at the
+//! rest. Only `departmentId` is required, as in the original tool.
 
-use employee_directory::{DepartmentRoster, Directory};
+use chrono::NaiveDate;
+use employee_directory::{DepartmentSummary, Directory, RosterEntry};
 use mcp_server::protocol::model::ToolAnnotations;
 use mcp_server::{RequestContext, Tool, ToolError};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use crate::scopes;
+
+/// Largest page a caller may ask for.
+const MAX_LIMIT: u32 = 1000;
 
 /// Arguments of list-department-employees.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -13,31 +25,140 @@ pub struct Input {
     /// Department id such as "engineering" (the department name also works).
     #[schemars(length(min = 1, max = 100), regex(pattern = super::ID_PATTERN))]
     pub department_id: String,
+    /// Only this team of the department, e.g. "backend" (optional).
+    #[schemars(length(min = 1, max = 100), regex(pattern = super::ID_PATTERN))]
+    pub team_id: Option<String>,
+    /// Most employees to return (optional; by default as many as fit in one response, see `nextOffset`).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<u32>,
+    /// Number of employees to skip, to fetch the next page (optional, default 0; use the previous `nextOffset`).
+    #[schemars(range(min = 0, max = 100000))]
+    pub offset: Option<u32>,
 }
 
-pub fn tool(directory: Directory) -> Tool {
+/// One page of a department's active employees.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RosterPage {
+    /// The department.
+    pub department: DepartmentSummary,
+    /// Date tenure is computed at.
+    pub as_of: NaiveDate,
+    /// Number of employees listed in this page.
+    pub count: u32,
+    /// Number of active employees matching (the whole department, or the team).
+    pub total: u32,
+    /// Position of the first listed employee in the full list.
+    pub offset: u32,
+    /// Offset of the next page; absent when this page reaches the end.
+    pub next_offset: Option<u32>,
+    /// Active employees, sorted by team then name (the head first).
+    pub employees: Vec<RosterEntry>,
+}
+
+pub fn tool(directory: Directory, max_result_bytes: usize) -> Tool {
     Tool::builder("list-department-employees")
         .title("Department roster")
         .description(
-            "List all active employees in a specific department with their roles, teams and tenure. Use a department id such as \"engineering\".",
+            concat!(
+                "List all active employees in a specific department with their roles, teams and tenure. Use a department id such as \"engineering\".",
+                " Large departments are paged: optional teamId narrows the list to one team; limit and offset page through it. When nextOffset is present, call again with offset=nextOffset for the rest; total is the full count.",
+            )
+            .to_owned()
+                + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
+        .required_scopes([scopes::DIRECTORY])
         .handler(move |_ctx: RequestContext, input: Input| {
             let directory = directory.clone();
             async move {
-                match directory.department_employees(&input.department_id).await {
-                    Ok(Some(r)) => Ok::<DepartmentRoster, ToolError>(r),
+                let roster = match directory.department_employees(&input.department_id).await {
+                    Ok(Some(r)) => r,
                     Ok(None) => {
                         let ids = directory.department_ids().await.map_err(super::unavailable)?;
                         let list: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
-                        Err(ToolError::execution(format!(
+                        return Err(ToolError::execution(format!(
                             "No department \"{}\". Valid department ids: {}.",
                             input.department_id,
                             list.join(", ")
-                        )))
+                        )));
                     }
-                    Err(e) => Err(super::unavailable(e)),
+                    Err(e) => return Err(super::unavailable(e)),
+                };
+                let mut employees = roster.employees;
+                if let Some(team) = &input.team_id {
+                    let teams = &roster.department.teams;
+                    let Some(t) = teams.iter().find(|t| {
+                        t.team_id.eq_ignore_ascii_case(team) || t.name.eq_ignore_ascii_case(team)
+                    }) else {
+                        let list: Vec<&str> = teams.iter().map(|t| t.team_id.as_str()).collect();
+                        return Err(ToolError::execution(format!(
+                            "Department \"{}\" has no team \"{team}\". Its teams: {}.",
+                            roster.department.department_id,
+                            list.join(", ")
+                        )));
+                    };
+                    let id = t.team_id.clone();
+                    employees.retain(|e| e.team_id.as_deref() == Some(id.as_str()));
                 }
+                Ok::<RosterPage, ToolError>(page(
+                    roster.department,
+                    roster.as_of,
+                    employees,
+                    input.offset.unwrap_or(0),
+                    input.limit.map(|l| l.min(MAX_LIMIT)),
+                    max_result_bytes,
+                ))
             }
         })
+}
+
+/// Cuts one page out of the roster. Without a limit, the page holds as many
+/// entries as fit in the result size cap (the structured result plus its
+/// JSON text mirror, whose escaped quotes make it a bit larger).
+fn page(
+    department: DepartmentSummary,
+    as_of: NaiveDate,
+    employees: Vec<RosterEntry>,
+    offset: u32,
+    limit: Option<u32>,
+    max_result_bytes: usize,
+) -> RosterPage {
+    let total = u32::try_from(employees.len()).unwrap_or(u32::MAX);
+    let start = offset.min(total) as usize;
+    let rest = employees.into_iter().skip(start);
+    let listed: Vec<RosterEntry> = match limit {
+        Some(n) => rest.take(n as usize).collect(),
+        None => {
+            let fixed = json_len(&department) + 512;
+            // Three bytes of response per byte of entry: the structured copy
+            // and the escaped text mirror.
+            let mut budget = (max_result_bytes / 3).saturating_sub(fixed);
+            let mut out = Vec::new();
+            for e in rest {
+                let size = json_len(&e) + 1;
+                if size > budget && !out.is_empty() {
+                    break;
+                }
+                budget = budget.saturating_sub(size);
+                out.push(e);
+            }
+            out
+        }
+    };
+    let count = u32::try_from(listed.len()).unwrap_or(u32::MAX);
+    let end = start as u32 + count;
+    RosterPage {
+        department,
+        as_of,
+        count,
+        total,
+        offset: start as u32,
+        next_offset: (end < total).then_some(end),
+        employees: listed,
+    }
+}
+
+fn json_len<T: Serialize>(value: &T) -> usize {
+    serde_json::to_string(value).map_or(0, |s| s.len())
 }

@@ -3,6 +3,8 @@
 use employee_directory::{Directory, EmployeeDetails};
 use mcp_server::protocol::model::ToolAnnotations;
 use mcp_server::{RequestContext, Tool, ToolError};
+
+use crate::scopes;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -19,9 +21,19 @@ pub fn tool(directory: Directory) -> Tool {
     Tool::builder("get-employee-details")
         .title("Employee details")
         .description(
-            "Retrieve comprehensive details about a specific employee including contact information, role, department, team, manager, skills and employment history. Use an employee id such as AliceJohnson.",
+            concat!(
+                "Retrieve comprehensive details about a specific employee including contact information, role, department, team, manager, skills and employment history. Use an employee id such as AliceJohnson.",
+                " Contact fields (email, phone, location) are included only for callers allowed to see contact details.",
+            )
+            .to_owned()
+                + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
+        // Policy: the directory scope; contact fields need hr:contact.
+        .required_scopes([scopes::DIRECTORY])
+        .field_scope("/email", scopes::CONTACT)
+        .field_scope("/phone", scopes::CONTACT)
+        .field_scope("/location", scopes::CONTACT)
         .handler(move |_ctx: RequestContext, input: Input| {
             let directory = directory.clone();
             async move {

@@ -3,6 +3,8 @@
 use employee_directory::{Directory, LeaveBalance, LeaveType};
 use mcp_server::protocol::model::ToolAnnotations;
 use mcp_server::{RequestContext, Tool, ToolError};
+
+use crate::scopes;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -21,9 +23,18 @@ pub fn tool(directory: Directory) -> Tool {
     Tool::builder("check-leave-balance")
         .title("Leave balance")
         .description(
-            "Check remaining leave balance for an employee and leave type for the current year: days entitled, used, pending approval and remaining.",
+            concat!(
+                "Check remaining leave balance for an employee and leave type for the current year: days entitled, used, pending approval and remaining.",
+                " Employees may always check their own balance; other people's balances need HR leave access.",
+            )
+            .to_owned()
+                + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
+        // Policy: hr:leave for anyone's balance; without it, a caller whose
+        // token names them as this employee may read their own.
+        .required_scopes([scopes::LEAVE])
+        .self_access("employeeId")
         .handler(move |_ctx: RequestContext, input: Input| {
             let directory = directory.clone();
             async move {

@@ -6,6 +6,9 @@ use mcp_server::{RequestContext, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::ValueScopes;
+use crate::scopes;
+
 /// Arguments of generate-employee-report.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -14,7 +17,11 @@ pub struct Input {
     pub report_type: ReportType,
 }
 
-pub fn tool(directory: Directory) -> Tool {
+/// The compensation report reveals salary statistics: it needs the
+/// compensation scope on top of the reports scope.
+const COMPENSATION_REPORT: &[&str] = &[scopes::REPORTS, scopes::COMPENSATION];
+
+pub fn tool(directory: Directory, enforce_scopes: bool) -> Tool {
     // The report is a tagged union; an explicit object root keeps the
     // output schema usable by 2025 clients, which require one.
     let mut output = schemars::schema_for!(Report).to_value();
@@ -22,16 +29,34 @@ pub fn tool(directory: Directory) -> Tool {
         o.remove("title");
         o.insert("type".into(), "object".into());
     }
+    let compensation_policy = ValueScopes {
+        enforce: enforce_scopes,
+        tool: "generate-employee-report",
+        operation: "compensation report",
+        all_of: COMPENSATION_REPORT,
+    };
     Tool::builder("generate-employee-report")
         .title("Workforce report")
         .description(
-            "Generate organisation-wide employee reports: headcount (by department, location, employment and office type), turnover (trailing twelve months, by department) and compensation analysis (salary statistics and band positions by department and level).",
+            concat!(
+                "Generate organisation-wide employee reports: headcount (by department, location, employment and office type), turnover (trailing twelve months, by department) and compensation analysis (salary statistics and band positions by department and level).",
+                " The compensation report needs compensation access as well as report access.",
+            )
+            .to_owned()
+                + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
+        // Policy: hr:reports grants the tool; reportType "compensation"
+        // additionally needs hr:compensation (see `COMPENSATION_REPORT`).
+        .required_scopes([scopes::REPORTS])
         .output_schema(output)
-        .handler(move |_ctx: RequestContext, input: Input| {
+        .handler(move |ctx: RequestContext, input: Input| {
             let directory = directory.clone();
+            let compensation_policy = compensation_policy.clone();
             async move {
+                if input.report_type == ReportType::Compensation {
+                    compensation_policy.check(&ctx)?;
+                }
                 directory
                     .report(input.report_type)
                     .await

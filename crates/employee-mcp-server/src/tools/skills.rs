@@ -3,6 +3,8 @@
 use employee_directory::{Directory, SkillSearch};
 use mcp_server::protocol::model::ToolAnnotations;
 use mcp_server::{RequestContext, Tool, ToolError};
+
+use crate::scopes;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -22,9 +24,11 @@ pub fn tool(directory: Directory) -> Tool {
     Tool::builder("search-employees-by-skill")
         .title("Find employees by skill")
         .description(
-            "Find active employees with specific technical or professional skills, strongest proficiency first (at most 100 matches; `total` and `truncated` say whether there are more).",
+            "Find active employees with specific technical or professional skills, strongest proficiency first (at most 100 matches; `total` and `truncated` say whether there are more).".to_owned()
+                + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
+        .required_scopes([scopes::DIRECTORY])
         .handler(move |_ctx: RequestContext, input: Input| {
             let directory = directory.clone();
             async move {

@@ -3,6 +3,8 @@
 use employee_directory::{Directory, TeamRoster};
 use mcp_server::protocol::model::ToolAnnotations;
 use mcp_server::{RequestContext, Tool, ToolError};
+
+use crate::scopes;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -19,9 +21,18 @@ pub fn tool(directory: Directory) -> Tool {
     Tool::builder("get-team-members")
         .title("Team members")
         .description(
-            "Retrieve all members of a specific team including their roles and reporting structure (manager first, each member with the id of the person they report to). Use a team id such as \"backend\".",
+            concat!(
+                "Retrieve all members of a specific team including their roles and reporting structure (manager first, each member with the id of the person they report to). Use a team id such as \"backend\".",
+                " Members' email and location are included only for callers allowed to see contact details.",
+            )
+            .to_owned()
+                + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
+        // Policy: the directory scope; contact fields need hr:contact.
+        .required_scopes([scopes::DIRECTORY])
+        .field_scope("/members/*/email", scopes::CONTACT)
+        .field_scope("/members/*/location", scopes::CONTACT)
         .handler(move |_ctx: RequestContext, input: Input| {
             let directory = directory.clone();
             async move {

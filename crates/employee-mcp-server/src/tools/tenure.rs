@@ -3,6 +3,8 @@
 use employee_directory::{Directory, Tenure};
 use mcp_server::protocol::model::ToolAnnotations;
 use mcp_server::{RequestContext, Tool, ToolError};
+
+use crate::scopes;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -19,9 +21,11 @@ pub fn tool(directory: Directory) -> Tool {
     Tool::builder("calculate-employee-tenure")
         .title("Employee tenure")
         .description(
-            "Calculate the tenure of an employee in the organization based on their start date, as of today (or their last day, for former employees): years, months, days and a readable summary.",
+            "Calculate the tenure of an employee in the organization based on their start date, as of today (or their last day, for former employees): years, months, days and a readable summary.".to_owned()
+                + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
+        .required_scopes([scopes::DIRECTORY])
         .handler(move |_ctx: RequestContext, input: Input| {
             let directory = directory.clone();
             async move {

@@ -9,7 +9,7 @@ mod limits;
 mod policy;
 mod sanitize;
 
-pub use audit::{AuditRecord, AuditSink, CallOutcome};
+pub use audit::{AuditFuture, AuditRecord, AuditSink, CallOutcome};
 pub use limits::{ConcurrencyLimiter, RateLimit, RateLimiter};
 pub use policy::{AccessOptions, Principal, ToolPolicy};
 pub use sanitize::{sanitize_text, sanitize_value};

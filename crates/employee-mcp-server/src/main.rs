@@ -167,7 +167,6 @@ fn build_server(
         ..AccessOptions::default()
     };
     let settings = tools::Settings {
-        enforce_scopes,
         max_result_bytes: limits.max_result_bytes,
     };
     let mut builder = Server::builder("employee-mcp-server", env!("CARGO_PKG_VERSION"))

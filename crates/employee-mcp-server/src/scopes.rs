@@ -19,13 +19,12 @@
 //!
 //! Why the compensation report needs two scopes: it is a report (so
 //! `hr:reports` grants the tool) that reveals salary statistics per
-//! department and level (so it also needs `hr:compensation`). The engine's
-//! tool scopes are "any one of", so the tool declares `hr:reports` and
-//! `tools/report.rs` declares the extra requirement for `reportType:
-//! "compensation"` as a `ValueScopes` policy (all of `hr:reports
-//! hr:compensation`), which answers like the engine does for a missing
-//! scope: JSON-RPC -31001 and, over HTTP, 403 with an `insufficient_scope`
-//! challenge naming both scopes; the call is audited as `denied`.
+//! department and level (so it also needs `hr:compensation`). The tool
+//! declares `hr:reports`, and an argument rule (`argument_scopes`) requires
+//! all of `hr:reports hr:compensation` for `reportType: "compensation"`; the
+//! engine enforces it before the handler runs: JSON-RPC -31001 and, over
+//! HTTP, 403 with an `insufficient_scope` challenge naming both scopes; the
+//! call is audited as `denied`.
 
 use std::collections::BTreeSet;
 

@@ -6,7 +6,6 @@ use mcp_server::{RequestContext, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::ValueScopes;
 use crate::scopes;
 
 /// Arguments of generate-employee-report.
@@ -21,7 +20,7 @@ pub struct Input {
 /// compensation scope on top of the reports scope.
 const COMPENSATION_REPORT: &[&str] = &[scopes::REPORTS, scopes::COMPENSATION];
 
-pub fn tool(directory: Directory, enforce_scopes: bool) -> Tool {
+pub fn tool(directory: Directory) -> Tool {
     // The report is a tagged union; an explicit object root keeps the
     // output schema usable by 2025 clients, which require one.
     let mut output = schemars::schema_for!(Report).to_value();
@@ -29,12 +28,6 @@ pub fn tool(directory: Directory, enforce_scopes: bool) -> Tool {
         o.remove("title");
         o.insert("type".into(), "object".into());
     }
-    let compensation_policy = ValueScopes {
-        enforce: enforce_scopes,
-        tool: "generate-employee-report",
-        operation: "compensation report",
-        all_of: COMPENSATION_REPORT,
-    };
     Tool::builder("generate-employee-report")
         .title("Workforce report")
         .description(
@@ -47,16 +40,17 @@ pub fn tool(directory: Directory, enforce_scopes: bool) -> Tool {
         )
         .annotations(ToolAnnotations::read_only())
         // Policy: hr:reports grants the tool; reportType "compensation"
-        // additionally needs hr:compensation (see `COMPENSATION_REPORT`).
+        // needs hr:compensation as well (see `COMPENSATION_REPORT`).
         .required_scopes([scopes::REPORTS])
+        .argument_scopes(
+            "reportType",
+            serde_json::json!(ReportType::Compensation.as_str()),
+            COMPENSATION_REPORT.iter().copied(),
+        )
         .output_schema(output)
-        .handler(move |ctx: RequestContext, input: Input| {
+        .handler(move |_ctx: RequestContext, input: Input| {
             let directory = directory.clone();
-            let compensation_policy = compensation_policy.clone();
             async move {
-                if input.report_type == ReportType::Compensation {
-                    compensation_policy.check(&ctx)?;
-                }
                 directory
                     .report(input.report_type)
                     .await

@@ -11,7 +11,7 @@ mod sanitize;
 
 pub use audit::{AuditFuture, AuditRecord, AuditSink, CallOutcome};
 pub use limits::{ConcurrencyLimiter, RateLimit, RateLimiter};
-pub use policy::{AccessOptions, Principal, ToolPolicy};
+pub use policy::{AccessOptions, ArgumentScopes, Denied, Principal, ToolPolicy};
 pub use sanitize::{sanitize_text, sanitize_value};
 
 pub(crate) use audit::redact_arguments;

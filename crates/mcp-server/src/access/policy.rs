@@ -56,6 +56,8 @@ pub struct ToolPolicy {
     pub redacted_arguments: Vec<String>,
     /// Overrides the server's default rate limit for this tool.
     pub rate_limit: Option<RateLimit>,
+    /// Stricter rules for particular argument values.
+    pub argument_scopes: Vec<ArgumentScopes>,
 }
 
 impl ToolPolicy {
@@ -73,23 +75,69 @@ impl ToolPolicy {
         }
     }
 
+    /// Whether this caller may call the tool with these arguments;
+    /// `Err` carries the scopes that would grant it (any one of them for
+    /// the tool, all of them for an argument rule).
+    pub fn check(
+        &self,
+        principal: Option<&Principal>,
+        arguments: &Map<String, Value>,
+    ) -> Result<(), Denied> {
+        let tool_ok = self.required_scopes.is_empty()
+            || principal.is_some_and(|p| {
+                p.has_any(&self.required_scopes)
+                    || match (&self.self_argument, &p.self_id) {
+                        (Some(arg), Some(me)) => arguments
+                            .get(arg)
+                            .and_then(Value::as_str)
+                            .is_some_and(|v| v.eq_ignore_ascii_case(me)),
+                        _ => false,
+                    }
+            });
+        if !tool_ok {
+            return Err(Denied {
+                scopes: self.required_scopes.clone(),
+                all_required: false,
+            });
+        }
+        for rule in &self.argument_scopes {
+            if arguments.get(&rule.argument) == Some(&rule.value)
+                && !principal.is_some_and(|p| rule.all_of.iter().all(|s| p.has_scope(s)))
+            {
+                return Err(Denied {
+                    scopes: rule.all_of.clone(),
+                    all_required: true,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Whether this caller may call the tool with these arguments.
     pub fn allows(&self, principal: Option<&Principal>, arguments: &Map<String, Value>) -> bool {
-        if self.required_scopes.is_empty() {
-            return true;
-        }
-        let Some(p) = principal else { return false };
-        if p.has_any(&self.required_scopes) {
-            return true;
-        }
-        match (&self.self_argument, &p.self_id) {
-            (Some(arg), Some(me)) => arguments
-                .get(arg)
-                .and_then(Value::as_str)
-                .is_some_and(|v| v.eq_ignore_ascii_case(me)),
-            _ => false,
-        }
+        self.check(principal, arguments).is_ok()
     }
+}
+
+/// Why a call was refused: the scopes that would grant it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denied {
+    /// The scopes to ask for.
+    pub scopes: Vec<String>,
+    /// All of them are needed (an argument rule), not just one.
+    pub all_required: bool,
+}
+
+/// A stricter rule for one argument value: calls where `argument` equals
+/// `value` need every scope in `all_of` (e.g. the compensation report).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArgumentScopes {
+    /// The argument name.
+    pub argument: String,
+    /// The value the rule applies to.
+    pub value: Value,
+    /// Every scope needed for that value.
+    pub all_of: Vec<String>,
 }
 
 /// Server-wide access settings.

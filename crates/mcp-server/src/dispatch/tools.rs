@@ -173,18 +173,22 @@ impl Server {
         draft.arguments = redact_arguments(&arguments, &policy.redacted_arguments);
         let principal = call.ctx.extension::<Principal>();
         let access = &self.inner.access;
-        if access.enforce_scopes && !policy.allows(principal, &arguments) {
+        if access.enforce_scopes
+            && let Err(denied) = policy.check(principal, &arguments)
+        {
+            let which = if denied.all_required {
+                "all of"
+            } else {
+                "one of"
+            };
             let message = match principal {
                 None => format!("Access denied: tool \"{name}\" needs authentication."),
                 Some(_) => format!(
-                    "Access denied: tool \"{name}\" needs one of the scopes {}.",
-                    policy.required_scopes.join(", ")
+                    "Access denied: this call to \"{name}\" needs {which} the scopes {}.",
+                    denied.scopes.join(", ")
                 ),
             };
-            return Err(ProtocolError::access_denied(
-                message,
-                &policy.required_scopes,
-            ));
+            return Err(ProtocolError::access_denied(message, &denied.scopes));
         }
         let mode = tasks::mode(self, &call.ctx, &tool)?;
         let caller = caller_key(principal, call.ctx.extension::<ClientAddress>());

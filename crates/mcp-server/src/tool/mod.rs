@@ -36,7 +36,7 @@ use serde_json::{Map, Value, json};
 pub use outcome::{CallToolResult, InputRequired, ToolError, ToolOutcome};
 pub use schema::SUPPORTED_DIALECTS;
 
-use crate::access::{RateLimit, ToolPolicy, unrequire_fields};
+use crate::access::{ArgumentScopes, RateLimit, ToolPolicy, unrequire_fields};
 use crate::context::RequestContext;
 use crate::tasks::TaskSupport;
 
@@ -195,6 +195,27 @@ impl ToolBuilder {
         self.policy
             .field_scopes
             .push((pointer.into(), scope.into()));
+        self
+    }
+
+    /// Calls where `argument` equals `value` need every one of `all_of`
+    /// (on top of the tool's own scopes), e.g. a report type that reveals
+    /// salaries.
+    pub fn argument_scopes<I, S>(
+        mut self,
+        argument: impl Into<String>,
+        value: Value,
+        all_of: I,
+    ) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.policy.argument_scopes.push(ArgumentScopes {
+            argument: argument.into(),
+            value,
+            all_of: all_of.into_iter().map(Into::into).collect(),
+        });
         self
     }
 

@@ -116,7 +116,8 @@ impl Server {
             latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             protocol_version: call.version.as_str().to_owned(),
         };
-        tracing::info!(
+        // The sink logs the record itself; this line is for debugging.
+        tracing::debug!(
             tool = %record.tool,
             subject = record.subject.as_deref().unwrap_or("-"),
             outcome = record.outcome.as_str(),

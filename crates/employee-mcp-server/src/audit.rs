@@ -12,13 +12,13 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use mcp_server::access::{AuditRecord, AuditSink};
 use rusqlite::{Connection, OpenFlags, params_from_iter};
 use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
 
 /// How long a write waits for another writer (the directory's seeding, or
 /// a second server on the same file) before failing.
@@ -106,10 +106,22 @@ fn describe(location: &Location) -> String {
     }
 }
 
+/// One record waiting to be written, and who waits for the commit.
+type Pending = (AuditRecord, oneshot::Sender<Result<(), String>>);
+
+/// Most records committed in one transaction.
+const MAX_BATCH: usize = 256;
+
 /// An [`AuditSink`] appending to `audit_log`.
+///
+/// A dedicated writer thread owns the connection and commits records in
+/// groups: every record that arrives while a commit is in flight goes into
+/// the next transaction, so concurrent calls share one fsync instead of
+/// queueing for one each. A call is acknowledged only after the commit
+/// holding its record, so durability is unchanged.
 #[derive(Clone)]
 pub struct SqliteAudit {
-    conn: Arc<Mutex<Connection>>,
+    queue: mpsc::Sender<Pending>,
 }
 
 impl SqliteAudit {
@@ -124,9 +136,12 @@ impl SqliteAudit {
         let conn = open(location, true)?;
         conn.execute_batch(SCHEMA)
             .map_err(|e| format!("cannot create the audit_log table: {e}"))?;
-        Ok(SqliteAudit {
-            conn: Arc::new(Mutex::new(conn)),
-        })
+        let (queue, rx) = mpsc::channel(4096);
+        std::thread::Builder::new()
+            .name("audit-writer".to_owned())
+            .spawn(move || write_loop(conn, rx))
+            .map_err(|e| format!("cannot start the audit writer thread: {e}"))?;
+        Ok(SqliteAudit { queue })
     }
 
     fn insert(conn: &Connection, r: &AuditRecord) -> rusqlite::Result<()> {
@@ -177,15 +192,43 @@ impl AuditSink for SqliteAudit {
                 protocol_version = %record.protocol_version,
                 "audit"
             );
-            let conn = Arc::clone(&self.conn);
-            tokio::task::spawn_blocking(move || {
-                let conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-                SqliteAudit::insert(&conn, &record)
-            })
-            .await
-            .map_err(|e| format!("audit writer task failed: {e}"))?
-            .map_err(|e| format!("cannot append to audit_log: {e}"))
+            let (ack, committed) = oneshot::channel();
+            self.queue
+                .send((record, ack))
+                .await
+                .map_err(|_| "the audit writer has stopped".to_owned())?;
+            committed
+                .await
+                .map_err(|_| "the audit writer has stopped".to_owned())?
         })
+    }
+}
+
+/// The writer thread: take what is queued, commit it as one transaction,
+/// acknowledge every record in it.
+fn write_loop(mut conn: Connection, mut rx: mpsc::Receiver<Pending>) {
+    while let Some(first) = rx.blocking_recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(p) => batch.push(p),
+                Err(_) => break,
+            }
+        }
+        let outcome = (|| {
+            let tx = conn.transaction()?;
+            for (record, _) in &batch {
+                SqliteAudit::insert(&tx, record)?;
+            }
+            tx.commit()
+        })()
+        .map_err(|e| format!("cannot append to audit_log: {e}"));
+        if let Err(e) = &outcome {
+            tracing::error!(error = %e, records = batch.len(), "audit commit failed");
+        }
+        for (_, ack) in batch {
+            let _ = ack.send(outcome.clone());
+        }
     }
 }
 

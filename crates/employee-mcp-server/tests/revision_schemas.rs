@@ -786,35 +786,12 @@ async fn modern_2026_07_28_over_stdio() {
     assert_valid(&mut spec, "stdio", &exchanges);
 }
 
-/// The reply to an unparseable body in a 2024-11-05 / 2025-03-26 /
-/// 2025-06-18 session (HTTP, and stdio for 2025-06-18) has no `id` member,
-/// but those revisions' `JSONRPCError` requires `id` (a string or an
-/// integer, so `"id": null` would not validate either). 2025-11-25 and
-/// 2026-07-28 made `id` optional; the same reply validates there (above).
-#[tokio::test]
-#[ignore = "bug: parse-error replies omit `id`, which JSONRPCError requires in 2024-11-05, 2025-03-26 and 2025-06-18 (no id-less error is valid there)"]
-async fn legacy_parse_error_without_id() {
-    let mut failures = Vec::new();
-    let server = Server::start().await;
-    for version in ["2024-11-05", "2025-03-26", "2025-06-18"] {
-        let mut spec = Spec::load(version);
-        let (session, _) = open_session(&server, version).await;
-        let exchange = parse_error(&mut Wire::Session(&session)).await;
-        failures.extend(check_all(&mut spec, "HTTP session", &[exchange]));
-    }
-    let mut spec = Spec::load("2025-06-18");
-    let mut stdio = StdioServer::start();
-    let init = stdio
-        .request(initialize_body(next_id(), "2025-06-18"))
-        .await;
-    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
-    stdio
-        .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .await;
-    let exchange = parse_error(&mut Wire::Stdio(&mut stdio, false)).await;
-    failures.extend(check_all(&mut spec, "stdio", &[exchange]));
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
+// Not checked: the reply to an unparseable body in a 2024-11-05 /
+// 2025-03-26 / 2025-06-18 session. It has no `id` (the id could not be
+// read), but those revisions' `JSONRPCError` requires one and allows only
+// strings and integers, so no reply to a parse error validates there (a
+// gap in those schemas; JSON-RPC 2.0 itself allows it). 2025-11-25 and
+// 2026-07-28 made `id` optional, and the same reply validates (above).
 
 /// The schema files are the five revisions the server serves, and each
 /// wrapper rejects what its definition forbids (so a pass above means

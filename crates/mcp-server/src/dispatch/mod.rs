@@ -15,7 +15,7 @@ mod tools;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use mcp_protocol::jsonrpc::{Notification, PeerResponse, ResultPayload};
+use mcp_protocol::jsonrpc::{Message, Notification, PeerResponse, ResultPayload};
 use mcp_protocol::meta::{self, RequestMeta};
 use mcp_protocol::{ProtocolError, ProtocolVersion, Request, RequestId, Response, shape};
 use serde_json::{Map, Value};
@@ -239,6 +239,56 @@ impl Server {
             )),
             other => Err(ProtocolError::method_not_found(other)),
         }
+    }
+
+    /// Serves a JSON-RPC batch from a 2025-03-26 session (the one revision
+    /// with batches): requests run concurrently, notifications and routed
+    /// responses are applied, and the responses come back in one list
+    /// (empty when the batch held no requests).
+    pub async fn handle_batch(
+        &self,
+        items: Vec<Value>,
+        session: Arc<Session>,
+        outbound: Option<mpsc::Sender<String>>,
+        extensions: Arc<http::Extensions>,
+    ) -> Vec<Response> {
+        let mut responses = Vec::new();
+        let mut tasks = tokio::task::JoinSet::new();
+        for item in items {
+            match Message::from_value(item) {
+                Err(e) => responses.push(Response::error(e.id, e.error)),
+                Ok(Message::Request(r)) if r.method == "initialize" => {
+                    let e = ProtocolError::invalid_request(
+                        "Invalid request: initialize must not be part of a batch.",
+                    );
+                    responses.push(Response::error(Some(r.id), e));
+                }
+                Ok(Message::Request(request)) => {
+                    let inbound = Inbound {
+                        request,
+                        wire: Wire::Legacy {
+                            version: session.version(),
+                            session: Some(Arc::clone(&session)),
+                        },
+                        outbound: outbound.clone(),
+                        cancel: CancellationToken::new(),
+                        extensions: Arc::clone(&extensions),
+                    };
+                    let server = self.clone();
+                    tasks.spawn(async move { server.handle(inbound).await });
+                }
+                Ok(Message::Notification(n)) => self.handle_notification(&n, Some(&session)),
+                Ok(Message::Response(r)) => {
+                    self.handle_peer_response(r, Some(&session));
+                }
+            }
+        }
+        while let Some(reply) = tasks.join_next().await {
+            if let Ok(Reply::Response(r)) = reply {
+                responses.push(r);
+            }
+        }
+        responses
     }
 
     /// Handles a client notification. Malformed ones are ignored (a

@@ -268,42 +268,15 @@ impl Connection {
 
     /// A 2025-03-26 batch: every request served, the responses sent as one array.
     async fn batch(self: Arc<Self>, session: Arc<Session>, items: Vec<Value>) {
-        let mut responses = Vec::new();
-        let mut tasks = JoinSet::new();
-        for item in items {
-            match Message::from_value(item) {
-                Err(e) => responses.push(Response::error(e.id, e.error)),
-                Ok(Message::Request(r)) if r.method == "initialize" => {
-                    let e = ProtocolError::invalid_request(
-                        "Invalid request: initialize must not be part of a batch.",
-                    );
-                    responses.push(Response::error(Some(r.id), e));
-                }
-                Ok(Message::Request(request)) => {
-                    let inbound = Inbound {
-                        request,
-                        wire: Wire::Legacy {
-                            version: session.version(),
-                            session: Some(Arc::clone(&session)),
-                        },
-                        outbound: Some(self.out.clone()),
-                        cancel: CancellationToken::new(),
-                        extensions: Arc::clone(&self.extensions),
-                    };
-                    let server = self.server.clone();
-                    tasks.spawn(async move { server.handle(inbound).await });
-                }
-                Ok(Message::Notification(n)) => self.server.handle_notification(&n, Some(&session)),
-                Ok(Message::Response(r)) => {
-                    self.server.handle_peer_response(r, Some(&session));
-                }
-            }
-        }
-        while let Some(reply) = tasks.join_next().await {
-            if let Ok(Reply::Response(r)) = reply {
-                responses.push(r);
-            }
-        }
+        let responses = self
+            .server
+            .handle_batch(
+                items,
+                session,
+                Some(self.out.clone()),
+                Arc::clone(&self.extensions),
+            )
+            .await;
         if !responses.is_empty() {
             let body: Vec<String> = responses.iter().map(Response::to_json).collect();
             self.send(format!("[{}]", body.join(","))).await;

@@ -23,7 +23,7 @@ use mcp_protocol::jsonrpc::Message;
 use mcp_protocol::{ProtocolError, ProtocolVersion, Request, depth, meta};
 use serde_json::Value;
 use tokio::sync::mpsc;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
@@ -294,43 +294,10 @@ async fn batch(state: AppState, parts: Parts, items: Vec<Value>) -> Response {
         let e = ProtocolError::invalid_request("Invalid request: the batch is empty.");
         return error_response(StatusCode::BAD_REQUEST, None, e);
     }
-    let extensions = Arc::new(parts.extensions);
-    let mut responses = Vec::new();
-    let mut tasks = JoinSet::new();
-    for item in items {
-        match Message::from_value(item) {
-            Err(e) => responses.push(mcp_protocol::Response::error(e.id, e.error)),
-            Ok(Message::Request(r)) if r.method == "initialize" => {
-                let e = ProtocolError::invalid_request(
-                    "Invalid request: initialize must not be part of a batch.",
-                );
-                responses.push(mcp_protocol::Response::error(Some(r.id), e));
-            }
-            Ok(Message::Request(request)) => {
-                let inbound = Inbound {
-                    request,
-                    wire: Wire::Legacy {
-                        version: session.version(),
-                        session: Some(Arc::clone(&session)),
-                    },
-                    outbound: None,
-                    cancel: CancellationToken::new(),
-                    extensions: Arc::clone(&extensions),
-                };
-                let server = state.server.clone();
-                tasks.spawn(async move { server.handle(inbound).await });
-            }
-            Ok(Message::Notification(n)) => state.server.handle_notification(&n, Some(&session)),
-            Ok(Message::Response(r)) => {
-                state.server.handle_peer_response(r, Some(&session));
-            }
-        }
-    }
-    while let Some(reply) = tasks.join_next().await {
-        if let Ok(Reply::Response(r)) = reply {
-            responses.push(r);
-        }
-    }
+    let responses = state
+        .server
+        .handle_batch(items, session, None, Arc::new(parts.extensions))
+        .await;
     if responses.is_empty() {
         return StatusCode::ACCEPTED.into_response();
     }

@@ -103,6 +103,9 @@ fn main() -> ExitCode {
     if let Some(n) = args.threads.filter(|&n| n > 0) {
         rt.worker_threads(n);
     }
+    // reqwest is built without a default TLS provider in this workspace;
+    // install ring's (ignored if one is already installed).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let rt = match rt.build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -6,6 +6,8 @@
 //! is shaped for each revision, and the 2026 HTTP header rules. Engines and
 //! transports live in `mcp-server`.
 
+#![warn(missing_docs)]
+
 pub mod cursor;
 pub mod depth;
 pub mod error;

@@ -9,6 +9,8 @@
 //!
 //! Wire types and protocol rules live in the `mcp-protocol` crate.
 
+#![warn(missing_docs)]
+
 pub mod access;
 pub mod context;
 pub mod dispatch;

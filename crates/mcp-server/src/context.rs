@@ -11,6 +11,11 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// The transport's hook behind [`RequestContext::close_sse_stream`],
+/// attached to the request's extensions where the stream can be resumed.
+#[derive(Clone)]
+pub(crate) struct SseStreamCloser(pub(crate) Arc<dyn Fn() + Send + Sync>);
+
 /// Per-request facts and request-scoped messaging for handlers.
 #[derive(Clone)]
 pub struct RequestContext {
@@ -132,6 +137,23 @@ impl RequestContext {
     /// The id of the task this call runs as, if it runs as one.
     pub fn task_id(&self) -> Option<&str> {
         self.task.as_ref()?.id()
+    }
+
+    /// Closes this request's SSE connection without ending the request
+    /// (SSE polling, 2025-11-25 sessions over Streamable HTTP): the client
+    /// reconnects with `GET` + `Last-Event-ID` and receives what follows,
+    /// including the result. The connection is closed after the priming
+    /// event and whatever was already sent. Returns `false`, doing nothing,
+    /// where the stream cannot be resumed (other revisions, the 2026 wire,
+    /// stdio, clients that do not accept SSE).
+    pub fn close_sse_stream(&self) -> bool {
+        match self.extensions.get::<SseStreamCloser>() {
+            Some(c) => {
+                (c.0)();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Resolves when the request is cancelled.

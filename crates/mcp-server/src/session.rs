@@ -53,6 +53,8 @@ pub struct Session {
     last_used: Mutex<Instant>,
     /// The principal that opened the session; only it may use the id.
     owner: std::sync::OnceLock<String>,
+    /// Resumable request streams (2025-11-25 over Streamable HTTP).
+    streams: crate::transport::http::resume::EventStore,
 }
 
 impl std::fmt::Debug for Session {
@@ -93,6 +95,7 @@ impl Session {
             closed: CancellationToken::new(),
             last_used: Mutex::new(Instant::now()),
             owner: std::sync::OnceLock::new(),
+            streams: Default::default(),
         }
     }
 
@@ -114,6 +117,11 @@ impl Session {
     /// The subject of the principal that opened the session, if any.
     pub fn owner(&self) -> Option<&str> {
         self.owner.get().map(String::as_str)
+    }
+
+    /// The recorded, resumable request streams of this session.
+    pub(crate) fn event_store(&self) -> &crate::transport::http::resume::EventStore {
+        &self.streams
     }
 
     pub(crate) fn client_capabilities(&self) -> Arc<Map<String, Value>> {

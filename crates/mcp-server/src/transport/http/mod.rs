@@ -11,6 +11,7 @@ pub mod auth;
 mod config;
 mod post;
 mod reply;
+pub(crate) mod resume;
 mod security;
 mod stream;
 

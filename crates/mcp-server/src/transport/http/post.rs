@@ -28,7 +28,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::AppState;
 use super::reply::{error_response, json_response, rpc_response, status_for};
+use super::resume::{self, StreamRecord};
 use crate::access::{ClientAddress, Principal};
+use crate::context::SseStreamCloser;
 use crate::dispatch::{Inbound, Listener, Reply, Wire};
 use crate::session::Session;
 
@@ -204,7 +206,7 @@ fn legacy_version(
         .unwrap_or(ProtocolVersion::V2025_03_26))
 }
 
-async fn handle_request(state: AppState, parts: Parts, request: Request) -> Response {
+async fn handle_request(state: AppState, mut parts: Parts, request: Request) -> Response {
     let modern = claims_modern(&parts.headers, &request);
     let (wire, session) = if modern {
         if let Err(e) = check_modern_headers(&state, &parts.headers, &request) {
@@ -236,6 +238,24 @@ async fn handle_request(state: AppState, parts: Parts, request: Request) -> Resp
         .get(header::ACCEPT)
         .and_then(|a| a.to_str().ok())
         .is_none_or(|a| a.contains("text/event-stream") || a.contains("*/*"));
+    // 2025-11-25 sessions get resumable streams (priming event, ids, the
+    // server may close the connection, the client resumes with GET).
+    let resumable = match &session {
+        Some(s) if accepts_sse && s.version() == ProtocolVersion::V2025_11_25 => {
+            // A new request acknowledges the responses delivered before it.
+            s.event_store().prune();
+            let hook = Arc::new(CloseHook::default());
+            let h = Arc::clone(&hook);
+            parts
+                .extensions
+                .insert(SseStreamCloser(Arc::new(move || h.close())));
+            Some(Resumable {
+                session: Arc::clone(s),
+                hook,
+            })
+        }
+        _ => None,
+    };
     let (tx, rx) = mpsc::channel::<String>(64);
     let cancel = CancellationToken::new();
     let id = request.id.clone();
@@ -254,7 +274,7 @@ async fn handle_request(state: AppState, parts: Parts, request: Request) -> Resp
     // On the modern wire a closed connection cancels the request; legacy
     // clients may disconnect without meaning to cancel.
     let guard = modern.then(|| cancel.clone().drop_guard());
-    let response = respond(state.clone(), task, rx, modern, guard).await;
+    let response = respond(state.clone(), task, rx, modern, guard, resumable).await;
     if let Some(s) = &session {
         s.untrack(&id);
     }
@@ -335,20 +355,66 @@ fn check_modern_headers(
     Ok(())
 }
 
+/// What a resumable request (2025-11-25 session) needs to stream.
+struct Resumable {
+    session: Arc<Session>,
+    hook: Arc<CloseHook>,
+}
+
+/// Behind `RequestContext::close_sse_stream`: before the stream exists,
+/// remembers the wish (and wakes `respond`); after, closes its connection.
+#[derive(Default)]
+struct CloseHook {
+    early: CancellationToken,
+    record: std::sync::Mutex<Option<Arc<StreamRecord>>>,
+}
+
+impl CloseHook {
+    fn close(&self) {
+        let record = crate::session::lock(&self.record);
+        match record.as_ref() {
+            Some(r) => r.close_connection(),
+            None => self.early.cancel(),
+        }
+    }
+
+    fn set(&self, r: &Arc<StreamRecord>) {
+        let mut record = crate::session::lock(&self.record);
+        *record = Some(Arc::clone(r));
+        if self.early.is_cancelled() {
+            r.close_connection();
+        }
+    }
+}
+
 /// Waits for the first thing the handler produces: its reply (→ JSON) or
-/// a message before it (→ SSE carrying the messages, then the reply).
+/// a message before it (→ SSE carrying the messages, then the reply). A
+/// resumable request also switches to SSE when the handler closes its
+/// stream before sending anything.
 async fn respond(
     state: AppState,
     mut task: JoinHandle<Reply>,
     mut rx: mpsc::Receiver<String>,
     modern: bool,
     guard: Option<tokio_util::sync::DropGuard>,
+    resumable: Option<Resumable>,
 ) -> Response {
+    let early = resumable.as_ref().map(|r| r.hook.early.clone());
+    let closed_early = async move {
+        match early {
+            Some(t) => t.cancelled_owned().await,
+            None => std::future::pending().await,
+        }
+    };
     let first = tokio::select! {
         biased;
-        Some(m) = rx.recv() => Err(m),
+        Some(m) = rx.recv() => Err(Some(m)),
         reply = &mut task => Ok(reply),
+        () = closed_early => Err(None),
     };
+    if let (Err(first_message), Some(r)) = (&first, resumable) {
+        return resumable_stream(r, first_message.clone(), task, rx);
+    }
     match first {
         Ok(Ok(Reply::Response(r))) => rpc_response(r, modern, &state.config),
         Ok(Ok(Reply::Cancelled)) => StatusCode::NO_CONTENT.into_response(),
@@ -363,8 +429,51 @@ async fn respond(
                 mcp_protocol::Response::error(None, e).to_json(),
             )
         }
-        Err(first_message) => request_stream(first_message, task, rx, guard),
+        Err(Some(first_message)) => request_stream(first_message, task, rx, guard),
+        // Only a resumable request is woken by an early close.
+        Err(None) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
+}
+
+/// A resumable request stream: every message is recorded under an event id
+/// and delivered from the record, so that the connection may close (and be
+/// resumed by GET + `Last-Event-ID`) while the request goes on.
+fn resumable_stream(
+    r: Resumable,
+    first: Option<String>,
+    mut task: JoinHandle<Reply>,
+    mut rx: mpsc::Receiver<String>,
+) -> Response {
+    let record = r.session.event_store().open();
+    if let Some(m) = first {
+        record.push(m);
+    }
+    let connection = record.attach();
+    r.hook.set(&record);
+    let pump = Arc::clone(&record);
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                Some(m) = rx.recv() => pump.push(m),
+                reply = &mut task => {
+                    while let Ok(m) = rx.try_recv() {
+                        pump.push(m);
+                    }
+                    match reply {
+                        Ok(Reply::Response(resp)) => pump.finish(Some(resp.to_json())),
+                        Ok(Reply::Listen(_)) | Ok(Reply::Cancelled) => pump.finish(None),
+                        Err(e) => {
+                            tracing::error!(error = %e, "request handler panicked");
+                            pump.finish(None);
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+    });
+    resume::response(record, 0, connection, r.session.closed(), true)
 }
 
 fn sse<S>(body: S, keep_alive: Option<std::time::Duration>) -> Response

@@ -8,15 +8,16 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use http::{HeaderValue, StatusCode, header};
-use mcp_protocol::ProtocolError;
 use mcp_protocol::headers::{SESSION_ID, single};
 use mcp_protocol::jsonrpc::notification_json;
+use mcp_protocol::{ProtocolError, ProtocolVersion};
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
 use super::AppState;
 use super::reply::error_response;
+use super::resume;
 use crate::access::Principal;
 use crate::events::ServerEvent;
 
@@ -71,6 +72,27 @@ pub(crate) async fn get(
             None,
             ProtocolError::invalid_request("Not acceptable: the stream is text/event-stream."),
         );
+    }
+    // Resuming a request stream of a 2025-11-25 session (the only streams
+    // with event ids); other revisions keep the plain standalone stream.
+    if session.version() == ProtocolVersion::V2025_11_25
+        && let Some(last) = headers.get("last-event-id")
+    {
+        let found = last
+            .to_str()
+            .ok()
+            .and_then(|id| session.event_store().find(id));
+        let Some((record, cursor)) = found else {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                None,
+                ProtocolError::invalid_request(
+                    "Bad request: Last-Event-ID names no resumable stream of this session.",
+                ),
+            );
+        };
+        let connection = record.attach();
+        return resume::response(record, cursor, connection, session.closed(), false);
     }
     let (tx, rx) = mpsc::channel::<String>(64);
     if !session.open_standalone(tx.clone()) {

@@ -93,13 +93,16 @@ pub fn tools(server: &Arc<OnceLock<Server>>) -> Vec<Tool> {
                     Ok::<_, ToolError>(outcome)
                 },
             ),
-        // server-sse-polling: the library does not close the stream mid-call,
-        // which the suite reports as INFO; the tool just takes a moment.
+        // server-sse-polling (2025-11-25 sessions): closes the SSE connection
+        // mid-call; the result arrives on the client's GET + Last-Event-ID.
+        // Elsewhere closing is a no-op and the tool just takes a moment.
         Tool::builder("test_reconnection")
-            .description("Takes a moment before answering (SSE polling test).")
+            .description("Closes its SSE connection mid-call, then answers (SSE polling test).")
             .raw_handler(
-                |_ctx: RequestContext, _args: Map<String, Value>| async move {
+                |ctx: RequestContext, _args: Map<String, Value>| async move {
                     tokio::time::sleep(Duration::from_millis(100)).await;
+                    ctx.close_sse_stream();
+                    tokio::time::sleep(Duration::from_millis(400)).await;
                     Ok::<ToolOutcome, ToolError>(
                         CallToolResult::text("Reconnection test completed.").into(),
                     )

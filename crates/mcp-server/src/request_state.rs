@@ -196,6 +196,24 @@ mod tests {
     }
 
     #[test]
+    fn states_are_bound_to_their_principal() {
+        let s = StateSigner::random(Duration::from_secs(60));
+        let args = Map::new();
+        let alice = Binding {
+            principal: Some("alice"),
+            ..binding(&args)
+        };
+        let bob = Binding {
+            principal: Some("bob"),
+            ..binding(&args)
+        };
+        let token = s.sign(&alice, &json!(1));
+        assert!(s.verify(&token, &alice).is_ok());
+        assert!(s.verify(&token, &bob).is_err());
+        assert!(s.verify(&token, &binding(&args)).is_err());
+    }
+
+    #[test]
     fn expired_states_are_refused() {
         let s = StateSigner::random(Duration::from_secs(0));
         let args = Map::new();

@@ -104,7 +104,11 @@ impl Server {
             method: "prompts/get",
             name,
             arguments: &arguments,
-            principal: None,
+            // A state handed to one principal is refused to any other.
+            principal: call
+                .ctx
+                .extension::<crate::access::Principal>()
+                .map(|p| p.subject.as_str()),
         };
         let mut ctx = call.ctx.clone();
         if call.version.is_modern() {

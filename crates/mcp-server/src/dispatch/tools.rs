@@ -145,15 +145,18 @@ impl Server {
                 "Invalid params: tools/call needs a string \"name\"; call tools/list to see the tools.",
             ));
         };
-        let arguments = match call.params.get("arguments") {
-            None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(a)) => a.clone(),
+        // Kept as a JSON value so validation needs no copy of it.
+        let arguments_value = match call.params.get("arguments") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(v @ Value::Object(_)) => v.clone(),
             Some(_) => {
                 return Err(ProtocolError::invalid_params(
                     "Invalid params: \"arguments\" must be an object.",
                 ));
             }
         };
+        let no_arguments = Map::new();
+        let arguments = arguments_value.as_object().unwrap_or(&no_arguments);
         let set = self.tool_set();
         let Some(tool) = set.get(name).cloned() else {
             let known: Vec<&str> = set
@@ -171,11 +174,13 @@ impl Server {
         drop(set);
         let policy = &tool.tool.policy;
         draft.tool = Some(name.to_owned());
-        draft.arguments = redact_arguments(&arguments, &policy.redacted_arguments);
+        if self.inner.audit.is_some() {
+            draft.arguments = redact_arguments(arguments, &policy.redacted_arguments);
+        }
         let principal = call.ctx.extension::<Principal>();
         let access = &self.inner.access;
         if access.enforce_scopes
-            && let Err(denied) = policy.check(principal, &arguments)
+            && let Err(denied) = policy.check(principal, arguments)
         {
             let which = if denied.all_required {
                 "all of"
@@ -211,7 +216,7 @@ impl Server {
             })?),
             None => None,
         };
-        let violations = tool.input.violations(&Value::Object(arguments.clone()));
+        let violations = tool.input.violations(&arguments_value);
         if !violations.is_empty() {
             let text = format!(
                 "Invalid arguments for tool \"{name}\": {}. Fix the arguments to match the tool's inputSchema and call it again.",
@@ -223,8 +228,12 @@ impl Server {
         let binding = Binding {
             method: "tools/call",
             name,
-            arguments: &arguments,
-            principal: None,
+            arguments,
+            // A state handed to one principal is refused to any other.
+            principal: call
+                .ctx
+                .extension::<crate::access::Principal>()
+                .map(|p| p.subject.as_str()),
         };
         let mut ctx = call.ctx.clone();
         if call.version.is_modern() {

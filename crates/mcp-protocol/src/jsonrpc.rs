@@ -153,7 +153,7 @@ impl Message {
                 (Some(_), Some(id)) => Ok(Message::Request(Request { id, method, params })),
                 (Some(_), None) => Err(invalid(
                     None,
-                    "Invalid request: \"id\" must be a string or an integer.",
+                    "Invalid request: \"id\" must be a string or an integer that fits in 64 bits.",
                 )),
             };
         }

@@ -197,7 +197,14 @@ impl Server {
             return Err(ProtocolError::access_denied(message, &denied.scopes));
         }
         let mode = tasks::mode(self, &call.ctx, &tool)?;
-        let caller = caller_key(principal, call.ctx.extension::<ClientAddress>());
+        // The limiter key is built only when a limit is configured.
+        let limits_apply = policy.rate_limit.or(access.rate_limit).is_some()
+            || access.max_concurrent_calls.is_some();
+        let caller = if limits_apply {
+            caller_key(principal, call.ctx.extension::<ClientAddress>())
+        } else {
+            String::new()
+        };
         if let Some(limit) = policy.rate_limit.or(access.rate_limit)
             && let Err(wait) = self.inner.rate_limiter.check(&caller, name, limit)
         {
@@ -230,10 +237,7 @@ impl Server {
             name,
             arguments,
             // A state handed to one principal is refused to any other.
-            principal: call
-                .ctx
-                .extension::<crate::access::Principal>()
-                .map(|p| p.subject.as_str()),
+            principal: principal.map(|p| p.subject.as_str()),
         };
         let mut ctx = call.ctx.clone();
         if call.version.is_modern() {

@@ -15,14 +15,12 @@ use mcp_protocol::jsonrpc::{Message, notification_json};
 use mcp_protocol::{ProtocolError, ProtocolVersion, Request, RequestId, Response, depth, meta};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::{Inbound, Reply, Wire};
-use crate::events::ServerEvent;
 use crate::server::Server;
 use crate::session::{Session, lock};
 
@@ -285,33 +283,7 @@ impl Connection {
 
     /// Legacy sessions get list changes unsolicited (no subscription step).
     fn forward_events(&self, session: Arc<Session>) {
-        let mut events = self.server.events();
-        let out = self.out.clone();
-        let closing = self.closing.clone();
-        let closed = session.closed();
-        tokio::spawn(async move {
-            loop {
-                let event = tokio::select! {
-                    e = events.recv() => e,
-                    _ = closing.cancelled() => break,
-                    _ = closed.cancelled() => break,
-                };
-                let event = match event {
-                    Ok(e) => e,
-                    Err(RecvError::Lagged(_)) => ServerEvent::ToolsChanged,
-                    Err(RecvError::Closed) => break,
-                };
-                let message = match &event {
-                    ServerEvent::ResourceUpdated(uri) if session.is_subscribed(uri) => {
-                        notification_json(event.method(), json!({ "uri": uri }))
-                    }
-                    ServerEvent::ResourceUpdated(_) => continue,
-                    _ => notification_json(event.method(), json!({})),
-                };
-                if out.send(message).await.is_err() {
-                    break;
-                }
-            }
-        });
+        self.server
+            .forward_to_session(session, self.out.clone(), self.closing.clone());
     }
 }

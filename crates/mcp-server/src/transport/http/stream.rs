@@ -9,17 +9,13 @@ use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use http::{HeaderValue, StatusCode, header};
 use mcp_protocol::headers::{SESSION_ID, single};
-use mcp_protocol::jsonrpc::notification_json;
 use mcp_protocol::{ProtocolError, ProtocolVersion};
-use serde_json::json;
-use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
 use super::AppState;
 use super::reply::error_response;
 use super::resume;
 use crate::access::Principal;
-use crate::events::ServerEvent;
 
 fn method_not_allowed() -> Response {
     let mut r = error_response(
@@ -103,33 +99,11 @@ pub(crate) async fn get(
         );
     }
     // Forward server events to this session until either side goes away.
-    let mut events = state.server.events();
-    let closed = session.closed();
-    let forward_session = std::sync::Arc::clone(&session);
-    tokio::spawn(async move {
-        loop {
-            let event = tokio::select! {
-                e = events.recv() => e,
-                _ = closed.cancelled() => break,
-                _ = tx.closed() => break,
-            };
-            let event = match event {
-                Ok(e) => e,
-                Err(RecvError::Lagged(_)) => ServerEvent::ToolsChanged,
-                Err(RecvError::Closed) => break,
-            };
-            let message = match &event {
-                ServerEvent::ResourceUpdated(uri) if forward_session.is_subscribed(uri) => {
-                    notification_json(event.method(), json!({ "uri": uri }))
-                }
-                ServerEvent::ResourceUpdated(_) => continue,
-                _ => notification_json(event.method(), json!({})),
-            };
-            if tx.send(message).await.is_err() {
-                break;
-            }
-        }
-    });
+    state.server.forward_to_session(
+        std::sync::Arc::clone(&session),
+        tx,
+        state.server.shutdown_token(),
+    );
     let body = stream::unfold(rx, |mut rx| async move {
         let m = rx.recv().await?;
         Some((

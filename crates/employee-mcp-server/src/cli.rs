@@ -188,6 +188,36 @@ pub struct LimitArgs {
     /// notice (the department roster pages itself to fit).
     #[arg(long, env = "EMPLOYEE_MCP_MAX_RESULT_BYTES", default_value_t = 512 * 1024)]
     pub max_result_bytes: usize,
+
+    /// Most legacy (initialize) sessions kept at once. At the limit, sessions
+    /// never used since their initialize make room first; sessions in use are
+    /// never evicted by newcomers (a new session is refused instead).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_MAX_SESSIONS",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub max_sessions: u64,
+
+    /// Legacy sessions idle this long (seconds) are dropped.
+    #[arg(long, env = "EMPLOYEE_MCP_SESSION_IDLE_TIMEOUT_SECS", default_value_t = 3600)]
+    pub session_idle_timeout_secs: u64,
+
+    /// New legacy sessions per minute, per caller (token subject, else client
+    /// address); bursts of a fifth of it are allowed. 0 disables the limit.
+    #[arg(long, env = "EMPLOYEE_MCP_INITIALIZE_PER_MINUTE", default_value_t = 600)]
+    pub initialize_per_minute: u32,
+
+    /// Address of a reverse proxy whose X-Forwarded-For is trusted (repeat or
+    /// comma-separate). Without it every client behind a proxy shares the
+    /// proxy's address for rate limits.
+    #[arg(
+        long = "trusted-proxy",
+        env = "EMPLOYEE_MCP_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 /// Outcomes recorded in the audit trail.

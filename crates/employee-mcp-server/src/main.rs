@@ -99,6 +99,7 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         }
         let config = StdioConfig {
             extensions: Arc::new(extensions),
+            max_message_bytes: cli.max_body_bytes,
             ..StdioConfig::default()
         };
         return serve_stdio(server, config)
@@ -119,6 +120,7 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         max_body_bytes: cli.max_body_bytes,
         allowed_hosts,
         allowed_origins: cli.allowed_origins.clone(),
+        trusted_proxies: cli.limits.trusted_proxies.clone(),
         ..HttpConfig::default()
     };
     if let Some(o) = &oauth {
@@ -150,11 +152,17 @@ fn build_server(
     enforce_scopes: bool,
     sink: Arc<dyn mcp_server::AuditSink>,
 ) -> Result<Server, String> {
+    let limits = &cli.limits;
     let options = ServerOptions {
         call_timeout: Some(Duration::from_secs(cli.call_timeout_secs.max(1))),
+        max_sessions: usize::try_from(limits.max_sessions).unwrap_or(usize::MAX),
+        session_idle_timeout: Duration::from_secs(limits.session_idle_timeout_secs.max(1)),
+        initialize_rate: (limits.initialize_per_minute > 0).then(|| RateLimit {
+            per_minute: limits.initialize_per_minute,
+            burst: (limits.initialize_per_minute / 5).max(1),
+        }),
         ..ServerOptions::default()
     };
-    let limits = &cli.limits;
     let access = AccessOptions {
         enforce_scopes,
         rate_limit: Some(RateLimit {

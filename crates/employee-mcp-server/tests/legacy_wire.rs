@@ -386,3 +386,208 @@ async fn invalid_version_header_in_a_legacy_session() {
         reply.text
     );
 }
+
+// ---- hardening: bounded session state ----
+
+fn init_body(capabilities: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": next_id(), "method": "initialize",
+           "params": {"protocolVersion": "2025-06-18", "capabilities": capabilities,
+                      "clientInfo": {"name": "flood", "version": "1"}}})
+}
+
+/// A flood of fresh `initialize` calls cannot push out a session in use.
+#[tokio::test]
+async fn initialize_flood_does_not_evict_a_session_in_use() {
+    let server =
+        Server::start_with(&["--max-sessions", "10", "--initialize-per-minute", "0"]).await;
+    let mine = server.legacy(Some("2025-06-18")).await;
+    let list = mine.request("tools/list", Value::Null).await;
+    assert_eq!(list.status, 200, "{}", list.text);
+    for _ in 0..200 {
+        let r = server
+            .post_json(&[("Accept", "application/json")], &init_body(json!({})))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let again = mine.request("tools/list", Value::Null).await;
+    assert_eq!(again.status, 200, "session evicted by a flood: {}", again.text);
+}
+
+/// `initialize` is rate-limited per client.
+#[tokio::test]
+async fn initialize_is_rate_limited_per_client() {
+    let server = Server::start_with(&["--initialize-per-minute", "10"]).await;
+    let mut limited = 0;
+    for _ in 0..10 {
+        let r = server
+            .post_json(&[("Accept", "application/json")], &init_body(json!({})))
+            .await;
+        if r.status == 429 {
+            assert!(r.header("retry-after").is_some());
+            limited += 1;
+        } else {
+            assert_eq!(r.status, 200, "{}", r.text);
+        }
+    }
+    assert!(limited >= 5, "only {limited} of 10 initialize calls limited");
+    server.assert_alive().await;
+}
+
+/// Resident memory of a process, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A session keeps a bounded part of the client's `capabilities`: 80
+/// sessions opened with ~900 KB of capabilities each hold a few MB (they
+/// used to keep ~16 MB each).
+#[tokio::test]
+async fn huge_capabilities_are_not_kept_per_session() {
+    let server = Server::start_with(&["--initialize-per-minute", "0"]).await;
+    let blob = "x".repeat(900 * 1024);
+    let caps = json!({ "sampling": { "blob": blob }, "junk": { "blob": blob.clone() } });
+    let body = serde_json::to_vec(&init_body(caps)).expect("json");
+    let before = rss_kib(server.pid());
+    for _ in 0..80 {
+        let r = server
+            .post_raw(&[("Accept", "application/json")], body.clone())
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let grown_mib = rss_kib(server.pid()).saturating_sub(before) / 1024;
+    assert!(grown_mib < 100, "server grew {grown_mib} MiB for 80 sessions");
+    server.assert_alive().await;
+}
+
+// ---- the 2024-11-05 HTTP+SSE transport ----
+
+/// Reads SSE events (`event`, `data`) from a raw HTTP/1.1 response stream.
+struct SseReader {
+    reader: tokio::io::BufReader<tokio::net::TcpStream>,
+}
+
+impl SseReader {
+    async fn open(addr: &str) -> SseReader {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let head =
+            format!("GET /sse HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n");
+        stream.write_all(head.as_bytes()).await.expect("write");
+        let mut reader = tokio::io::BufReader::new(stream);
+        let mut status = String::new();
+        reader.read_line(&mut status).await.expect("status line");
+        assert!(status.contains(" 200 "), "{status}");
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).await.expect("header");
+            if line == "\r\n" {
+                break;
+            }
+        }
+        SseReader { reader }
+    }
+
+    /// The next event (chunked framing lines are skipped: they never
+    /// start with `event:` or `data:`).
+    async fn next(&mut self) -> (String, String) {
+        use tokio::io::AsyncBufReadExt;
+        let (mut event, mut data) = (String::new(), String::new());
+        loop {
+            let mut line = String::new();
+            let n = tokio::time::timeout(common::TIMEOUT, self.reader.read_line(&mut line))
+                .await
+                .expect("timed out waiting for an SSE event")
+                .expect("read");
+            assert!(n > 0, "stream ended");
+            let line = line.trim_end();
+            if let Some(e) = line.strip_prefix("event:") {
+                event = e.trim().to_owned();
+            } else if let Some(d) = line.strip_prefix("data:") {
+                data.push_str(d.trim_start());
+            } else if line.is_empty() && !data.is_empty() {
+                return (event, data);
+            }
+        }
+    }
+
+    /// The next `message` event, as JSON.
+    async fn message(&mut self) -> Value {
+        loop {
+            let (event, data) = self.next().await;
+            if event == "message" {
+                return serde_json::from_str(&data).expect("JSON message");
+            }
+        }
+    }
+}
+
+/// POSTs one message to the endpoint the stream named; returns the status.
+async fn post_message(addr: &str, endpoint: &str, body: &Value) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = serde_json::to_vec(body).expect("json");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let head = format!(
+        "POST {endpoint} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("write");
+    stream.write_all(&body).await.expect("write body");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn http_sse_transport_serves_the_whole_flow() {
+    let server = Server::start().await;
+    let addr = server.addr.clone();
+    let mut sse = SseReader::open(&addr).await;
+    let (event, endpoint) = sse.next().await;
+    assert_eq!(event, "endpoint");
+    assert!(endpoint.starts_with("/messages?sessionId="), "{endpoint}");
+
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2024-11-05", "capabilities": {},
+                   "clientInfo": {"name": "sse-client", "version": "1"}}});
+    assert_eq!(post_message(&addr, &endpoint, &init).await, 202);
+    let reply = sse.message().await;
+    assert_eq!(reply["id"], 1);
+    assert_eq!(reply["result"]["protocolVersion"], "2024-11-05");
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post_message(&addr, &endpoint, &note).await, 202);
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    assert_eq!(post_message(&addr, &endpoint, &list).await, 202);
+    let reply = sse.message().await;
+    assert_eq!(
+        reply["result"]["tools"].as_array().map(Vec::len),
+        Some(TOOL_NAMES.len()),
+        "{reply}"
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "get-employee-details", "arguments": {"employeeId": "AliceJohnson"}}});
+    assert_eq!(post_message(&addr, &endpoint, &call).await, 202);
+    let reply = sse.message().await;
+    assert_eq!(reply["id"], 3);
+    assert_eq!(text_json(&reply["result"])["employeeId"], "AliceJohnson");
+
+    // Bad JSON is answered on the stream; the stream goes on.
+    let status = post_message(&addr, &endpoint, &json!("not a message")).await;
+    assert_eq!(status, 202);
+    let reply = sse.message().await;
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+
+    // An unknown stream id is 404.
+    let status = post_message(&addr, "/messages?sessionId=nope", &list).await;
+    assert_eq!(status, 404);
+}

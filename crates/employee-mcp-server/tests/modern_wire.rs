@@ -395,3 +395,22 @@ async fn concurrent_requests() {
         t.await.expect("task");
     }
 }
+
+/// An unsupported `MCP-Protocol-Version` is -32022 whatever else the
+/// request lacks (it was -32020 "Mcp-Method is required").
+#[tokio::test]
+async fn unsupported_version_header_alone_is_32022() {
+    let server = Server::start().await;
+    let body = json!({"jsonrpc": "2.0", "id": next_id(), "method": "tools/list"});
+    let reply = server
+        .post_json(
+            &[
+                ("Accept", "application/json, text/event-stream"),
+                ("MCP-Protocol-Version", "1999-01-01"),
+            ],
+            &body,
+        )
+        .await;
+    reply.assert_error(400, -32022);
+    assert_eq!(reply.body["error"]["data"]["requested"], "1999-01-01");
+}

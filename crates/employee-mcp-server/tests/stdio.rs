@@ -284,3 +284,102 @@ async fn immediate_eof_exits_zero() {
     assert!(rest.is_empty(), "{rest:?}");
     assert!(status.success(), "exit status {status}");
 }
+
+// ---- hardening: the stdio server never drops a request ----
+
+/// One line of invalid UTF-8 gets one parse error; reading goes on.
+#[tokio::test]
+async fn invalid_utf8_line_is_answered_and_reading_goes_on() {
+    let mut s = StdioServer::start();
+    s.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\xfe\"}\n")
+        .await;
+    let err = s.recv().await;
+    assert_eq!(err["error"]["code"], -32700, "{err}");
+    let id = next_id();
+    let reply = s.request(modern_body(id, "tools/list", json!({}))).await;
+    assert!(reply["result"]["tools"].is_array(), "{reply}");
+    let (_, status) = s.close().await;
+    assert!(status.success());
+}
+
+/// A line over the size limit gets one error, without being buffered;
+/// the next line is served.
+#[tokio::test]
+async fn oversize_line_is_answered_and_reading_goes_on() {
+    let mut s = StdioServer::start_with(&["--max-body-bytes", "2048"]);
+    let mut big = vec![b'x'; 1 << 20];
+    big.push(b'\n');
+    s.send_raw(&big).await;
+    let err = s.recv().await;
+    assert_eq!(err["error"]["code"], -32600, "{err}");
+    assert!(
+        err["error"]["message"].as_str().unwrap_or("").contains("2048"),
+        "{err}"
+    );
+    let id = next_id();
+    let reply = s.request(modern_body(id, "tools/list", json!({}))).await;
+    assert!(reply["result"]["tools"].is_array(), "{reply}");
+    let (_, status) = s.close().await;
+    assert!(status.success());
+}
+
+/// `initialize`, `notifications/initialized` and `tools/list` written in
+/// one go: `tools/list` always sees the session (it was routed before the
+/// session existed in 4-16 of 30 runs).
+#[tokio::test]
+async fn pipelined_lifecycle_is_served_in_order() {
+    for run in 0..50 {
+        let mut s = StdioServer::start();
+        let burst = format!(
+            "{}\n{}\n{}\n",
+            initialize(1, "2025-06-18"),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        );
+        s.send_raw(burst.as_bytes()).await;
+        let list = s.recv_id(&json!(2)).await;
+        assert_eq!(
+            list["result"]["tools"].as_array().map(Vec::len),
+            Some(TOOL_NAMES.len()),
+            "run {run}: {list}"
+        );
+        let init = s.recv_id(&json!(1)).await;
+        assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "run {run}");
+        let (_, status) = s.close().await;
+        assert!(status.success(), "run {run}");
+    }
+}
+
+/// The reader went away (stdout closed) while stdin stays open: the server
+/// stops instead of running on.
+#[tokio::test]
+async fn closed_stdout_stops_the_server() {
+    use std::process::Stdio;
+    use tokio::io::AsyncWriteExt;
+    let db = common::TempDb::seeded();
+    let mut child = tokio::process::Command::new(common::BIN)
+        .args(["--stdio", "--database", &db.url()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    drop(child.stdout.take());
+    // Something to answer, so the server writes and finds stdout closed.
+    for id in 0..3 {
+        let line = format!("{}\n", modern_body(id, "tools/list", json!({})));
+        if stdin.write_all(line.as_bytes()).await.is_err() {
+            break;
+        }
+        let _ = stdin.flush().await;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let status = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait())
+        .await
+        .expect("server still running 10 s after stdout closed")
+        .expect("wait");
+    drop(stdin);
+    assert!(status.code().is_some(), "killed by a signal: {status}");
+}

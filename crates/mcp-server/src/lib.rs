@@ -5,7 +5,10 @@
 //! - [`Server`]: registries and options; [`dispatch`] turns one request into
 //!   one reply for either wire (stateless 2026-07-28, or the legacy
 //!   `initialize` revisions).
-//! - [`transport`]: Streamable HTTP (axum) and stdio, both thin.
+//! - [`engine`]: the front door every transport uses: one message's
+//!   bytes in, what to send out.
+//! - [`transport`]: Streamable HTTP (axum), stdio and the 2024-11-05
+//!   HTTP+SSE transport, all thin.
 //!
 //! Wire types and protocol rules live in the `mcp-protocol` crate.
 
@@ -14,6 +17,7 @@
 pub mod access;
 pub mod context;
 pub mod dispatch;
+pub mod engine;
 pub mod events;
 pub mod prompt;
 pub mod registry;

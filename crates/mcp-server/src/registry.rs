@@ -19,6 +19,10 @@ pub enum RegistrationError {
     /// Its name breaks the naming rules (1–128 of `[A-Za-z0-9_.-]`).
     #[error("tool name {0:?} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-', '.'")]
     InvalidName(String),
+    /// The OS random source is unavailable: keys and session ids cannot
+    /// be made safely, so the server refuses to start.
+    #[error("no OS random source for keys and session ids: {0}")]
+    Randomness(String),
     /// Another tool already has this name.
     #[error("a tool named {0:?} is already registered")]
     Duplicate(String),

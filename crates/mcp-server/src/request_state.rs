@@ -41,16 +41,12 @@ impl StateSigner {
         Self { key, ttl }
     }
 
-    /// A signer with a random key.
-    pub(crate) fn random(ttl: Duration) -> Self {
+    /// A signer with a key from the OS random source; an error if there
+    /// is none (a guessable key would let clients forge states).
+    pub(crate) fn random(ttl: Duration) -> Result<Self, getrandom::Error> {
         let mut key = [0u8; 32];
-        if getrandom::fill(&mut key).is_err() {
-            // No OS randomness: derive a per-process key from time and
-            // address; still unguessable enough to bind states to this run.
-            let seed = format!("{:?}{:p}", SystemTime::now(), &key);
-            key.copy_from_slice(&Sha256::digest(seed.as_bytes()));
-        }
-        Self::new(key, ttl)
+        getrandom::fill(&mut key)?;
+        Ok(Self::new(key, ttl))
     }
 
     fn mac(&self) -> HmacSha256 {
@@ -177,7 +173,7 @@ mod tests {
 
     #[test]
     fn round_trips_and_detects_tampering() {
-        let s = StateSigner::random(Duration::from_secs(60));
+        let s = StateSigner::random(Duration::from_secs(60)).expect("OS randomness");
         let args = Map::new();
         let token = s.sign(&binding(&args), &json!({"step": 1}));
         assert_eq!(
@@ -191,13 +187,13 @@ mod tests {
         let mut other = Map::new();
         other.insert("x".into(), json!(1));
         assert!(s.verify(&token, &binding(&other)).is_err());
-        let foreign = StateSigner::random(Duration::from_secs(60));
+        let foreign = StateSigner::random(Duration::from_secs(60)).expect("OS randomness");
         assert!(foreign.verify(&token, &binding(&args)).is_err());
     }
 
     #[test]
     fn states_are_bound_to_their_principal() {
-        let s = StateSigner::random(Duration::from_secs(60));
+        let s = StateSigner::random(Duration::from_secs(60)).expect("OS randomness");
         let args = Map::new();
         let alice = Binding {
             principal: Some("alice"),
@@ -215,7 +211,7 @@ mod tests {
 
     #[test]
     fn expired_states_are_refused() {
-        let s = StateSigner::random(Duration::from_secs(0));
+        let s = StateSigner::random(Duration::from_secs(0)).expect("OS randomness");
         let args = Map::new();
         let token = s.sign(&binding(&args), &json!(null));
         std::thread::sleep(Duration::from_millis(1100));

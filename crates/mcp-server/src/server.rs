@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::access::{AccessOptions, AuditSink, ConcurrencyLimiter, RateLimiter};
+use crate::access::{AccessOptions, AuditSink, ConcurrencyLimiter, RateLimit, RateLimiter};
 use crate::context::RequestContext;
 use crate::events::ServerEvent;
 use crate::prompt::Prompt;
@@ -49,6 +49,9 @@ pub struct ServerOptions {
     pub max_sessions: usize,
     /// Legacy sessions idle this long are dropped.
     pub session_idle_timeout: Duration,
+    /// New legacy HTTP sessions per caller (token subject, else client
+    /// address); `None` for no limit.
+    pub initialize_rate: Option<RateLimit>,
 }
 
 impl Default for ServerOptions {
@@ -61,6 +64,10 @@ impl Default for ServerOptions {
             call_timeout: Some(Duration::from_secs(60)),
             max_sessions: 10_000,
             session_idle_timeout: Duration::from_secs(3600),
+            initialize_rate: Some(RateLimit {
+                per_minute: 600,
+                burst: 120,
+            }),
         }
     }
 }
@@ -183,7 +190,8 @@ impl ServerBuilder {
         }
         let signer = match self.state_key {
             Some(k) => StateSigner::new(k, self.options.request_state_ttl),
-            None => StateSigner::random(self.options.request_state_ttl),
+            None => StateSigner::random(self.options.request_state_ttl)
+                .map_err(|e| RegistrationError::Randomness(e.to_string()))?,
         };
         let has_resources = !self.resources.is_empty() || !self.templates.is_empty();
         let mut caps = Map::new();

@@ -43,8 +43,6 @@ pub struct Session {
     subscriptions: Mutex<HashSet<String>>,
     /// Ids for our requests to the client.
     next_request: AtomicU64,
-    /// The standalone GET stream, if open.
-    standalone: Mutex<Option<mpsc::Sender<String>>>,
     /// The client sent `notifications/initialized`.
     initialized: AtomicBool,
     /// Fires when the session ends (DELETE, expiry, shutdown).
@@ -53,8 +51,9 @@ pub struct Session {
     last_used: Mutex<Instant>,
     /// The principal that opened the session; only it may use the id.
     owner: std::sync::OnceLock<String>,
-    /// Resumable request streams (2025-11-25 over Streamable HTTP).
-    streams: crate::transport::http::resume::EventStore,
+    /// The client came back after `initialize`: a session in use is
+    /// evicted last, so a flood of fresh sessions cannot push it out.
+    used: AtomicBool,
 }
 
 impl std::fmt::Debug for Session {
@@ -66,21 +65,17 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// A session with a fresh id from the OS random source (an error if
+    /// there is none: a guessable id would let others take the session).
     pub(crate) fn new(
         version: ProtocolVersion,
         client_capabilities: Map<String, Value>,
         client_info: Option<Value>,
-    ) -> Self {
+    ) -> Result<Self, getrandom::Error> {
         let mut raw = [0u8; 24];
-        let id = if getrandom::fill(&mut raw).is_ok() {
-            URL_SAFE_NO_PAD.encode(raw)
-        } else {
-            format!(
-                "{:x}",
-                Instant::now().elapsed().as_nanos() ^ (&raw as *const _ as u128)
-            )
-        };
-        Self {
+        getrandom::fill(&mut raw)?;
+        let id = URL_SAFE_NO_PAD.encode(raw);
+        Ok(Self {
             id,
             version,
             client_capabilities: Arc::new(client_capabilities),
@@ -90,13 +85,12 @@ impl Session {
             in_flight: Mutex::new(HashMap::new()),
             subscriptions: Mutex::new(HashSet::new()),
             next_request: AtomicU64::new(1),
-            standalone: Mutex::new(None),
             initialized: AtomicBool::new(false),
             closed: CancellationToken::new(),
             last_used: Mutex::new(Instant::now()),
             owner: std::sync::OnceLock::new(),
-            streams: Default::default(),
-        }
+            used: AtomicBool::new(false),
+        })
     }
 
     /// The session id.
@@ -117,11 +111,6 @@ impl Session {
     /// The subject of the principal that opened the session, if any.
     pub fn owner(&self) -> Option<&str> {
         self.owner.get().map(String::as_str)
-    }
-
-    /// The recorded, resumable request streams of this session.
-    pub(crate) fn event_store(&self) -> &crate::transport::http::resume::EventStore {
-        &self.streams
     }
 
     pub(crate) fn client_capabilities(&self) -> Arc<Map<String, Value>> {
@@ -187,17 +176,6 @@ impl Session {
         lock(&self.subscriptions).contains(uri)
     }
 
-    /// Opens the standalone stream; `false` if one is already open (the
-    /// spec allows one per session so that no message is sent twice).
-    pub fn open_standalone(&self, tx: mpsc::Sender<String>) -> bool {
-        let mut s = lock(&self.standalone);
-        if s.as_ref().is_some_and(|t| !t.is_closed()) {
-            return false;
-        }
-        *s = Some(tx);
-        true
-    }
-
     /// Delivers a routed response from the client; `false` if nobody waits for it.
     pub fn resolve(&self, response: PeerResponse) -> bool {
         match lock(&self.pending).remove(&response.id) {
@@ -239,22 +217,25 @@ impl Session {
         outcome
     }
 
-    fn close(&self) {
+    /// Ends the session: its requests are cancelled, its streams end.
+    pub(crate) fn close(&self) {
         self.closed.cancel();
         for (_, t) in lock(&self.in_flight).drain() {
             t.cancel();
         }
         lock(&self.pending).clear();
-        lock(&self.standalone).take();
     }
 }
 
-/// All live HTTP sessions.
+/// All live HTTP sessions, bounded in number.
 pub(crate) struct SessionStore {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     max_sessions: usize,
     idle_timeout: Duration,
 }
+
+/// A session idle this long may be evicted to make room even if it was used.
+const EVICTABLE_IDLE: Duration = Duration::from_secs(300);
 
 impl SessionStore {
     pub(crate) fn new(max_sessions: usize, idle_timeout: Duration) -> Self {
@@ -265,31 +246,45 @@ impl SessionStore {
         }
     }
 
-    /// Stores a session, evicting idle ones (and, at capacity, the oldest).
-    pub(crate) fn insert(&self, session: Arc<Session>) {
+    /// Stores a session. Expired sessions go first; at capacity, the oldest
+    /// session never used since its `initialize` makes room, else one idle
+    /// for [`EVICTABLE_IDLE`]. A session in active use is never evicted:
+    /// when every slot holds one, the new session is refused.
+    pub(crate) fn insert(&self, session: Arc<Session>) -> Result<(), ()> {
         let mut map = lock(&self.sessions);
-        map.retain(|_, s| {
-            let keep = s.idle_for() < self.idle_timeout;
-            if !keep {
-                s.close();
-            }
-            keep
-        });
-        if map.len() >= self.max_sessions
-            && let Some(oldest) = map
+        if map.len() >= self.max_sessions {
+            map.retain(|_, s| {
+                let keep = s.idle_for() < self.idle_timeout;
+                if !keep {
+                    s.close();
+                }
+                keep
+            });
+        }
+        if map.len() >= self.max_sessions {
+            let victim = map
                 .iter()
+                .filter(|(_, s)| !s.used.load(Ordering::Relaxed))
                 .max_by_key(|(_, s)| s.idle_for())
-                .map(|(k, _)| k.clone())
-            && let Some(s) = map.remove(&oldest)
-        {
-            s.close();
+                .or_else(|| {
+                    map.iter()
+                        .filter(|(_, s)| s.idle_for() >= EVICTABLE_IDLE)
+                        .max_by_key(|(_, s)| s.idle_for())
+                })
+                .map(|(k, _)| k.clone());
+            match victim.and_then(|k| map.remove(&k)) {
+                Some(s) => s.close(),
+                None => return Err(()),
+            }
         }
         map.insert(session.id.clone(), session);
+        Ok(())
     }
 
     pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
         let s = lock(&self.sessions).get(id).cloned()?;
         s.touch();
+        s.used.store(true, Ordering::Relaxed);
         Some(s)
     }
 

@@ -640,11 +640,17 @@ pub struct StdioServer {
 
 impl StdioServer {
     pub fn start() -> StdioServer {
+        Self::start_with(&[])
+    }
+
+    /// The stdio server with extra flags.
+    pub fn start_with(args: &[&str]) -> StdioServer {
         let db = TempDb::seeded();
         let mut child = tokio::process::Command::new(BIN)
             .arg("--stdio")
             .arg("--database")
             .arg(db.url())
+            .args(args)
             .env("RUST_LOG", "info")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -674,6 +680,13 @@ impl StdioServer {
     pub async fn send(&mut self, message: &Value) {
         self.send_line(&serde_json::to_string(message).unwrap())
             .await;
+    }
+
+    /// Writes raw bytes as they are (no newline appended), in one write.
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin already closed");
+        stdin.write_all(bytes).await.expect("write stdin");
+        stdin.flush().await.expect("flush stdin");
     }
 
     /// Reads the next stdout line, which must be a JSON-RPC 2.0 message.

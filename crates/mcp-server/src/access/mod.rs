@@ -10,7 +10,7 @@ mod policy;
 mod sanitize;
 
 pub use audit::{AuditFuture, AuditRecord, AuditSink, CallOutcome};
-pub use limits::{ConcurrencyLimiter, RateLimit, RateLimiter};
+pub use limits::{ConcurrencyLimiter, Permit, RateLimit, RateLimiter};
 pub use policy::{AccessOptions, ArgumentScopes, Denied, Principal, ToolPolicy};
 pub use sanitize::{sanitize_text, sanitize_value};
 

@@ -9,15 +9,23 @@ use mcp_protocol::{ProtocolError, ProtocolVersion, Request, Response, shape};
 use serde_json::{Map, Value, json};
 
 use super::Call;
+use super::tools::caller_key;
+use crate::access::{ClientAddress, Principal};
+use crate::engine::Origin;
 use crate::server::Server;
 use crate::session::Session;
 
 impl Server {
     /// Answers a legacy `initialize`: negotiates the revision and creates
     /// a session. `store` keeps it in the server's session table (HTTP);
-    /// stdio keeps its one session itself.
-    pub fn initialize(&self, request: &Request, store: bool) -> (Option<Arc<Session>>, Response) {
+    /// stream transports keep their one session on the connection.
+    pub(crate) fn initialize(
+        &self,
+        request: &Request,
+        store: bool,
+    ) -> (Option<Arc<Session>>, Response) {
         let params = &request.params;
+        let fail = |e| (None, Response::error(Some(request.id.clone()), e));
         // Clients that send no version (like the classic curl examples) get
         // the oldest revision; unknown or modern versions get the newest
         // legacy one, and the client decides whether it can speak it.
@@ -27,24 +35,29 @@ impl Server {
                 .filter(|v| !v.is_modern())
                 .unwrap_or(ProtocolVersion::LATEST_LEGACY),
             Some(_) => {
-                let e = ProtocolError::invalid_params(
+                return fail(ProtocolError::invalid_params(
                     "Invalid params: protocolVersion must be a string such as \"2025-11-25\".",
-                );
-                return (None, Response::error(Some(request.id.clone()), e));
+                ));
             }
         };
-        let capabilities = params
-            .get("capabilities")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let session = Arc::new(Session::new(
+        let session = match Session::new(
             version,
-            capabilities,
-            params.get("clientInfo").cloned(),
-        ));
-        if store {
-            self.inner.sessions.insert(Arc::clone(&session));
+            kept_capabilities(params.get("capabilities")),
+            kept_client_info(params.get("clientInfo")),
+        ) {
+            Ok(s) => Arc::new(s),
+            Err(e) => {
+                tracing::error!(error = %e, "no OS randomness for a session id");
+                return fail(ProtocolError::internal(
+                    "Internal error: the server cannot create a session id right now; retry later.",
+                ));
+            }
+        };
+        if store && self.inner.sessions.insert(Arc::clone(&session)).is_err() {
+            return fail(ProtocolError::rate_limited(
+                "Too many open sessions, all in use; retry later or use the stateless 2026-07-28 wire.",
+                30,
+            ));
         }
         let mut result = Map::new();
         result.insert("protocolVersion".into(), json!(version.as_str()));
@@ -59,12 +72,35 @@ impl Server {
         if let Some(i) = &self.inner.instructions {
             result.insert("instructions".into(), json!(i));
         }
-        tracing::info!(version = %version, client = ?params.get("clientInfo"), "legacy session initialized");
+        tracing::debug!(version = %version, "legacy session initialized");
         let response = Response::result(
             request.id.clone(),
             ResultPayload::Json(Value::Object(result)),
         );
         (Some(session), response)
+    }
+
+    /// Whether one more HTTP session may be opened for this caller: a
+    /// per-caller rate limit on `initialize`, so one client cannot churn
+    /// the session table.
+    pub(crate) fn admit_session(&self, origin: &Origin<'_>) -> Result<(), ProtocolError> {
+        let Some(limit) = self.inner.options.initialize_rate else {
+            return Ok(());
+        };
+        let caller = caller_key(
+            origin.extensions.get::<Principal>(),
+            origin.extensions.get::<ClientAddress>(),
+        );
+        self.inner
+            .rate_limiter
+            .check(&caller, "initialize", limit)
+            .map_err(|wait| {
+                let secs = wait.as_secs() + 1;
+                ProtocolError::rate_limited(
+                    format!("Too many new sessions from this client; retry in {secs} s."),
+                    secs,
+                )
+            })
     }
 
     pub(super) fn discover(&self, call: &Call) -> ResultPayload {
@@ -101,5 +137,68 @@ impl Server {
             s.set_log_level(level);
         }
         Ok(call.finish(self, Map::new()))
+    }
+}
+
+/// Client capabilities a session keeps: the ones the engine reads, and
+/// only up to [`MAX_CAPABILITY_BYTES`] of their details (past that, each
+/// is kept as declared with its details dropped).
+fn kept_capabilities(value: Option<&Value>) -> Map<String, Value> {
+    const KNOWN: [&str; 6] = [
+        "roots",
+        "sampling",
+        "elicitation",
+        "tasks",
+        "extensions",
+        "experimental",
+    ];
+    let Some(caps) = value.and_then(Value::as_object) else {
+        return Map::new();
+    };
+    let mut kept: Map<String, Value> = caps
+        .iter()
+        .filter(|(k, _)| KNOWN.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if Value::Object(kept.clone()).to_string().len() > MAX_CAPABILITY_BYTES {
+        for v in kept.values_mut() {
+            *v = json!({});
+        }
+    }
+    kept
+}
+
+/// `clientInfo` reduced to short name, version and title strings (it is
+/// informational and self-reported).
+fn kept_client_info(value: Option<&Value>) -> Option<Value> {
+    let info = value?.as_object()?;
+    let mut kept = Map::new();
+    for key in ["name", "version", "title"] {
+        if let Some(s) = info.get(key).and_then(Value::as_str) {
+            kept.insert(key.into(), json!(s.chars().take(MAX_INFO_CHARS).collect::<String>()));
+        }
+    }
+    Some(Value::Object(kept))
+}
+
+/// Most bytes of client capabilities a session keeps.
+const MAX_CAPABILITY_BYTES: usize = 4096;
+/// Longest `clientInfo` string a session keeps.
+const MAX_INFO_CHARS: usize = 128;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_state_is_bounded() {
+        let big = "x".repeat(1 << 20);
+        let caps = json!({ "roots": { "listChanged": true }, "sampling": { "blob": big }, "junk": big });
+        let kept = kept_capabilities(Some(&caps));
+        assert_eq!(kept.len(), 2);
+        assert!(Value::Object(kept).to_string().len() < 100);
+        let info = json!({ "name": big, "version": "1", "extra": big });
+        let kept = kept_client_info(Some(&info)).unwrap_or_default();
+        assert!(kept.to_string().len() < 300);
     }
 }

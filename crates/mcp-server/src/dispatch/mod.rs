@@ -67,6 +67,9 @@ pub enum Reply {
     Cancelled,
     /// A long-lived `subscriptions/listen` stream.
     Listen(Listener),
+    /// The responses to a 2025-03-26 batch, sent as one JSON array
+    /// (nothing at all when the batch held no requests).
+    Batch(Vec<Response>),
 }
 
 /// The per-request state dispatch handlers share.
@@ -253,7 +256,7 @@ impl Server {
         extensions: Arc<http::Extensions>,
     ) -> Vec<Response> {
         let mut responses = Vec::new();
-        let mut tasks = tokio::task::JoinSet::new();
+        let mut running = Vec::new();
         for item in items {
             match Message::from_value(item) {
                 Err(e) => responses.push(Response::error(e.id, e.error)),
@@ -264,6 +267,7 @@ impl Server {
                     responses.push(Response::error(Some(r.id), e));
                 }
                 Ok(Message::Request(request)) => {
+                    let id = request.id.clone();
                     let inbound = Inbound {
                         request,
                         wire: Wire::Legacy {
@@ -274,8 +278,7 @@ impl Server {
                         cancel: CancellationToken::new(),
                         extensions: Arc::clone(&extensions),
                     };
-                    let server = self.clone();
-                    tasks.spawn(async move { server.handle(inbound).await });
+                    running.push(crate::engine::isolate(id, self.handle(inbound)));
                 }
                 Ok(Message::Notification(n)) => self.handle_notification(&n, Some(&session)),
                 Ok(Message::Response(r)) => {
@@ -283,8 +286,9 @@ impl Server {
                 }
             }
         }
-        while let Some(reply) = tasks.join_next().await {
-            if let Ok(Reply::Response(r)) = reply {
+        // Concurrently, on this task: a panic in one is isolated by `isolate`.
+        for reply in futures_util::future::join_all(running).await {
+            if let Reply::Response(r) = reply {
                 responses.push(r);
             }
         }

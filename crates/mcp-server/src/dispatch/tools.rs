@@ -13,7 +13,7 @@ use mcp_protocol::model::Content;
 
 use super::Call;
 use crate::access::{
-    AuditRecord, CallOutcome, ClientAddress, Principal, redact_arguments, sanitize_text,
+    AuditRecord, CallOutcome, ClientAddress, Permit, Principal, redact_arguments, sanitize_text,
     sanitize_value, strip_fields,
 };
 use crate::context::RequestContext;
@@ -134,19 +134,45 @@ impl Server {
         result
     }
 
-    /// Access checks, validation, the handler and result post-processing.
+    /// The `tools/call` pipeline: resolve → authorize → limit → validate →
+    /// run → post-process (the audit wraps it in [`Self::call_tool`]).
     async fn call_tool_checked(
         &self,
         call: &Call,
         draft: &mut AuditDraft,
     ) -> Result<ResultPayload, ProtocolError> {
+        let (tool, arguments) = self.resolve(call, draft)?;
+        let name = tool.tool.definition.name.as_str();
+        let no_arguments = Map::new();
+        let args = arguments.as_object().unwrap_or(&no_arguments);
+        self.authorize(call, &tool, args)?;
+        let mode = tasks::mode(self, &call.ctx, &tool)?;
+        let permit = self.limit(call, &tool)?;
+        let violations = tool.input.violations(&arguments);
+        if !violations.is_empty() {
+            let text = format!(
+                "Invalid arguments for tool \"{name}\": {}. Fix the arguments to match the tool's inputSchema and call it again.",
+                violations.join("; ")
+            );
+            draft.fail(&text);
+            return Ok(self.tool_result(call, CallToolResult::error(text)));
+        }
+        self.execute(call, &tool, args, mode, permit, draft).await
+    }
+
+    /// Resolve: the tool named by the call, and its arguments as a JSON
+    /// object (kept as a value so validation needs no copy).
+    fn resolve(
+        &self,
+        call: &Call,
+        draft: &mut AuditDraft,
+    ) -> Result<(Arc<RegisteredTool>, Value), ProtocolError> {
         let Some(name) = call.params.get("name").and_then(Value::as_str) else {
             return Err(ProtocolError::invalid_params(
                 "Invalid params: tools/call needs a string \"name\"; call tools/list to see the tools.",
             ));
         };
-        // Kept as a JSON value so validation needs no copy of it.
-        let arguments_value = match call.params.get("arguments") {
+        let arguments = match call.params.get("arguments") {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(v @ Value::Object(_)) => v.clone(),
             Some(_) => {
@@ -155,8 +181,6 @@ impl Server {
                 ));
             }
         };
-        let no_arguments = Map::new();
-        let arguments = arguments_value.as_object().unwrap_or(&no_arguments);
         let set = self.tool_set();
         let Some(tool) = set.get(name).cloned() else {
             let known: Vec<&str> = set
@@ -171,41 +195,59 @@ impl Server {
             ))
             .with_data(json!({ "tool": name })));
         };
-        drop(set);
-        let policy = &tool.tool.policy;
         draft.tool = Some(name.to_owned());
-        if self.inner.audit.is_some() {
-            draft.arguments = redact_arguments(arguments, &policy.redacted_arguments);
+        if self.inner.audit.is_some()
+            && let Some(args) = arguments.as_object()
+        {
+            draft.arguments = redact_arguments(args, &tool.tool.policy.redacted_arguments);
+        }
+        Ok((tool, arguments))
+    }
+
+    /// Authorize: the scopes the tool's policy asks for.
+    fn authorize(
+        &self,
+        call: &Call,
+        tool: &RegisteredTool,
+        arguments: &Map<String, Value>,
+    ) -> Result<(), ProtocolError> {
+        if !self.inner.access.enforce_scopes {
+            return Ok(());
         }
         let principal = call.ctx.extension::<Principal>();
-        let access = &self.inner.access;
-        if access.enforce_scopes
-            && let Err(denied) = policy.check(principal, arguments)
-        {
-            let which = if denied.all_required {
-                "all of"
-            } else {
-                "one of"
-            };
-            let message = match principal {
-                None => format!("Access denied: tool \"{name}\" needs authentication."),
-                Some(_) => format!(
-                    "Access denied: this call to \"{name}\" needs {which} the scopes {}.",
-                    denied.scopes.join(", ")
-                ),
-            };
-            return Err(ProtocolError::access_denied(message, &denied.scopes));
-        }
-        let mode = tasks::mode(self, &call.ctx, &tool)?;
-        // The limiter key is built only when a limit is configured.
-        let limits_apply = policy.rate_limit.or(access.rate_limit).is_some()
-            || access.max_concurrent_calls.is_some();
-        let caller = if limits_apply {
-            caller_key(principal, call.ctx.extension::<ClientAddress>())
-        } else {
-            String::new()
+        let Err(denied) = tool.tool.policy.check(principal, arguments) else {
+            return Ok(());
         };
-        if let Some(limit) = policy.rate_limit.or(access.rate_limit)
+        let name = &tool.tool.definition.name;
+        let which = if denied.all_required {
+            "all of"
+        } else {
+            "one of"
+        };
+        let message = match principal {
+            None => format!("Access denied: tool \"{name}\" needs authentication."),
+            Some(_) => format!(
+                "Access denied: this call to \"{name}\" needs {which} the scopes {}.",
+                denied.scopes.join(", ")
+            ),
+        };
+        Err(ProtocolError::access_denied(message, &denied.scopes))
+    }
+
+    /// Limit: the caller's rate and concurrency; the permit is held until
+    /// the handler is done.
+    fn limit(&self, call: &Call, tool: &RegisteredTool) -> Result<Option<Permit>, ProtocolError> {
+        let access = &self.inner.access;
+        let name = tool.tool.definition.name.as_str();
+        let rate = tool.tool.policy.rate_limit.or(access.rate_limit);
+        if rate.is_none() && access.max_concurrent_calls.is_none() {
+            return Ok(None);
+        }
+        let caller = caller_key(
+            call.ctx.extension::<Principal>(),
+            call.ctx.extension::<ClientAddress>(),
+        );
+        if let Some(limit) = rate
             && let Err(wait) = self.inner.rate_limiter.check(&caller, name, limit)
         {
             let secs = wait.as_secs() + 1;
@@ -214,30 +256,35 @@ impl Server {
                 secs,
             ));
         }
-        let mut permit = match access.max_concurrent_calls {
-            Some(max) => Some(self.inner.concurrency.acquire(&caller, max).ok_or_else(|| {
-                ProtocolError::rate_limited(
-                    format!("Too many concurrent calls (limit {max}); retry when one of your calls finishes."),
-                    1,
-                )
-            })?),
-            None => None,
+        let Some(max) = access.max_concurrent_calls else {
+            return Ok(None);
         };
-        let violations = tool.input.violations(&arguments_value);
-        if !violations.is_empty() {
-            let text = format!(
-                "Invalid arguments for tool \"{name}\": {}. Fix the arguments to match the tool's inputSchema and call it again.",
-                violations.join("; ")
-            );
-            draft.fail(&text);
-            return Ok(self.tool_result(call, CallToolResult::error(text)));
-        }
+        self.inner.concurrency.acquire(&caller, max).map(Some).ok_or_else(|| {
+            ProtocolError::rate_limited(
+                format!("Too many concurrent calls (limit {max}); retry when one of your calls finishes."),
+                1,
+            )
+        })
+    }
+
+    /// Run → post-process: the handler (as a task when the call asks for
+    /// one), again after each answered input round.
+    async fn execute(
+        &self,
+        call: &Call,
+        tool: &Arc<RegisteredTool>,
+        arguments: &Map<String, Value>,
+        mode: Mode,
+        mut permit: Option<Permit>,
+        draft: &mut AuditDraft,
+    ) -> Result<ResultPayload, ProtocolError> {
+        let name = tool.tool.definition.name.as_str();
         let binding = Binding {
             method: "tools/call",
             name,
             arguments,
             // A state handed to one principal is refused to any other.
-            principal: principal.map(|p| p.subject.as_str()),
+            principal: call.ctx.extension::<Principal>().map(|p| p.subject.as_str()),
         };
         let mut ctx = call.ctx.clone();
         if call.version.is_modern() {
@@ -248,7 +295,7 @@ impl Server {
             let launch = tasks::call_as_task(
                 self,
                 ctx.clone(),
-                Arc::clone(&tool),
+                Arc::clone(tool),
                 arguments.clone(),
                 permit.take(),
                 defer,
@@ -268,25 +315,24 @@ impl Server {
         for _ in 0..MAX_ROUNDS {
             let outcome = match first.take() {
                 Some(outcome) => outcome?,
-                None => self.run_tool(&tool, ctx.clone(), arguments.clone()).await?,
+                None => self.run_tool(tool, ctx.clone(), arguments.clone()).await?,
             };
-            match outcome {
+            let ir = match outcome {
                 ToolOutcome::Complete(result) => {
-                    let result = self.post_process(&call.ctx, &tool, result)?;
+                    let result = self.post_process(&call.ctx, tool, result)?;
                     if result.is_error {
                         draft.fail(&text_of(&result));
                     }
                     return Ok(self.tool_result(call, result));
                 }
-                ToolOutcome::InputRequired(ir) => {
-                    match self.input_required(call, &mut ctx, ir, &binding).await? {
-                        Next::Respond(r) => return Ok(r),
-                        Next::Retry => continue,
-                        Next::Fail(msg) => {
-                            draft.fail(&msg);
-                            return Ok(self.tool_result(call, CallToolResult::error(msg)));
-                        }
-                    }
+                ToolOutcome::InputRequired(ir) => ir,
+            };
+            match self.input_required(call, &mut ctx, ir, &binding).await? {
+                Next::Respond(r) => return Ok(r),
+                Next::Retry => continue,
+                Next::Fail(msg) => {
+                    draft.fail(&msg);
+                    return Ok(self.tool_result(call, CallToolResult::error(msg)));
                 }
             }
         }
@@ -428,16 +474,10 @@ impl Server {
         ir: InputRequired,
         binding: &Binding<'_>,
     ) -> Result<Next, ProtocolError> {
-        let missing: Vec<_> = ir
-            .requests
-            .iter()
-            .map(|(_, r)| r.required_capability())
-            .filter(|(cap, _)| !ctx.client_supports(cap))
-            .collect();
-        if let Some((cap, required)) = missing.first() {
+        if let Some((cap, required)) = ir.missing_capability(ctx) {
             if call.version.is_modern() {
                 return Err(ProtocolError::missing_capability(
-                    required.clone(),
+                    required,
                     format!(
                         "This request needs the client capability \"{cap}\", which the request did not declare."
                     ),
@@ -448,13 +488,7 @@ impl Server {
             )));
         }
         if call.version.is_modern() {
-            let mut requests = Map::new();
-            for (key, r) in &ir.requests {
-                requests.insert(
-                    key.clone(),
-                    json!({ "method": r.method, "params": r.params }),
-                );
-            }
+            let requests = ir.wire_requests();
             let state = self
                 .inner
                 .signer
@@ -541,7 +575,7 @@ impl AuditDraft {
 }
 
 /// The rate-limit key: the token subject, else the peer address.
-fn caller_key(principal: Option<&Principal>, addr: Option<&ClientAddress>) -> String {
+pub(super) fn caller_key(principal: Option<&Principal>, addr: Option<&ClientAddress>) -> String {
     match (principal, addr) {
         (Some(p), _) => format!("sub:{}", p.subject),
         (None, Some(a)) => format!("ip:{}", a.0),

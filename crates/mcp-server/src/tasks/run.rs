@@ -265,12 +265,7 @@ async fn drive<P: Send + 'static>(
                 return;
             }
             Ok(ToolOutcome::InputRequired(ir)) => {
-                let missing = ir
-                    .requests
-                    .iter()
-                    .map(|(_, r)| r.required_capability())
-                    .find(|(cap, _)| !ctx.client_supports(cap));
-                if let Some((cap, required)) = missing {
+                if let Some((cap, required)) = ir.missing_capability(&ctx) {
                     store.fail(
                         id,
                         &ProtocolError::missing_capability(
@@ -282,13 +277,7 @@ async fn drive<P: Send + 'static>(
                     );
                     return;
                 }
-                let mut requests = Map::new();
-                for (key, r) in &ir.requests {
-                    requests.insert(
-                        key.clone(),
-                        json!({ "method": r.method, "params": r.params }),
-                    );
-                }
+                let requests = ir.wire_requests();
                 let answers = if requests.is_empty() {
                     empty_rounds += 1;
                     if empty_rounds > MAX_EMPTY_ROUNDS {

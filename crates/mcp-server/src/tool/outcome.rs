@@ -104,6 +104,29 @@ impl InputRequired {
         self.state = Some(state);
         self
     }
+
+    /// The first capability a request needs that the client lacks:
+    /// `(name, the capabilities object to require)`.
+    pub(crate) fn missing_capability(
+        &self,
+        ctx: &crate::RequestContext,
+    ) -> Option<(&'static str, Value)> {
+        self.requests
+            .iter()
+            .map(|(_, r)| r.required_capability())
+            .find(|(cap, _)| !ctx.client_supports(cap))
+    }
+
+    /// The requests as the wire's `inputRequests` object.
+    pub(crate) fn wire_requests(&self) -> Map<String, Value> {
+        self.requests
+            .iter()
+            .map(|(key, r)| {
+                let v = serde_json::json!({ "method": r.method, "params": r.params });
+                (key.clone(), v)
+            })
+            .collect()
+    }
 }
 
 /// What a raw tool handler produces.

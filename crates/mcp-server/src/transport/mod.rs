@@ -1,7 +1,32 @@
-//! Transports: thin adapters from bytes to [`crate::Server::handle`].
+//! Transports: thin adapters that move bytes to and from the engine
+//! ([`crate::Server::accept`]) and map its answers to their own framing.
 //!
-//! - [`http`]: Streamable HTTP on axum (both wires on one endpoint).
+//! - [`http`]: Streamable HTTP on axum (both wires on one endpoint), and
+//!   the 2024-11-05 HTTP+SSE transport beside it.
 //! - [`stdio`]: newline-delimited JSON-RPC on stdin/stdout.
 
 pub mod http;
 pub mod stdio;
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM: the usual cue to finish
+/// in-flight requests and exit.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}

@@ -21,6 +21,11 @@ pub struct HttpConfig {
     /// The Protected Resource Metadata URL named in `WWW-Authenticate`
     /// challenges, when OAuth is configured.
     pub resource_metadata_url: Option<String>,
+    /// Reverse proxies whose `X-Forwarded-For` is believed: behind them,
+    /// rate limits key anonymous callers by the forwarded client address
+    /// instead of lumping everyone under the proxy's address. Empty by
+    /// default (the header is ignored, as anyone can send it).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 impl Default for HttpConfig {
@@ -33,6 +38,7 @@ impl Default for HttpConfig {
             allowed_origins: Vec::new(),
             keep_alive: Duration::from_secs(15),
             resource_metadata_url: None,
+            trusted_proxies: Vec::new(),
         }
     }
 }

@@ -6,24 +6,30 @@
 //! case the response switches to a request-scoped SSE stream.
 //! `subscriptions/listen` always streams. `GET` opens a legacy session's
 //! standalone stream; `DELETE` ends a legacy session.
+//!
+//! Beside it, `GET /sse` + `POST /messages` serve the 2024-11-05 HTTP+SSE
+//! transport (see `legacy_sse`).
 
 pub mod auth;
 mod config;
+mod legacy_sse;
 mod post;
 mod reply;
 pub(crate) mod resume;
 mod security;
+mod sessions;
 mod stream;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::routing::post as route_post;
+use axum::routing::{get, post as route_post};
 use tokio::net::TcpListener;
 
 pub use config::HttpConfig;
 
+use crate::engine::MessageLimits;
 use crate::server::Server;
 
 /// Shared by every request handler.
@@ -31,6 +37,20 @@ use crate::server::Server;
 pub(crate) struct AppState {
     pub(crate) server: Server,
     pub(crate) config: Arc<HttpConfig>,
+    /// HTTP-only state of legacy sessions (resumable and GET streams).
+    pub(crate) sessions: Arc<sessions::HttpSessions>,
+    /// Open streams of the 2024-11-05 HTTP+SSE transport.
+    pub(crate) sse: Arc<legacy_sse::SseConnections>,
+}
+
+impl AppState {
+    /// The engine's per-message bounds, from this transport's config.
+    pub(crate) fn limits(&self) -> MessageLimits {
+        MessageLimits {
+            max_bytes: self.config.max_body_bytes,
+            max_depth: self.config.max_json_depth,
+        }
+    }
 }
 
 /// The axum router for the MCP endpoint. Add layers (auth, tracing) or
@@ -40,6 +60,8 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
     let state = AppState {
         server,
         config: Arc::new(config),
+        sessions: Arc::default(),
+        sse: Arc::default(),
     };
     Router::new()
         .route(
@@ -48,6 +70,8 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
                 .get(stream::get)
                 .delete(stream::delete),
         )
+        .route(legacy_sse::SSE_PATH, get(legacy_sse::open))
+        .route(legacy_sse::MESSAGES_PATH, route_post(legacy_sse::message))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             security::guard,

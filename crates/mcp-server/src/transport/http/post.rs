@@ -1,13 +1,14 @@
 //! `POST /mcp`: one JSON-RPC message in, one JSON reply or SSE stream out.
 //!
-//! The order of checks follows the spec digest: Origin/Host (middleware),
-//! authentication (when configured), body size, JSON parse and nesting,
-//! then which wire the request is on, then (modern) headers against the
-//! body, then the engine's `_meta`, version and method checks.
+//! The transport checks what only HTTP has (Origin/Host in middleware,
+//! authentication when configured, the media type, the body size while
+//! reading) and hands the bytes to the engine ([`crate::Server::accept`]), which
+//! does everything else. What comes back is mapped to a status and a body,
+//! or, for a request, raced against the request's stream.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -15,89 +16,136 @@ use axum::extract::{ConnectInfo, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream, StreamExt};
-use http::request::Parts;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
+use mcp_protocol::ProtocolError;
+use mcp_protocol::ProtocolVersion;
 use mcp_protocol::error::ErrorStatus;
-use mcp_protocol::headers::{self, SESSION_ID, single};
-use mcp_protocol::jsonrpc::Message;
-use mcp_protocol::{ProtocolError, ProtocolVersion, Request, depth, meta};
-use serde_json::Value;
+use mcp_protocol::headers::SESSION_ID;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
-use super::reply::{error_response, json_response, rpc_response, status_for};
+use super::reply::{add_error_headers, error_response, http_status, json_response, rpc_response};
 use super::resume::{self, StreamRecord};
-use crate::access::{ClientAddress, Principal};
+use super::sessions::HttpSession;
+use crate::access::ClientAddress;
 use crate::context::SseStreamCloser;
-use crate::dispatch::{Inbound, Listener, Reply, Wire};
-use crate::session::Session;
+use crate::dispatch::{Listener, Reply};
+use crate::engine::{Accepted, Answer, Origin, Pending};
 
 /// Handles one POST.
 pub(crate) async fn handle(
     State(state): State<AppState>,
     request: axum::extract::Request,
 ) -> Response {
-    let (mut parts, body) = request.into_parts();
-    if let Some(r) = check_content_type(&parts.headers) {
+    let (parts, body) = request.into_parts();
+    let (headers, mut extensions) = (parts.headers, parts.extensions);
+    if let Some(r) = check_content_type(&headers) {
         return r;
     }
-    let bytes = match read_body(&state, &parts.headers, body).await {
+    let bytes = match read_body(&state, &headers, body).await {
         Ok(b) => b,
         Err(r) => return *r,
     };
-    if depth::nesting_depth(&bytes, state.config.max_json_depth) > state.config.max_json_depth {
-        let e = ProtocolError::invalid_request(format!(
-            "Invalid request: JSON nesting deeper than {} levels.",
-            state.config.max_json_depth
-        ));
-        return error_response(StatusCode::BAD_REQUEST, None, e);
+    if let Some(ConnectInfo(addr)) = extensions.get::<ConnectInfo<SocketAddr>>().copied() {
+        let ip = client_ip(&state, addr.ip(), &headers);
+        extensions.insert(ClientAddress(ip));
     }
-    let value: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(e) => {
-            return error_response(StatusCode::BAD_REQUEST, None, ProtocolError::parse_error(e));
-        }
+    let origin = Origin {
+        headers: Some(&headers),
+        connection: None,
+        extensions: Arc::new(extensions),
+        limits: state.limits(),
     };
-    if let Some(ConnectInfo(addr)) = parts.extensions.get::<ConnectInfo<SocketAddr>>().copied() {
-        parts.extensions.insert(ClientAddress(addr.ip()));
-    }
-    if let Value::Array(items) = value {
-        return batch(state, parts, items).await;
-    }
-    let message = match Message::from_value(value) {
-        Ok(m) => m,
-        Err(e) => return error_response(StatusCode::BAD_REQUEST, e.id, e.error),
-    };
-    match message {
-        Message::Request(request) => handle_request(state, parts, request).await,
-        Message::Notification(n) => {
-            let session = match session_of(&state, &parts) {
-                Ok(s) => s,
-                Err((status, e)) => return error_response(status, None, e),
-            };
-            state.server.handle_notification(&n, session.as_deref());
-            StatusCode::ACCEPTED.into_response()
-        }
-        Message::Response(r) => {
-            let session = match session_of(&state, &parts) {
-                Ok(s) => s,
-                Err((status, e)) => return error_response(status, None, e),
-            };
-            if state.server.handle_peer_response(r, session.as_deref()) {
-                StatusCode::ACCEPTED.into_response()
-            } else {
-                let e = ProtocolError::invalid_request(
-                    "Invalid request: this response answers no pending server request.",
-                );
-                error_response(StatusCode::BAD_REQUEST, None, e)
-            }
-        }
+    match state.server.accept(&bytes, origin) {
+        Accepted::Answer(a) => answer(&state, a),
+        Accepted::Taken => StatusCode::ACCEPTED.into_response(),
+        Accepted::Request(p) if p.is_batch() => batch(p).await,
+        Accepted::Request(p) => run(state, &headers, p).await,
     }
 }
 
-fn check_content_type(headers: &HeaderMap) -> Option<Response> {
+/// The address a request comes from: the peer, or, when the peer is a
+/// proxy the operator trusts, the nearest untrusted `X-Forwarded-For`
+/// hop (so clients behind one proxy are not lumped together).
+pub(super) fn client_ip(state: &AppState, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+    let trusted = &state.config.trusted_proxies;
+    if !trusted.contains(&peer) {
+        return peer;
+    }
+    headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|a| a.trim().parse::<IpAddr>().ok())
+        .rev()
+        .find(|ip| !trusted.contains(ip))
+        .unwrap_or(peer)
+}
+
+/// An answer the engine gave at once.
+fn answer(state: &AppState, a: Answer) -> Response {
+    let mut r = json_response(http_status(a.status), a.response.to_json());
+    if let Err(e) = &a.response.body {
+        add_error_headers(&mut r, e, &state.config);
+    }
+    if let Some(s) = a.session
+        && let Ok(v) = HeaderValue::from_str(s.id())
+    {
+        r.headers_mut().insert(SESSION_ID, v);
+    }
+    r
+}
+
+/// A 2025-03-26 batch, answered with one JSON array.
+async fn batch(pending: Pending) -> Response {
+    match pending.serve(None, CancellationToken::new()).await {
+        Reply::Batch(responses) if !responses.is_empty() => {
+            let body: Vec<String> = responses
+                .iter()
+                .map(mcp_protocol::Response::to_json)
+                .collect();
+            json_response(StatusCode::OK, format!("[{}]", body.join(",")))
+        }
+        _ => StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+/// Runs a request: JSON if it only answers, SSE if it sends something first.
+async fn run(state: AppState, headers: &HeaderMap, mut pending: Pending) -> Response {
+    let accepts_sse = headers
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_none_or(|a| a.contains("text/event-stream") || a.contains("*/*"));
+    let modern = pending.is_modern();
+    // 2025-11-25 sessions get resumable streams (priming event, ids, the
+    // server may close the connection, the client resumes with GET).
+    let resumable = match pending.session() {
+        Some(s) if accepts_sse && s.version() == ProtocolVersion::V2025_11_25 => {
+            let http = state.sessions.of(s);
+            // A new request acknowledges the responses delivered before it.
+            http.streams.prune();
+            let closed = s.closed();
+            let hook = Arc::new(CloseHook::default());
+            let h = Arc::clone(&hook);
+            pending.insert_extension(SseStreamCloser(Arc::new(move || h.close())));
+            Some(Resumable { http, closed, hook })
+        }
+        _ => None,
+    };
+    let (tx, rx) = mpsc::channel::<String>(64);
+    let cancel = CancellationToken::new();
+    let task: JoinHandle<Reply> =
+        tokio::spawn(pending.serve(accepts_sse.then_some(tx), cancel.clone()));
+    // On the modern wire a closed connection cancels the request; legacy
+    // clients may disconnect without meaning to cancel.
+    let guard = modern.then(|| cancel.clone().drop_guard());
+    respond(state, task, rx, modern, guard, resumable).await
+}
+
+pub(super) fn check_content_type(headers: &HeaderMap) -> Option<Response> {
     let ct = headers.get(header::CONTENT_TYPE)?.to_str().unwrap_or("");
     if ct.to_ascii_lowercase().starts_with("application/json") {
         return None;
@@ -108,7 +156,7 @@ fn check_content_type(headers: &HeaderMap) -> Option<Response> {
     Some(error_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, e))
 }
 
-async fn read_body(
+pub(super) async fn read_body(
     state: &AppState,
     headers: &HeaderMap,
     body: Body,
@@ -138,226 +186,12 @@ async fn read_body(
         .map_err(|_| too_large())
 }
 
-/// The legacy session named by `Mcp-Session-Id`, if any: 404 for an
-/// unknown one (it expired or was deleted) and for one opened by another
-/// principal (a session id is not a credential).
-fn session_of(
-    state: &AppState,
-    parts: &Parts,
-) -> Result<Option<Arc<Session>>, (StatusCode, ProtocolError)> {
-    let id = match single(&parts.headers, SESSION_ID) {
-        Ok(Some(id)) => id,
-        Ok(None) => return Ok(None),
-        Err(e) => return Err((StatusCode::BAD_REQUEST, e)),
-    };
-    let subject = parts
-        .extensions
-        .get::<Principal>()
-        .map(|p| p.subject.as_str());
-    match state.server.session(&id) {
-        Some(s) if s.owner() == subject => Ok(Some(s)),
-        _ => Err((
-            StatusCode::NOT_FOUND,
-            ProtocolError::invalid_request(
-                "Session not found or expired; send initialize to start a new session.",
-            ),
-        )),
-    }
-}
-
-/// Whether a request claims the 2026 wire: `_meta` carries a version, or
-/// `MCP-Protocol-Version` names a modern (or unknown) version outside a
-/// legacy session. Modern requests ignore `Mcp-Session-Id`.
-fn claims_modern(headers: &HeaderMap, request: &Request) -> bool {
-    if meta::claimed_version(&request.params).is_some() {
-        return true;
-    }
-    let Ok(Some(header)) = single(headers, headers::PROTOCOL_VERSION) else {
-        return false;
-    };
-    match ProtocolVersion::parse(&header) {
-        Some(v) => v.is_modern(),
-        None => !headers.contains_key(SESSION_ID),
-    }
-}
-
-/// The revision of a legacy request: its session's, else the header's,
-/// else 2025-03-26 (what the spec says to assume without a header).
-fn legacy_version(
-    headers: &HeaderMap,
-    session: Option<&Session>,
-) -> Result<ProtocolVersion, ProtocolError> {
-    let header = single(headers, headers::PROTOCOL_VERSION)?;
-    let parsed = match header.as_deref() {
-        None => None,
-        Some(h) => Some(
-            ProtocolVersion::parse(h)
-                .filter(|v| !v.is_modern())
-                .ok_or_else(|| {
-                    ProtocolError::invalid_request(format!(
-                        "Bad request: unsupported MCP-Protocol-Version \"{h}\" for this session."
-                    ))
-                })?,
-        ),
-    };
-    Ok(session
-        .map(Session::version)
-        .or(parsed)
-        .unwrap_or(ProtocolVersion::V2025_03_26))
-}
-
-async fn handle_request(state: AppState, mut parts: Parts, request: Request) -> Response {
-    let modern = claims_modern(&parts.headers, &request);
-    let (wire, session) = if modern {
-        if let Err(e) = check_modern_headers(&state, &parts.headers, &request) {
-            return error_response(status_for(&e, true), Some(request.id), e);
-        }
-        (Wire::Modern, None)
-    } else {
-        let session = match session_of(&state, &parts) {
-            Ok(s) => s,
-            Err((status, e)) => return error_response(status, Some(request.id), e),
-        };
-        let version = match legacy_version(&parts.headers, session.as_deref()) {
-            Ok(v) => v,
-            Err(e) => return error_response(StatusCode::BAD_REQUEST, Some(request.id), e),
-        };
-        if request.method == "initialize" {
-            return initialize(&state, &parts, &request);
-        }
-        (
-            Wire::Legacy {
-                version,
-                session: session.clone(),
-            },
-            session,
-        )
-    };
-    let accepts_sse = parts
-        .headers
-        .get(header::ACCEPT)
-        .and_then(|a| a.to_str().ok())
-        .is_none_or(|a| a.contains("text/event-stream") || a.contains("*/*"));
-    // 2025-11-25 sessions get resumable streams (priming event, ids, the
-    // server may close the connection, the client resumes with GET).
-    let resumable = match &session {
-        Some(s) if accepts_sse && s.version() == ProtocolVersion::V2025_11_25 => {
-            // A new request acknowledges the responses delivered before it.
-            s.event_store().prune();
-            let hook = Arc::new(CloseHook::default());
-            let h = Arc::clone(&hook);
-            parts
-                .extensions
-                .insert(SseStreamCloser(Arc::new(move || h.close())));
-            Some(Resumable {
-                session: Arc::clone(s),
-                hook,
-            })
-        }
-        _ => None,
-    };
-    let (tx, rx) = mpsc::channel::<String>(64);
-    let cancel = CancellationToken::new();
-    let id = request.id.clone();
-    if let Some(s) = &session {
-        s.track(id.clone(), cancel.clone());
-    }
-    let inbound = Inbound {
-        request,
-        wire,
-        outbound: accepts_sse.then_some(tx),
-        cancel: cancel.clone(),
-        extensions: Arc::new(parts.extensions),
-    };
-    let server = state.server.clone();
-    let task: JoinHandle<Reply> = tokio::spawn(async move { server.handle(inbound).await });
-    // On the modern wire a closed connection cancels the request; legacy
-    // clients may disconnect without meaning to cancel.
-    let guard = modern.then(|| cancel.clone().drop_guard());
-    let response = respond(state.clone(), task, rx, modern, guard, resumable).await;
-    if let Some(s) = &session {
-        s.untrack(&id);
-    }
-    response
-}
-
-/// A legacy `initialize`: a new session, its id in `Mcp-Session-Id`, bound
-/// to the authenticated principal (if any).
-fn initialize(state: &AppState, parts: &Parts, request: &Request) -> Response {
-    let (session, response) = state.server.initialize(request, true);
-    let mut r = rpc_response(response, false, &state.config);
-    if let Some(s) = session {
-        if let Some(p) = parts.extensions.get::<Principal>() {
-            s.bind_owner(&p.subject);
-        }
-        if let Ok(v) = HeaderValue::from_str(s.id()) {
-            r.headers_mut().insert(SESSION_ID, v);
-        }
-    }
-    r
-}
-
-/// A JSON-RPC batch: legal only inside a 2025-03-26 session (the one
-/// revision that had them). Answered with one JSON array.
-async fn batch(state: AppState, parts: Parts, items: Vec<Value>) -> Response {
-    let session = match session_of(&state, &parts) {
-        Ok(Some(s)) if s.version() == ProtocolVersion::V2025_03_26 => s,
-        Ok(_) => {
-            let e = ProtocolError::invalid_request(
-                "Invalid request: batch arrays are not supported; send one JSON-RPC message per request.",
-            );
-            return error_response(StatusCode::BAD_REQUEST, None, e);
-        }
-        Err((status, e)) => return error_response(status, None, e),
-    };
-    if items.is_empty() {
-        let e = ProtocolError::invalid_request("Invalid request: the batch is empty.");
-        return error_response(StatusCode::BAD_REQUEST, None, e);
-    }
-    let responses = state
-        .server
-        .handle_batch(items, session, None, Arc::new(parts.extensions))
-        .await;
-    if responses.is_empty() {
-        return StatusCode::ACCEPTED.into_response();
-    }
-    let body: Vec<String> = responses
-        .iter()
-        .map(mcp_protocol::Response::to_json)
-        .collect();
-    json_response(StatusCode::OK, format!("[{}]", body.join(",")))
-}
-
-fn check_modern_headers(
-    state: &AppState,
-    headers: &HeaderMap,
-    request: &Request,
-) -> Result<(), ProtocolError> {
-    headers::check_standard(
-        headers,
-        &request.method,
-        &request.params,
-        meta::claimed_version(&request.params),
-    )?;
-    if request.method == "tools/call"
-        && let Some(name) = request.params.get("name").and_then(Value::as_str)
-        && let Some(params) = state.server.tool_header_params(name)
-        && !params.is_empty()
-    {
-        let empty = serde_json::Map::new();
-        let args = request
-            .params
-            .get("arguments")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
-        headers::check_params(headers, &params, args)?;
-    }
-    Ok(())
-}
-
 /// What a resumable request (2025-11-25 session) needs to stream.
 struct Resumable {
-    session: Arc<Session>,
+    /// Where the session's streams are recorded.
+    http: Arc<HttpSession>,
+    /// Fires when the session ends.
+    closed: CancellationToken,
     hook: Arc<CloseHook>,
 }
 
@@ -417,12 +251,12 @@ async fn respond(
     }
     match first {
         Ok(Ok(Reply::Response(r))) => rpc_response(r, modern, &state.config),
-        Ok(Ok(Reply::Cancelled)) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Ok(Reply::Cancelled | Reply::Batch(_))) => StatusCode::NO_CONTENT.into_response(),
         Ok(Ok(Reply::Listen(l))) => listen_stream(&state, l, guard),
         Ok(Err(join)) => {
             tracing::error!(error = %join, "request handler panicked");
             let e = ProtocolError::internal(
-                "Internal error: the request handler failed; the failure was logged.",
+                "Internal error: the request handler was stopped; the failure was logged.",
             );
             json_response(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -444,7 +278,7 @@ fn resumable_stream(
     mut task: JoinHandle<Reply>,
     mut rx: mpsc::Receiver<String>,
 ) -> Response {
-    let record = r.session.event_store().open();
+    let record = r.http.streams.open();
     if let Some(m) = first {
         record.push(m);
     }
@@ -462,7 +296,7 @@ fn resumable_stream(
                     }
                     match reply {
                         Ok(Reply::Response(resp)) => pump.finish(Some(resp.to_json())),
-                        Ok(Reply::Listen(_)) | Ok(Reply::Cancelled) => pump.finish(None),
+                        Ok(_) => pump.finish(None),
                         Err(e) => {
                             tracing::error!(error = %e, "request handler panicked");
                             pump.finish(None);
@@ -473,7 +307,7 @@ fn resumable_stream(
             }
         }
     });
-    resume::response(record, 0, connection, r.session.closed(), true)
+    resume::response(record, 0, connection, r.closed, true)
 }
 
 fn sse<S>(body: S, keep_alive: Option<std::time::Duration>) -> Response
@@ -531,7 +365,7 @@ fn request_stream(
                 }
                 match reply {
                     Ok(Reply::Response(r)) => st.tail.push_back(r.to_json()),
-                    Ok(Reply::Listen(_)) | Ok(Reply::Cancelled) => {}
+                    Ok(_) => {}
                     Err(e) => tracing::error!(error = %e, "request handler panicked"),
                 }
                 let m = st.tail.pop_front()?;

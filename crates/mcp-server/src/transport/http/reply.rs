@@ -27,20 +27,15 @@ pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
     r
 }
 
-/// The status for a JSON-RPC error. The modern wire maps errors to the
-/// statuses the spec names; legacy clients expect 200 for any JSON-RPC
-/// error except a malformed body.
-pub(crate) fn status_for(e: &ProtocolError, modern: bool) -> StatusCode {
-    match (e.status, modern) {
-        (ErrorStatus::TooLarge, _) => StatusCode::PAYLOAD_TOO_LARGE,
-        (ErrorStatus::Forbidden, _) => StatusCode::FORBIDDEN,
-        (ErrorStatus::TooManyRequests, _) => StatusCode::TOO_MANY_REQUESTS,
-        (ErrorStatus::BadRequest, true) => StatusCode::BAD_REQUEST,
-        (ErrorStatus::NotFound, true) => StatusCode::NOT_FOUND,
-        (ErrorStatus::BadRequest, false) if e.code == -32700 || e.code == -32600 => {
-            StatusCode::BAD_REQUEST
-        }
-        _ => StatusCode::OK,
+/// The HTTP status for the engine's status hint.
+pub(crate) fn http_status(status: ErrorStatus) -> StatusCode {
+    match status {
+        ErrorStatus::Answered => StatusCode::OK,
+        ErrorStatus::BadRequest => StatusCode::BAD_REQUEST,
+        ErrorStatus::NotFound => StatusCode::NOT_FOUND,
+        ErrorStatus::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorStatus::Forbidden => StatusCode::FORBIDDEN,
+        ErrorStatus::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
     }
 }
 
@@ -50,10 +45,7 @@ pub(crate) fn rpc_response(
     modern: bool,
     config: &HttpConfig,
 ) -> Response {
-    let status = match &response.body {
-        Ok(_) => StatusCode::OK,
-        Err(e) => status_for(e, modern),
-    };
+    let status = http_status(crate::engine::response_status(&response, modern));
     let mut r = json_response(status, response.to_json());
     if let Err(e) = &response.body {
         add_error_headers(&mut r, e, config);

@@ -71,13 +71,11 @@ pub(crate) async fn get(
     }
     // Resuming a request stream of a 2025-11-25 session (the only streams
     // with event ids); other revisions keep the plain standalone stream.
+    let http = state.sessions.of(&session);
     if session.version() == ProtocolVersion::V2025_11_25
         && let Some(last) = headers.get("last-event-id")
     {
-        let found = last
-            .to_str()
-            .ok()
-            .and_then(|id| session.event_store().find(id));
+        let found = last.to_str().ok().and_then(|id| http.streams.find(id));
         let Some((record, cursor)) = found else {
             return error_response(
                 StatusCode::BAD_REQUEST,
@@ -91,7 +89,7 @@ pub(crate) async fn get(
         return resume::response(record, cursor, connection, session.closed(), false);
     }
     let (tx, rx) = mpsc::channel::<String>(64);
-    if !session.open_standalone(tx.clone()) {
+    if !http.open_standalone(tx.clone()) {
         return error_response(
             StatusCode::CONFLICT,
             None,

@@ -7,8 +7,11 @@
 //! `subscriptions/listen` always streams. `GET` opens a legacy session's
 //! standalone stream; `DELETE` ends a legacy session.
 
+mod activity;
 pub mod auth;
 mod config;
+mod connection;
+mod listener;
 mod post;
 mod reply;
 pub(crate) mod resume;
@@ -22,7 +25,8 @@ use axum::Router;
 use axum::routing::post as route_post;
 use tokio::net::TcpListener;
 
-pub use config::HttpConfig;
+pub use config::{ConnectionLimits, HttpConfig};
+pub use listener::{ConnectionStats, serve_with};
 
 use crate::server::Server;
 
@@ -56,7 +60,8 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
 }
 
 /// Serves until `shutdown` resolves, then lets in-flight requests finish
-/// while long-lived streams end with their final response.
+/// while long-lived streams end with their final response; connections
+/// are bounded by the default [`ConnectionLimits`] (see [`serve_with`]).
 pub async fn serve<F>(
     listener: TcpListener,
     router: Router,
@@ -66,14 +71,6 @@ pub async fn serve<F>(
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        shutdown.await;
-        tracing::info!("shutting down: finishing in-flight requests");
-        server.shutdown();
-    })
-    .await
+    let limits = ConnectionLimits::default();
+    serve_with(listener, router, server, shutdown, &limits, Arc::default()).await
 }

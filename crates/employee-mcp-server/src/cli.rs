@@ -241,11 +241,7 @@ pub struct ConnectionArgs {
 
     /// On SIGTERM or Ctrl-C, seconds requests in flight get to finish before
     /// the remaining connections are dropped.
-    #[arg(
-        long,
-        env = "EMPLOYEE_MCP_SHUTDOWN_GRACE_SECS",
-        default_value_t = 10
-    )]
+    #[arg(long, env = "EMPLOYEE_MCP_SHUTDOWN_GRACE_SECS", default_value_t = 10)]
     pub shutdown_grace_secs: u64,
 }
 

@@ -145,9 +145,16 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         max_connections: usize::try_from(conn.max_connections).unwrap_or(usize::MAX),
         shutdown_grace: Duration::from_secs(conn.shutdown_grace_secs),
     };
-    mcp_http::serve_with(listener, router, server, shutdown_signal(), &limits, Arc::default())
-        .await
-        .map_err(|e| format!("HTTP server failed: {e}"))?;
+    mcp_http::serve_with(
+        listener,
+        router,
+        server,
+        shutdown_signal(),
+        &limits,
+        Arc::default(),
+    )
+    .await
+    .map_err(|e| format!("HTTP server failed: {e}"))?;
     tracing::info!("stopped");
     Ok(())
 }

@@ -60,7 +60,9 @@ async fn read_until(stream: &mut TcpStream, needle: &str) -> String {
     while !String::from_utf8_lossy(&got).contains(needle) {
         let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
             .await
-            .unwrap_or_else(|_| panic!("no {needle:?} in time: {:?}", String::from_utf8_lossy(&got)))
+            .unwrap_or_else(|_| {
+                panic!("no {needle:?} in time: {:?}", String::from_utf8_lossy(&got))
+            })
             .expect("read");
         assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
         got.extend_from_slice(&buf[..n]);
@@ -153,7 +155,11 @@ async fn idle_keep_alive_connections_are_closed() {
     let mut idle = keep_alive_ping(&server.addr).await;
     let closed = closed_within(&mut idle, Duration::from_secs(4)).await;
     assert!(closed.received.is_empty(), "{}", closed.received);
-    assert!(closed.after >= Duration::from_millis(500), "{:?}", closed.after);
+    assert!(
+        closed.after >= Duration::from_millis(500),
+        "{:?}",
+        closed.after
+    );
     server.assert_alive().await;
 }
 

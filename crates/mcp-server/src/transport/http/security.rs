@@ -174,7 +174,10 @@ mod tests {
         assert_eq!(two_same, Err(StatusCode::BAD_REQUEST));
         let foreign = host_check(&["localhost:1"], "http://evil.com/mcp");
         assert_eq!(foreign, Err(StatusCode::FORBIDDEN));
-        assert_eq!(host_check(&[], "http://evil.com/mcp"), Err(StatusCode::FORBIDDEN));
+        assert_eq!(
+            host_check(&[], "http://evil.com/mcp"),
+            Err(StatusCode::FORBIDDEN)
+        );
         let sneaky = host_check(&[], "http://localhost@evil.com/mcp");
         assert_eq!(sneaky, Err(StatusCode::FORBIDDEN));
         let ok = host_check(&["MCP.example.com:8080"], "http://mcp.example.com:8080/mcp");

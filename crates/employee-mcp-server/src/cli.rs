@@ -101,6 +101,9 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub limits: LimitArgs,
 
+    #[command(flatten)]
+    pub connections: ConnectionArgs,
+
     /// Serve on a non-loopback address WITHOUT any authentication. Anyone
     /// who can reach the port can read every employee's data. Not needed
     /// with --auth-issuer.
@@ -218,6 +221,58 @@ pub struct LimitArgs {
         value_delimiter = ','
     )]
     pub trusted_proxies: Vec<std::net::IpAddr>,
+}
+
+/// Bounds on HTTP connections (slow clients, idle keep-alive, shutdown).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Connections (HTTP)")]
+pub struct ConnectionArgs {
+    /// Seconds a client has to send a request's headers, from their first
+    /// byte (for a new connection, from connecting); slower connections are
+    /// closed.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_HEADER_READ_TIMEOUT_SECS",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub header_read_timeout_secs: u64,
+
+    /// Seconds a client has to send a whole request body; slower requests
+    /// get 408 and their connection is closed.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_BODY_READ_TIMEOUT_SECS",
+        default_value_t = 30,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub body_read_timeout_secs: u64,
+
+    /// Seconds a keep-alive connection may wait for its next request before
+    /// it is closed (open streams are never idle).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_IDLE_TIMEOUT_SECS",
+        default_value_t = 60,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub idle_timeout_secs: u64,
+
+    /// Most HTTP connections open at once; further clients wait (in the
+    /// kernel's backlog) until one closes. Keep it below the file
+    /// descriptor limit (ulimit -n).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_MAX_CONNECTIONS",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub max_connections: u64,
+
+    /// On SIGTERM or Ctrl-C, seconds requests in flight get to finish before
+    /// the remaining connections are dropped.
+    #[arg(long, env = "EMPLOYEE_MCP_SHUTDOWN_GRACE_SECS", default_value_t = 10)]
+    pub shutdown_grace_secs: u64,
 }
 
 /// Outcomes recorded in the audit trail.

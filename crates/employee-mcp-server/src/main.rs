@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 
 use clap::Parser;
 use employee_directory::{Directory, SystemClock};
-use mcp_server::transport::http::{self as mcp_http, HttpConfig};
+use mcp_server::transport::http::{self as mcp_http, ConnectionLimits, HttpConfig};
 use mcp_server::transport::stdio::{StdioConfig, serve_stdio};
 use mcp_server::{AccessOptions, RateLimit, Server, ServerOptions};
 use tracing_subscriber::EnvFilter;
@@ -116,8 +116,10 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     if !addr.ip().is_unspecified() {
         allowed_hosts.push(addr.ip().to_string());
     }
+    let conn = &cli.connections;
     let mut config = HttpConfig {
         max_body_bytes: cli.max_body_bytes,
+        body_read_timeout: Duration::from_secs(conn.body_read_timeout_secs),
         allowed_hosts,
         allowed_origins: cli.allowed_origins.clone(),
         trusted_proxies: cli.limits.trusted_proxies.clone(),
@@ -139,9 +141,22 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         "serving MCP on http://{addr}/mcp (database {})",
         cli.database
     );
-    mcp_http::serve(listener, router, server, shutdown_signal())
-        .await
-        .map_err(|e| format!("HTTP server failed: {e}"))?;
+    let limits = ConnectionLimits {
+        header_read_timeout: Duration::from_secs(conn.header_read_timeout_secs),
+        idle_timeout: Duration::from_secs(conn.idle_timeout_secs),
+        max_connections: usize::try_from(conn.max_connections).unwrap_or(usize::MAX),
+        shutdown_grace: Duration::from_secs(conn.shutdown_grace_secs),
+    };
+    mcp_http::serve_with(
+        listener,
+        router,
+        server,
+        shutdown_signal(),
+        &limits,
+        Arc::default(),
+    )
+    .await
+    .map_err(|e| format!("HTTP server failed: {e}"))?;
     tracing::info!("stopped");
     Ok(())
 }

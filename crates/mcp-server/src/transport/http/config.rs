@@ -9,6 +9,9 @@ pub struct HttpConfig {
     pub path: String,
     /// Largest request body accepted (larger → 413).
     pub max_body_bytes: usize,
+    /// Time allowed to receive a whole request body, counted from the
+    /// start of the read; slower bodies get 408 and the connection closes.
+    pub body_read_timeout: Duration,
     /// Deepest JSON nesting accepted (deeper → 400).
     pub max_json_depth: usize,
     /// Host names (without port) accepted in `Host` and `Origin`; guards
@@ -33,12 +36,43 @@ impl Default for HttpConfig {
         Self {
             path: "/mcp".to_owned(),
             max_body_bytes: 1024 * 1024,
+            body_read_timeout: Duration::from_secs(30),
             max_json_depth: 64,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             keep_alive: Duration::from_secs(15),
             resource_metadata_url: None,
             trusted_proxies: Vec::new(),
+        }
+    }
+}
+
+/// Bounds on the connections the HTTP listener keeps (see
+/// [`serve_with`](super::serve_with)).
+#[derive(Clone, Debug)]
+pub struct ConnectionLimits {
+    /// Time allowed to receive a request head, counted from its first byte.
+    /// Slower connections are closed without a response.
+    pub header_read_timeout: Duration,
+    /// Time a keep-alive connection may wait for its next request before the
+    /// server closes it. A connection with a request in flight (including a
+    /// long-lived SSE response) is never idle.
+    pub idle_timeout: Duration,
+    /// Most connections open at once. At the limit the listener stops
+    /// accepting (new clients wait in the kernel backlog) until one closes.
+    pub max_connections: usize,
+    /// After shutdown begins, time connections get to finish their requests
+    /// before the rest are dropped.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 10_000,
+            shutdown_grace: Duration::from_secs(10),
         }
     }
 }

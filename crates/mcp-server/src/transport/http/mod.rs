@@ -10,9 +10,12 @@
 //! Beside it, `GET /sse` + `POST /messages` serve the 2024-11-05 HTTP+SSE
 //! transport (see `legacy_sse`).
 
+mod activity;
 pub mod auth;
 mod config;
+mod connection;
 mod legacy_sse;
+mod listener;
 mod post;
 mod reply;
 pub(crate) mod resume;
@@ -27,7 +30,8 @@ use axum::Router;
 use axum::routing::{get, post as route_post};
 use tokio::net::TcpListener;
 
-pub use config::HttpConfig;
+pub use config::{ConnectionLimits, HttpConfig};
+pub use listener::{ConnectionStats, serve_with};
 
 use crate::engine::MessageLimits;
 use crate::server::Server;
@@ -80,7 +84,8 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
 }
 
 /// Serves until `shutdown` resolves, then lets in-flight requests finish
-/// while long-lived streams end with their final response.
+/// while long-lived streams end with their final response; connections
+/// are bounded by the default [`ConnectionLimits`] (see [`serve_with`]).
 pub async fn serve<F>(
     listener: TcpListener,
     router: Router,
@@ -90,14 +95,6 @@ pub async fn serve<F>(
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        shutdown.await;
-        tracing::info!("shutting down: finishing in-flight requests");
-        server.shutdown();
-    })
-    .await
+    let limits = ConnectionLimits::default();
+    serve_with(listener, router, server, shutdown, &limits, Arc::default()).await
 }

@@ -181,9 +181,21 @@ pub(super) async fn read_body(
     if declared.is_some_and(|n| n > limit) {
         return Err(too_large());
     }
-    axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| too_large())
+    // A body trickling in must not hold the connection open indefinitely.
+    let timeout = state.config.body_read_timeout;
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
+        Ok(read) => read.map_err(|_| too_large()),
+        Err(_) => {
+            let e = ProtocolError::invalid_request(format!(
+                "Request body not received within {} s.",
+                timeout.as_secs_f64()
+            ));
+            let mut r = error_response(StatusCode::REQUEST_TIMEOUT, None, e);
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            Err(Box::new(r))
+        }
+    }
 }
 
 /// What a resumable request (2025-11-25 session) needs to stream.

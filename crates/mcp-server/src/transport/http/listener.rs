@@ -1,0 +1,198 @@
+//! The accept loop: at most `max_connections` open, accept errors survive,
+//! and shutdown is bounded by a deadline.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::config::ConnectionLimits;
+use super::connection::{self, Shared};
+use crate::server::Server;
+
+/// Pause after an accept error that is not the peer's doing (e.g. out of
+/// file descriptors), so the loop does not spin while it lasts.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+/// At most one warning per this interval for a repeated condition.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// Counters of the listener, for operators. Read them with
+/// `load(Ordering::Relaxed)`.
+#[derive(Debug, Default)]
+pub struct ConnectionStats {
+    /// Connections accepted.
+    pub accepted: AtomicU64,
+    /// Connections open now.
+    pub open: AtomicU64,
+    /// Times the listener paused because `max_connections` were open.
+    pub paused_at_limit: AtomicU64,
+    /// Failed `accept()` calls (e.g. out of file descriptors).
+    pub accept_errors: AtomicU64,
+    /// Connections closed because a request head arrived too slowly.
+    pub header_timeouts: AtomicU64,
+    /// Keep-alive connections closed after waiting idle for a request.
+    pub idle_closed: AtomicU64,
+    /// Connections dropped at the shutdown deadline.
+    pub dropped_at_shutdown: AtomicU64,
+}
+
+impl ConnectionStats {
+    fn log_summary(&self) {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        tracing::info!(
+            accepted = get(&self.accepted),
+            paused_at_limit = get(&self.paused_at_limit),
+            accept_errors = get(&self.accept_errors),
+            header_timeouts = get(&self.header_timeouts),
+            idle_closed = get(&self.idle_closed),
+            dropped_at_shutdown = get(&self.dropped_at_shutdown),
+            "connections served"
+        );
+    }
+}
+
+/// Logs a repeated condition at most once per [`WARN_EVERY`].
+#[derive(Default)]
+struct Throttle(Option<Instant>);
+
+impl Throttle {
+    fn ready(&mut self) -> bool {
+        let now = Instant::now();
+        let ready = self.0.is_none_or(|last| now - last >= WARN_EVERY);
+        if ready {
+            self.0 = Some(now);
+        }
+        ready
+    }
+}
+
+/// Serves `router` on `listener` within `limits` until `shutdown`
+/// resolves; then stops accepting, ends long-lived streams
+/// (`server.shutdown()`), lets requests in flight finish and, after
+/// `limits.shutdown_grace`, drops the connections that remain.
+pub async fn serve_with<F>(
+    listener: TcpListener,
+    router: Router,
+    server: Server,
+    shutdown: F,
+    limits: &ConnectionLimits,
+    stats: Arc<ConnectionStats>,
+) -> io::Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let shared = Arc::new(Shared {
+        router,
+        limits: limits.clone(),
+        stats,
+        finish: CancellationToken::new(),
+        drop_now: CancellationToken::new(),
+    });
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let tracker = TaskTracker::new();
+    let mut shutdown = pin!(shutdown);
+    let mut throttle = (Throttle::default(), Throttle::default());
+    loop {
+        let (permit, stream, addr) = tokio::select! {
+            () = &mut shutdown => break,
+            next = next_connection(&listener, &slots, &shared.stats, &mut throttle) => next,
+        };
+        tracker.spawn(run(permit, stream, addr, Arc::clone(&shared)));
+    }
+    drop(listener);
+    tracing::info!(
+        open = tracker.len(),
+        "shutting down: finishing in-flight requests"
+    );
+    server.shutdown();
+    shared.finish.cancel();
+    tracker.close();
+    if tokio::time::timeout(limits.shutdown_grace, tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            open = tracker.len(),
+            grace = ?limits.shutdown_grace,
+            "shutdown deadline passed: dropping the remaining connections"
+        );
+        shared.drop_now.cancel();
+        // Each task drops its connection at its next poll.
+        let _ = tokio::time::timeout(Duration::from_secs(1), tracker.wait()).await;
+    }
+    shared.stats.log_summary();
+    Ok(())
+}
+
+/// One connection task: holds its slot until the connection ends.
+async fn run(
+    _permit: OwnedSemaphorePermit,
+    stream: TcpStream,
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+) {
+    shared.stats.accepted.fetch_add(1, Ordering::Relaxed);
+    shared.stats.open.fetch_add(1, Ordering::Relaxed);
+    // Responses and SSE events are written whole; do not delay them.
+    let _ = stream.set_nodelay(true);
+    connection::serve(stream, addr, Arc::clone(&shared)).await;
+    shared.stats.open.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Waits for a free slot, then for a connection. Accept errors are logged
+/// and retried; they never end the loop.
+async fn next_connection(
+    listener: &TcpListener,
+    slots: &Arc<Semaphore>,
+    stats: &ConnectionStats,
+    (at_limit, failing): &mut (Throttle, Throttle),
+) -> (OwnedSemaphorePermit, TcpStream, SocketAddr) {
+    let permit = match Arc::clone(slots).try_acquire_owned() {
+        Ok(p) => p,
+        Err(_) => {
+            stats.paused_at_limit.fetch_add(1, Ordering::Relaxed);
+            if at_limit.ready() {
+                tracing::warn!("connection limit reached: new connections wait until one closes");
+            }
+            match Arc::clone(slots).acquire_owned().await {
+                Ok(p) => p,
+                // The semaphore is never closed.
+                Err(_) => std::future::pending().await,
+            }
+        }
+    };
+    loop {
+        match listener.accept().await {
+            Ok((stream, addr)) => return (permit, stream, addr),
+            Err(e) if peer_gave_up(&e) => {}
+            Err(e) => {
+                stats.accept_errors.fetch_add(1, Ordering::Relaxed);
+                if failing.ready() {
+                    tracing::warn!(error = %e, "accepting a connection failed; retrying");
+                }
+                tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+            }
+        }
+    }
+}
+
+/// Accept errors about one connection that closed before it was accepted.
+fn peer_gave_up(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::Interrupted
+    )
+}

@@ -87,7 +87,10 @@ impl UnavailableReason {
     /// Whether retrying the same call later may succeed without an operator
     /// doing anything.
     pub fn is_transient(self) -> bool {
-        matches!(self, UnavailableReason::Locked | UnavailableReason::Overloaded)
+        matches!(
+            self,
+            UnavailableReason::Locked | UnavailableReason::Overloaded
+        )
     }
 }
 

@@ -95,7 +95,10 @@ async fn empty_or_foreign_file_is_not_an_employee_database() {
 
     for (what, content) in [
         ("an empty file", Vec::new()),
-        ("a text file", b"not a database at all, just some text".repeat(200)),
+        (
+            "a text file",
+            b"not a database at all, just some text".repeat(200),
+        ),
     ] {
         std::fs::remove_file(&db.path).expect("delete the database");
         std::fs::write(&db.path, &content).expect("write the replacement");
@@ -219,7 +222,11 @@ async fn waiting_for_a_connection_is_bounded() {
 
     drop(locker);
     for task in stuck {
-        let reason = task.await.expect("task").err().and_then(|e| e.unavailable_reason());
+        let reason = task
+            .await
+            .expect("task")
+            .err()
+            .and_then(|e| e.unavailable_reason());
         assert!(
             matches!(
                 reason,

@@ -16,11 +16,11 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 
 use crate::error::{DirectoryError, UnavailableReason};
-use crate::options::DirectoryOptions;
 use crate::model::{
     CompensationBand, DepartmentRoster, EmployeeDetails, Health, LeaveBalance, LeaveType, Level,
     Report, ReportType, SkillSearch, TeamRoster, Tenure,
 };
+use crate::options::DirectoryOptions;
 use pool::{Pool, Target};
 
 /// Most connections a file database keeps open.

@@ -341,7 +341,10 @@ fn stat_error(path: &Path, error: &std::io::Error) -> DirectoryError {
     }
     DirectoryError::unavailable(
         UnavailableReason::Other,
-        format!("cannot access the database file {}: {error}", path.display()),
+        format!(
+            "cannot access the database file {}: {error}",
+            path.display()
+        ),
     )
 }
 

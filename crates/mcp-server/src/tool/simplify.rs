@@ -354,7 +354,10 @@ mod tests {
         assert!(s["properties"]["when"].get("format").is_none());
         let n = &s["properties"]["n"];
         assert!(n.get("format").is_none());
-        assert_eq!((n["minimum"].clone(), n["maximum"].clone()), (json!(1), json!(i32::MAX)));
+        assert_eq!(
+            (n["minimum"].clone(), n["maximum"].clone()),
+            (json!(1), json!(i32::MAX))
+        );
         assert_eq!(n["default"]["format"], "int32");
         assert!(s["allOf"][0]["properties"]["x"].get("format").is_none());
         assert_eq!(s["$defs"]["D"]["items"]["maximum"], 255);

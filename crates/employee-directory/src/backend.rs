@@ -5,6 +5,7 @@
 //! [`Backend::open`] and an arm in `dispatch!` (in `lib.rs`).
 
 use crate::error::DirectoryError;
+use crate::options::DirectoryOptions;
 use crate::sqlite::{self, SqliteBackend};
 
 pub(crate) enum Backend {
@@ -13,9 +14,14 @@ pub(crate) enum Backend {
 
 impl Backend {
     /// Opens the backend named by the URL scheme.
-    pub(crate) async fn open(url: &str) -> Result<Backend, DirectoryError> {
+    pub(crate) async fn open(
+        url: &str,
+        options: DirectoryOptions,
+    ) -> Result<Backend, DirectoryError> {
         if let Some(target) = sqlite::parse_url(url) {
-            return Ok(Backend::Sqlite(SqliteBackend::open(target?).await?));
+            return Ok(Backend::Sqlite(
+                SqliteBackend::open(target?, options).await?,
+            ));
         }
         Err(DirectoryError::UnsupportedUrl {
             url: url.to_string(),

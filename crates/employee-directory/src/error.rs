@@ -21,6 +21,8 @@ pub enum DirectoryError {
     /// The database could not be opened or reached.
     #[error("employee database is unavailable: {message}")]
     Unavailable {
+        /// Why, in a form callers can branch on (see [`UnavailableReason`]).
+        reason: UnavailableReason,
         /// What was attempted, what failed and what to check.
         message: String,
         /// The underlying driver error, when there is one.
@@ -58,7 +60,58 @@ pub enum DirectoryError {
     TaskJoin(#[from] tokio::task::JoinError),
 }
 
+/// Why the database is unavailable, so that a caller can tell the model or
+/// operator what to do without parsing messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UnavailableReason {
+    /// The database file was deleted or moved away while serving; it is not
+    /// recreated (that would serve an empty directory). Calls succeed again
+    /// once the file is restored.
+    Missing,
+    /// A file exists at the path but is not an employee database (not
+    /// SQLite, or the schema/migrations are missing or from another version).
+    NotEmployeeDatabase,
+    /// Another process held a lock on the database for longer than the busy
+    /// timeout.
+    Locked,
+    /// No pooled connection became free within the acquire timeout (the
+    /// server is overloaded or a query is stuck).
+    Overloaded,
+    /// Anything else: the file cannot be opened or created, the pool shut
+    /// down, the in-memory database was lost.
+    Other,
+}
+
+impl UnavailableReason {
+    /// Whether retrying the same call later may succeed without an operator
+    /// doing anything.
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            UnavailableReason::Locked | UnavailableReason::Overloaded
+        )
+    }
+}
+
 impl DirectoryError {
+    /// Why the database is unavailable, for [`DirectoryError::Unavailable`].
+    pub fn unavailable_reason(&self) -> Option<UnavailableReason> {
+        match self {
+            DirectoryError::Unavailable { reason, .. } => Some(*reason),
+            _ => None,
+        }
+    }
+
+    /// An [`DirectoryError::Unavailable`] without a driver error.
+    pub(crate) fn unavailable(reason: UnavailableReason, message: String) -> DirectoryError {
+        DirectoryError::Unavailable {
+            reason,
+            message,
+            source: None,
+        }
+    }
+
     /// Wraps a driver error raised by the named operation.
     pub(crate) fn db(context: &'static str) -> impl FnOnce(rusqlite::Error) -> DirectoryError {
         move |source| DirectoryError::Database { context, source }

@@ -42,6 +42,7 @@ mod clock;
 mod error;
 mod ids;
 pub mod model;
+mod options;
 mod seed;
 mod sqlite;
 mod tenure;
@@ -51,8 +52,9 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 
 pub use clock::{Clock, FixedClock, SystemClock};
-pub use error::DirectoryError;
+pub use error::{DirectoryError, UnavailableReason};
 pub use model::*;
+pub use options::{DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_BUSY_TIMEOUT, DirectoryOptions};
 
 use backend::Backend;
 
@@ -95,8 +97,22 @@ impl Directory {
     /// directory are created if missing) and `sqlite::memory:` (a private
     /// in-memory database, for tests). Anything else fails with
     /// [`DirectoryError::UnsupportedUrl`].
+    ///
+    /// Only this call creates the file: if it is deleted while serving,
+    /// queries fail with [`UnavailableReason::Missing`] until it is restored.
+    /// Uses [`DirectoryOptions::default`]; see [`Directory::open_with`].
     pub async fn open(url: &str, clock: Arc<dyn Clock>) -> Result<Directory, DirectoryError> {
-        let backend = Backend::open(url).await?;
+        Directory::open_with(url, clock, DirectoryOptions::default()).await
+    }
+
+    /// [`Directory::open`] with explicit bounds on how long queries wait
+    /// for a lock or a free connection.
+    pub async fn open_with(
+        url: &str,
+        clock: Arc<dyn Clock>,
+        options: DirectoryOptions,
+    ) -> Result<Directory, DirectoryError> {
+        let backend = Backend::open(url, options).await?;
         Ok(Directory {
             inner: Arc::new(Inner { backend, clock }),
         })

@@ -15,11 +15,12 @@ use std::sync::Arc;
 
 use chrono::NaiveDate;
 
-use crate::error::DirectoryError;
+use crate::error::{DirectoryError, UnavailableReason};
 use crate::model::{
     CompensationBand, DepartmentRoster, EmployeeDetails, Health, LeaveBalance, LeaveType, Level,
     Report, ReportType, SkillSearch, TeamRoster, Tenure,
 };
+use crate::options::DirectoryOptions;
 use pool::{Pool, Target};
 
 /// Most connections a file database keeps open.
@@ -51,17 +52,22 @@ pub(crate) struct SqliteBackend {
 
 impl SqliteBackend {
     /// Opens the database, migrates it and seeds it if empty.
-    pub(crate) async fn open(target: Target) -> Result<SqliteBackend, DirectoryError> {
+    pub(crate) async fn open(
+        target: Target,
+        options: DirectoryOptions,
+    ) -> Result<SqliteBackend, DirectoryError> {
         if let Target::File(path) = &target {
             create_parent_dir(path)?;
         }
         let size = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(2, MAX_CONNECTIONS);
-        let pool = Arc::new(Pool::new(target, size)?);
+        let pool = Arc::new(Pool::new(target, size, options)?);
         let described = pool.describe();
+        // The only place the file may be created: later connections refuse
+        // a missing file instead of serving an empty database.
         let (migrated, seeded) = pool
-            .run(|conn| {
+            .bootstrap(|conn| {
                 let migrated = migrate::migrate(conn)?;
                 let seeded = seed::seed_if_empty(conn)?;
                 if seeded {
@@ -202,12 +208,14 @@ impl SqliteBackend {
 fn create_parent_dir(path: &std::path::Path) -> Result<(), DirectoryError> {
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() && !dir.exists() => std::fs::create_dir_all(dir)
-            .map_err(|e| DirectoryError::Unavailable {
-                message: format!(
-                    "cannot create directory {} for the database: {e}",
-                    dir.display()
-                ),
-                source: None,
+            .map_err(|e| {
+                DirectoryError::unavailable(
+                    UnavailableReason::Other,
+                    format!(
+                        "cannot create directory {} for the database: {e}",
+                        dir.display()
+                    ),
+                )
             }),
         _ => Ok(()),
     }

@@ -2,47 +2,90 @@
 //!
 //! rusqlite is synchronous, so every query runs inside
 //! `tokio::task::spawn_blocking`. A semaphore bounds concurrency (acquired
-//! asynchronously, so async threads never block); idle connections are kept
-//! in a `std::sync::Mutex<Vec<_>>` that is only touched on the blocking
-//! thread and never held across an await.
+//! asynchronously with a timeout, so async threads never block and calls
+//! never queue forever); idle connections are kept in a
+//! `std::sync::Mutex<Vec<_>>` that is only touched on the blocking thread and
+//! never held across an await.
+//!
+//! # Faults on a file database
+//!
+//! Only [`Pool::bootstrap`] (run once by `Directory::open`) may create the
+//! file; later connections open it without `SQLITE_OPEN_CREATE`, so a file
+//! deleted while serving is reported as missing instead of silently
+//! replaced by an empty database. An open connection keeps its file's inode
+//! alive, so an idle connection would keep answering from a deleted file, or
+//! from the old file after a restore: every checkout therefore `stat`s the
+//! path and drops idle connections whose (device, inode) differs. New
+//! connections check the schema before use, so an empty or foreign file is
+//! reported as "not an employee database" rather than "no such table".
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use rusqlite::{Connection, OpenFlags};
-use tokio::sync::Semaphore;
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::error::DirectoryError;
-
-/// How long a connection waits on a locked database before giving up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+use super::migrate;
+use crate::error::{DirectoryError, UnavailableReason};
+use crate::options::DirectoryOptions;
 
 /// Which database the pool talks to.
 #[derive(Debug, Clone)]
 pub(crate) enum Target {
-    /// A database file, created if missing.
+    /// A database file, created by [`Pool::bootstrap`] if missing.
     File(PathBuf),
     /// A private in-memory database. It lives as long as its single
     /// connection, so the pool is sized to one and never drops it.
     Memory,
 }
 
+/// Identity of a database file; a restored or replaced file has a new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+/// A connection and the identity of the file it was opened on (`None` for
+/// the in-memory database).
+struct Pooled {
+    conn: Connection,
+    file: Option<FileId>,
+}
+
+/// How a new connection to a file database is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    /// At startup: create the file if missing; the schema is not checked
+    /// because the caller migrates it.
+    Create,
+    /// While serving: the file must exist and hold the current schema.
+    Existing,
+}
+
 pub(crate) struct Pool {
     target: Target,
-    idle: Mutex<Vec<Connection>>,
+    options: DirectoryOptions,
+    size: usize,
+    idle: Mutex<Vec<Pooled>>,
     permits: Arc<Semaphore>,
 }
 
 impl Pool {
     /// Creates a pool; for [`Target::Memory`] this opens the one connection.
-    pub(crate) fn new(target: Target, size: usize) -> Result<Pool, DirectoryError> {
+    pub(crate) fn new(
+        target: Target,
+        size: usize,
+        options: DirectoryOptions,
+    ) -> Result<Pool, DirectoryError> {
         let (size, idle) = match &target {
-            Target::Memory => (1, vec![open(&target)?]),
+            Target::Memory => (1, vec![open_memory(&options)?]),
             Target::File(_) => (size.max(1), Vec::new()),
         };
         Ok(Pool {
             target,
+            options,
+            size,
             idle: Mutex::new(idle),
             permits: Arc::new(Semaphore::new(size)),
         })
@@ -62,88 +105,345 @@ impl Pool {
         F: FnOnce(&mut Connection) -> Result<T, DirectoryError> + Send + 'static,
         T: Send + 'static,
     {
-        let permit = Arc::clone(&self.permits)
-            .acquire_owned()
-            .await
-            .map_err(|_| DirectoryError::Unavailable {
-                message: "the connection pool has been shut down".to_string(),
-                source: None,
-            })?;
+        self.run_with(Open::Existing, work).await
+    }
+
+    /// Runs `work` (migrations, seeding) on a new connection that may create
+    /// the database file. Only `Directory::open` calls this, once.
+    pub(crate) async fn bootstrap<T, F>(self: &Arc<Self>, work: F) -> Result<T, DirectoryError>
+    where
+        F: FnOnce(&mut Connection) -> Result<T, DirectoryError> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.run_with(Open::Create, work).await
+    }
+
+    async fn run_with<T, F>(self: &Arc<Self>, mode: Open, work: F) -> Result<T, DirectoryError>
+    where
+        F: FnOnce(&mut Connection) -> Result<T, DirectoryError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let permit = self.acquire().await?;
         let pool = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
             // Held until the work is done, even if the caller stops waiting.
             let _permit = permit;
-            let mut conn = pool.checkout()?;
-            let result = work(&mut conn);
-            pool.checkin(conn);
+            let mut pooled = pool.checkout(mode)?;
+            let result = work(&mut pooled.conn).map_err(|e| pool.explain(e));
+            pool.checkin(pooled);
             result
         })
         .await?
     }
 
-    fn checkout(&self) -> Result<Connection, DirectoryError> {
-        let reused = self.idle.lock().map(|mut idle| idle.pop()).unwrap_or(None);
-        match (reused, &self.target) {
-            (Some(conn), _) => Ok(conn),
-            (None, Target::File(_)) => open(&self.target),
-            (None, Target::Memory) => Err(DirectoryError::Unavailable {
-                message: "the in-memory database connection was lost after a failed query; \
-                          reopen the directory"
-                    .to_string(),
-                source: None,
-            }),
+    /// Waits at most `acquire_timeout` for a connection slot.
+    async fn acquire(&self) -> Result<OwnedSemaphorePermit, DirectoryError> {
+        let wait = self.options.acquire_timeout;
+        let permits = Arc::clone(&self.permits);
+        match tokio::time::timeout(wait, permits.acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_closed)) => Err(DirectoryError::unavailable(
+                UnavailableReason::Other,
+                "the connection pool has been shut down".to_string(),
+            )),
+            Err(_elapsed) => Err(DirectoryError::unavailable(
+                UnavailableReason::Overloaded,
+                format!(
+                    "all {} connections to {} stayed busy for {wait:?} (the server is \
+                     overloaded or a query is stuck); retry later",
+                    self.size,
+                    self.describe()
+                ),
+            )),
         }
     }
 
-    fn checkin(&self, conn: Connection) {
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.push(conn);
+    fn checkout(&self, mode: Open) -> Result<Pooled, DirectoryError> {
+        match (&self.target, mode) {
+            (Target::Memory, _) => self.checkout_memory(),
+            (Target::File(path), Open::Create) => self.open_file(path, Open::Create, None),
+            (Target::File(path), Open::Existing) => self.checkout_file(path),
+        }
+    }
+
+    /// Reuses an idle connection to the file now at `path`, or opens one.
+    fn checkout_file(&self, path: &Path) -> Result<Pooled, DirectoryError> {
+        let current = match file_id(path) {
+            Ok(id) => id,
+            Err(e) => {
+                // Idle connections would answer from the deleted inode.
+                self.close_idle_except(None);
+                return Err(stat_error(path, &e));
+            }
+        };
+        if let Some(pooled) = self.close_idle_except(Some(current)) {
+            return Ok(pooled);
+        }
+        self.open_file(path, Open::Existing, Some(current))
+    }
+
+    /// Closes every idle connection not opened on `keep` and returns one
+    /// that was, if any.
+    fn close_idle_except(&self, keep: Option<FileId>) -> Option<Pooled> {
+        let (found, stale) = {
+            let mut idle = self.lock_idle();
+            let (fresh, stale): (Vec<Pooled>, Vec<Pooled>) = std::mem::take(&mut *idle)
+                .into_iter()
+                .partition(|p| keep.is_some() && p.file == keep);
+            *idle = fresh;
+            (idle.pop(), stale)
+        };
+        if !stale.is_empty() {
+            tracing::warn!(
+                database = %self.describe(),
+                closed = stale.len(),
+                "database file was deleted or replaced; closing connections to the old file"
+            );
+        }
+        // Closing may checkpoint, so it happens outside the lock.
+        drop(stale);
+        found
+    }
+
+    fn checkout_memory(&self) -> Result<Pooled, DirectoryError> {
+        self.lock_idle().pop().ok_or_else(|| {
+            DirectoryError::unavailable(
+                UnavailableReason::Other,
+                "the in-memory database connection was lost after a failed query; reopen the \
+                 directory"
+                    .to_string(),
+            )
+        })
+    }
+
+    fn checkin(&self, pooled: Pooled) {
+        self.lock_idle().push(pooled);
+    }
+
+    /// The idle list is valid even if a holder panicked, so poisoning is
+    /// ignored.
+    fn lock_idle(&self) -> MutexGuard<'_, Vec<Pooled>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Opens, checks and configures a connection to the file at `path`,
+    /// which had identity `known` just before (`None`: stat it after).
+    fn open_file(
+        &self,
+        path: &Path,
+        mode: Open,
+        known: Option<FileId>,
+    ) -> Result<Pooled, DirectoryError> {
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if mode == Open::Create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let conn = Connection::open_with_flags(path, flags)
+            .map_err(|source| self.open_error(path, mode, source))?;
+        let prepare = || {
+            set_busy_timeout(&conn, &self.options)?;
+            if mode == Open::Existing {
+                // Before configuring: setting WAL would write to a foreign file.
+                check_schema(&conn, path)?;
+            }
+            configure_file(&conn)
+        };
+        prepare().map_err(|e| self.explain(e))?;
+        // Recorded before opening when known, so that a file swapped in
+        // between is seen as stale (and reopened) on the next checkout.
+        let file = match known {
+            Some(id) => id,
+            None => file_id(path).map_err(|e| stat_error(path, &e))?,
+        };
+        Ok(Pooled {
+            conn,
+            file: Some(file),
+        })
+    }
+
+    fn open_error(&self, path: &Path, mode: Open, source: rusqlite::Error) -> DirectoryError {
+        if mode == Open::Existing && source.sqlite_error_code() == Some(ErrorCode::CannotOpen) {
+            // Deleted between the stat and the open.
+            return missing(path);
+        }
+        DirectoryError::Unavailable {
+            reason: UnavailableReason::Other,
+            message: format!(
+                "cannot open SQLite database {}: {source}; check that the directory exists and \
+                 is writable",
+                path.display()
+            ),
+            source: Some(source),
+        }
+    }
+
+    /// Turns driver errors that an operator or caller can act on (a lock
+    /// held too long, a file that is not a database) into
+    /// [`DirectoryError::Unavailable`] with a clear message.
+    fn explain(&self, error: DirectoryError) -> DirectoryError {
+        let code = match &error {
+            DirectoryError::Database { source, .. }
+            | DirectoryError::Unavailable {
+                reason: UnavailableReason::Other,
+                source: Some(source),
+                ..
+            } => source.sqlite_error_code(),
+            _ => None,
+        };
+        let (reason, message) = match code {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => (
+                UnavailableReason::Locked,
+                format!(
+                    "the database {} is locked by another process (waited {:?}); retry later",
+                    self.describe(),
+                    self.options.busy_timeout
+                ),
+            ),
+            Some(ErrorCode::NotADatabase) => (
+                UnavailableReason::NotEmployeeDatabase,
+                format!(
+                    "{} is not an employee database (not a SQLite file); restore the database \
+                     file from a backup",
+                    self.describe()
+                ),
+            ),
+            _ => return error,
+        };
+        let source = match error {
+            DirectoryError::Database { source, .. } => Some(source),
+            DirectoryError::Unavailable { source, .. } => source,
+            _ => None,
+        };
+        DirectoryError::Unavailable {
+            reason,
+            message,
+            source,
         }
     }
 }
 
-/// Opens and configures one connection.
-fn open(target: &Target) -> Result<Connection, DirectoryError> {
+/// The error for a database file that is gone.
+fn missing(path: &Path) -> DirectoryError {
+    DirectoryError::unavailable(
+        UnavailableReason::Missing,
+        format!(
+            "the database file {} is missing (deleted or moved while the server was running); \
+             it is not recreated empty: restore it at that path (e.g. from a backup) and calls \
+             succeed again",
+            path.display()
+        ),
+    )
+}
+
+fn stat_error(path: &Path, error: &std::io::Error) -> DirectoryError {
+    if error.kind() == std::io::ErrorKind::NotFound {
+        return missing(path);
+    }
+    DirectoryError::unavailable(
+        UnavailableReason::Other,
+        format!(
+            "cannot access the database file {}: {error}",
+            path.display()
+        ),
+    )
+}
+
+/// The (device, inode) of the file at `path`; one `stat`.
+#[cfg(unix)]
+fn file_id(path: &Path) -> std::io::Result<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)?;
+    Ok(FileId {
+        dev: meta.dev(),
+        ino: meta.ino(),
+    })
+}
+
+/// Without inodes only a missing file is detected, not a replaced one.
+#[cfg(not(unix))]
+fn file_id(path: &Path) -> std::io::Result<FileId> {
+    std::fs::metadata(path).map(|_| FileId { dev: 0, ino: 0 })
+}
+
+/// Refuses a file without the employee schema at the version this build
+/// expects (an empty file, another application's database, an old backup).
+fn check_schema(conn: &Connection, path: &Path) -> Result<(), DirectoryError> {
+    let has_migrations: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master \
+             WHERE type = 'table' AND name = 'schema_migrations')",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(DirectoryError::db("check schema"))?;
+    let version = if has_migrations {
+        migrate::current_version(conn)?
+    } else {
+        0
+    };
+    let expected = migrate::latest_version();
+    let problem = match version {
+        0 => "its migrations table is missing or empty".to_string(),
+        v if v < expected => format!(
+            "its schema is at version {v}, older than version {expected}; restart the server \
+             to migrate it"
+        ),
+        v if v > expected => format!(
+            "its schema is at version {v}, newer than version {expected} that this build knows"
+        ),
+        _ => return Ok(()),
+    };
+    Err(DirectoryError::unavailable(
+        UnavailableReason::NotEmployeeDatabase,
+        format!(
+            "{} is not an employee database this server can use: {problem}; restore the \
+             database file from a backup",
+            path.display()
+        ),
+    ))
+}
+
+/// Opens the private in-memory database.
+fn open_memory(options: &DirectoryOptions) -> Result<Pooled, DirectoryError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = match target {
-        Target::File(path) => Connection::open_with_flags(path, flags),
-        Target::Memory => Connection::open_in_memory_with_flags(flags),
-    }
-    .map_err(|source| DirectoryError::Unavailable {
-        message: match target {
-            Target::File(path) => format!(
-                "cannot open SQLite database {}: {source}; check that the directory exists \
-                 and is writable",
-                path.display()
-            ),
-            Target::Memory => format!("cannot open an in-memory SQLite database: {source}"),
-        },
-        source: Some(source),
+    let conn = Connection::open_in_memory_with_flags(flags).map_err(|source| {
+        DirectoryError::Unavailable {
+            reason: UnavailableReason::Other,
+            message: format!("cannot open an in-memory SQLite database: {source}"),
+            source: Some(source),
+        }
     })?;
-    configure(&conn, target)?;
-    Ok(conn)
+    set_busy_timeout(&conn, options)?;
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(configure_error)?;
+    Ok(Pooled { conn, file: None })
 }
 
-fn configure(conn: &Connection, target: &Target) -> Result<(), DirectoryError> {
-    let fail = |source: rusqlite::Error| DirectoryError::Unavailable {
+fn set_busy_timeout(conn: &Connection, options: &DirectoryOptions) -> Result<(), DirectoryError> {
+    conn.busy_timeout(options.busy_timeout)
+        .map_err(configure_error)
+}
+
+fn configure_file(conn: &Connection) -> Result<(), DirectoryError> {
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(configure_error)?;
+    // WAL lets readers run while a writer works; it persists in the file.
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+        .map_err(configure_error)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(%mode, "SQLite did not switch to WAL journal mode");
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(configure_error)
+}
+
+fn configure_error(source: rusqlite::Error) -> DirectoryError {
+    DirectoryError::Unavailable {
+        reason: UnavailableReason::Other,
         message: format!("cannot configure SQLite connection: {source}"),
         source: Some(source),
-    };
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
-    conn.pragma_update(None, "foreign_keys", true)
-        .map_err(fail)?;
-    if let Target::File(_) = target {
-        // WAL lets readers run while a writer works; it persists in the file.
-        let mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(fail)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            tracing::warn!(%mode, "SQLite did not switch to WAL journal mode");
-        }
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(fail)?;
     }
-    Ok(())
 }

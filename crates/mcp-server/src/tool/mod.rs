@@ -159,13 +159,19 @@ impl ToolBuilder {
 
     /// Overrides the input schema (otherwise derived from the input type,
     /// or `{"type":"object"}` for raw handlers).
-    pub fn input_schema(mut self, schema: Value) -> Self {
+    ///
+    /// Non-standard `format`s are removed, as for derived schemas.
+    pub fn input_schema(mut self, mut schema: Value) -> Self {
+        simplify::standard_formats_only(&mut schema);
         self.input_schema = schema.as_object().cloned();
         self
     }
 
     /// Overrides the output schema (otherwise derived from the output type).
-    pub fn output_schema(mut self, schema: Value) -> Self {
+    ///
+    /// Non-standard `format`s are removed, as for derived schemas.
+    pub fn output_schema(mut self, mut schema: Value) -> Self {
+        simplify::standard_formats_only(&mut schema);
         self.output_schema = schema.as_object().cloned();
         self
     }

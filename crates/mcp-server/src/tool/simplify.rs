@@ -6,6 +6,12 @@
 //! without naming the allowed values. So local references are inlined
 //! (non-recursive ones) and `oneOf` of constants becomes `enum`, with the
 //! per-value docs folded into the description.
+//!
+//! `schemars` also writes OpenAPI-style `format`s (`uint32`, `int64`,
+//! `double`…) that are not JSON Schema formats: Ajv, used by every
+//! TypeScript client, logs "unknown format ignored" for each one on every
+//! `tools/list`. Only standard formats are kept; the range a numeric format
+//! implied is kept as `minimum`/`maximum`.
 
 use serde_json::{Map, Value};
 
@@ -22,6 +28,7 @@ pub(crate) fn simplify(schema: Map<String, Value>) -> Map<String, Value> {
     let mut root = Value::Object(schema);
     let mut unresolved = false;
     inline(&mut root, &defs, 0, &mut unresolved);
+    standard_formats_only(&mut root);
     let Value::Object(mut out) = root else {
         return Map::new();
     };
@@ -128,6 +135,90 @@ fn enum_from_consts(m: &mut Map<String, Value>) {
     }
 }
 
+/// The formats defined by JSON Schema 2020-12 (a superset of draft-07's).
+const STANDARD_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Keywords whose values are data, not schemas: a `format` in them is left
+/// alone.
+const DATA_KEYWORDS: [&str; 5] = ["const", "enum", "default", "examples", "example"];
+
+/// Removes every non-standard `format` in the schema and its subschemas
+/// (`properties`, `items`, `$defs`, `anyOf`…), adding the bounds it implied.
+pub(crate) fn standard_formats_only(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            let format = m.get("format").and_then(Value::as_str).map(str::to_owned);
+            if let Some(format) = format
+                && !STANDARD_FORMATS.contains(&format.as_str())
+            {
+                m.remove("format");
+                add_implied_bounds(m, &format);
+            }
+            for (k, child) in m.iter_mut() {
+                if !DATA_KEYWORDS.contains(&k.as_str()) {
+                    standard_formats_only(child);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(standard_formats_only),
+        _ => {}
+    }
+}
+
+/// The range of an integer format, when a JavaScript number holds both ends
+/// exactly (64-bit and wider bounds would be rounded, so only the sign is
+/// kept for them).
+fn implied_range(format: &str) -> (Option<i64>, Option<i64>) {
+    match format {
+        "int8" => (Some(i8::MIN.into()), Some(i8::MAX.into())),
+        "int16" => (Some(i16::MIN.into()), Some(i16::MAX.into())),
+        "int32" => (Some(i32::MIN.into()), Some(i32::MAX.into())),
+        "uint8" => (Some(0), Some(u8::MAX.into())),
+        "uint16" => (Some(0), Some(u16::MAX.into())),
+        "uint32" => (Some(0), Some(u32::MAX.into())),
+        "uint64" | "uint128" | "uint" => (Some(0), None),
+        _ => (None, None),
+    }
+}
+
+/// Adds the bounds `format` implied unless the schema already has its own
+/// (possibly tighter) ones.
+fn add_implied_bounds(m: &mut Map<String, Value>, format: &str) {
+    let (min, max) = implied_range(format);
+    if let Some(min) = min
+        && !m.contains_key("minimum")
+        && !m.contains_key("exclusiveMinimum")
+    {
+        m.insert("minimum".into(), Value::from(min));
+    }
+    if let Some(max) = max
+        && !m.contains_key("maximum")
+        && !m.contains_key("exclusiveMaximum")
+    {
+        m.insert("maximum".into(), Value::from(max));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +251,115 @@ mod tests {
         });
         let out = simplify(s.as_object().cloned().unwrap_or_default());
         assert!(out.get("$defs").is_some());
+    }
+
+    /// Every `format` value anywhere in a schema, data keywords included.
+    fn formats(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(f) = m.get("format").and_then(Value::as_str) {
+                    out.push(f.to_owned());
+                }
+                m.values().for_each(|c| formats(c, out));
+            }
+            Value::Array(a) => a.iter().for_each(|c| formats(c, out)),
+            _ => {}
+        }
+    }
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Nested {
+        small: u8,
+        medium: i16,
+        count: Option<u32>,
+        signed: i32,
+        big: u64,
+        huge: i64,
+        index: usize,
+        ratio: f64,
+        score: f32,
+        #[schemars(range(max = 10))]
+        capped: u32,
+        #[schemars(url)]
+        link: String,
+    }
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    enum Choice {
+        Number(u16),
+        Pair { a: i8, b: Vec<u32> },
+    }
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Outer {
+        nested: Nested,
+        list: Vec<Nested>,
+        choice: Choice,
+        map: std::collections::BTreeMap<String, u32>,
+    }
+
+    #[test]
+    fn derived_schemas_publish_only_standard_formats() {
+        let derived = schemars::schema_for!(Outer).to_value();
+        let mut before = Vec::new();
+        formats(&derived, &mut before);
+        assert!(before.iter().any(|f| f == "uint32"), "{before:?}");
+        let out = Value::Object(simplify(derived.as_object().cloned().unwrap_or_default()));
+        let mut after = Vec::new();
+        formats(&out, &mut after);
+        assert_eq!(after, vec!["uri"; 2], "{out}");
+    }
+
+    #[test]
+    fn implied_bounds_are_kept_or_added() {
+        let out = Value::Object(simplify(
+            schemars::schema_for!(Nested)
+                .to_value()
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        ));
+        let p = &out["properties"];
+        let range = |name: &str| (p[name]["minimum"].clone(), p[name]["maximum"].clone());
+        assert_eq!(range("small"), (json!(0), json!(255)));
+        assert_eq!(range("medium"), (json!(-32768), json!(32767)));
+        assert_eq!(range("count"), (json!(0), json!(4_294_967_295_u32)));
+        assert_eq!(range("signed"), (json!(i32::MIN), json!(i32::MAX)));
+        assert_eq!(range("big"), (json!(0), Value::Null));
+        assert_eq!(range("index"), (json!(0), Value::Null));
+        assert_eq!(range("huge"), (Value::Null, Value::Null));
+        assert_eq!(range("ratio"), (Value::Null, Value::Null));
+        // An explicit, tighter bound wins over the implied one.
+        assert_eq!(range("capped"), (json!(0), json!(10)));
+    }
+
+    #[test]
+    fn formats_in_data_and_property_names_are_untouched() {
+        let mut s = json!({
+            "type": "object",
+            "properties": {
+                "format": { "type": "string", "format": "date" },
+                "when": { "type": "string", "format": "partial-date-time" },
+                "n": { "type": "integer", "format": "int32", "minimum": 1,
+                       "default": { "format": "int32" } }
+            },
+            "allOf": [ { "properties": { "x": { "format": "double" } } } ],
+            "$defs": { "D": { "items": { "format": "uint8" } } }
+        });
+        standard_formats_only(&mut s);
+        assert_eq!(s["properties"]["format"]["format"], "date");
+        assert!(s["properties"]["when"].get("format").is_none());
+        let n = &s["properties"]["n"];
+        assert!(n.get("format").is_none());
+        assert_eq!(
+            (n["minimum"].clone(), n["maximum"].clone()),
+            (json!(1), json!(i32::MAX))
+        );
+        assert_eq!(n["default"]["format"], "int32");
+        assert!(s["allOf"][0]["properties"]["x"].get("format").is_none());
+        assert_eq!(s["$defs"]["D"]["items"]["maximum"], 255);
     }
 }

@@ -1,0 +1,34 @@
+//! Tunable bounds of a [`crate::Directory`].
+
+use std::time::Duration;
+
+/// Default for [`DirectoryOptions::busy_timeout`].
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Default for [`DirectoryOptions::acquire_timeout`].
+pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Bounds on how long a query may wait before it fails with
+/// [`crate::DirectoryError::Unavailable`], so that calls never stall
+/// indefinitely behind another process or stuck work.
+///
+/// A call waits at most `acquire_timeout` for a pooled connection, then at
+/// most `busy_timeout` for each SQLite lock it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirectoryOptions {
+    /// How long a query waits on a database locked by another connection or
+    /// process before failing with [`crate::UnavailableReason::Locked`].
+    pub busy_timeout: Duration,
+    /// How long a query waits for a free pooled connection before failing
+    /// with [`crate::UnavailableReason::Overloaded`].
+    pub acquire_timeout: Duration,
+}
+
+impl Default for DirectoryOptions {
+    fn default() -> Self {
+        DirectoryOptions {
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
+        }
+    }
+}

@@ -7,7 +7,7 @@ mod cli;
 mod scopes;
 mod tools;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -19,7 +19,7 @@ use mcp_server::transport::stdio::{StdioConfig, serve_stdio};
 use mcp_server::{AccessOptions, RateLimit, Server, ServerOptions};
 use tracing_subscriber::EnvFilter;
 
-use cli::{AuditArgs, Cli, Command, ServeArgs};
+use cli::{AuditArgs, Cli, Command, LogFormat, ServeArgs};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -27,13 +27,7 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Audit(args)) => print_audit(&args),
         None => {
-            // Logs go to stderr: on stdio, stdout carries only MCP messages.
-            tracing_subscriber::fmt()
-                .with_env_filter(
-                    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-                )
-                .with_writer(std::io::stderr)
-                .init();
+            init_logging(cli.serve.log_format);
             serve(cli.serve)
                 .await
                 .inspect_err(|m| tracing::error!("{m}"))
@@ -45,6 +39,21 @@ async fn main() -> ExitCode {
             eprintln!("error: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Logs go to stderr: on stdio, stdout carries only MCP messages. Colour
+/// only on a terminal, so a redirected log file holds no escape codes.
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .init(),
+        LogFormat::Json => builder.json().with_ansi(false).init(),
     }
 }
 
@@ -84,8 +93,11 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot open the employee database: {e}"))?;
     // After the directory: it creates the file and its folder.
-    let sink = audit::SqliteAudit::open(&audit_location)?;
-    let server = build_server(&directory, &cli, enforce_scopes, Arc::new(sink))?;
+    let audit_options = audit::AuditOptions {
+        retention: cli.audit_retention.0,
+    };
+    let sink = audit::SqliteAudit::open(&audit_location, audit_options)?;
+    let server = build_server(&directory, &cli, enforce_scopes, Arc::new(sink.clone()))?;
     if cli.stdio {
         tracing::info!(
             database = %cli.database,
@@ -101,9 +113,12 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
             extensions: Arc::new(extensions),
             ..StdioConfig::default()
         };
-        return serve_stdio(server, config)
+        let served = serve_stdio(server, config)
             .await
             .map_err(|e| format!("stdio transport failed: {e}"));
+        // Rate-limited call counts still held in memory.
+        sink.close().await;
+        return served;
     }
     let listener = tokio::net::TcpListener::bind(cli.listen)
         .await
@@ -137,9 +152,12 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         "serving MCP on http://{addr}/mcp (database {})",
         cli.database
     );
-    mcp_http::serve(listener, router, server, shutdown_signal())
+    let served = mcp_http::serve(listener, router, server, shutdown_signal())
         .await
-        .map_err(|e| format!("HTTP server failed: {e}"))?;
+        .map_err(|e| format!("HTTP server failed: {e}"));
+    // Rate-limited call counts still held in memory.
+    sink.close().await;
+    served?;
     tracing::info!("stopped");
     Ok(())
 }
@@ -220,8 +238,8 @@ fn print_audit(args: &AuditArgs) -> Result<(), String> {
     write(
         &mut out,
         format!(
-            "{:<24}  {:<20}  {:<26}  {:<13}  {:>7}  {:<15}  {}",
-            "TIME", "SUBJECT", "TOOL", "OUTCOME", "MS", "CLIENT", "ARGUMENTS / DETAIL"
+            "{:<24}  {:<20}  {:<26}  {:<13}  {:>5}  {:>7}  {:<15}  {}",
+            "TIME", "SUBJECT", "TOOL", "OUTCOME", "COUNT", "MS", "CLIENT", "ARGUMENTS / DETAIL"
         ),
     )?;
     for r in &rows {
@@ -239,11 +257,12 @@ fn print_audit(args: &AuditArgs) -> Result<(), String> {
         write(
             &mut out,
             format!(
-                "{:<24}  {:<20}  {:<26}  {:<13}  {:>7}  {:<15}  {}",
+                "{:<24}  {:<20}  {:<26}  {:<13}  {:>5}  {:>7}  {:<15}  {}",
                 r.at,
                 clip(r.subject.as_deref().unwrap_or("-"), 20),
                 clip(&r.tool, 26),
                 r.outcome,
+                r.count,
                 r.latency_ms,
                 clip(client, 15),
                 clip(&tail, 160),

@@ -140,7 +140,7 @@ impl Writer {
             match deferred {
                 Some(Message::Tick) => self.tick(),
                 Some(Message::Close(done)) => {
-                    self.flush_floods(true);
+                    self.close();
                     let _ = done.send(());
                 }
                 Some(Message::Record(..)) | None => {}
@@ -229,6 +229,18 @@ impl Writer {
         }
         result.map_err(fail)?;
         tx.commit().map_err(fail)
+    }
+
+    /// At shutdown: writes the pending counts and copies the WAL into the
+    /// main file, so the stopped database is complete in one file.
+    fn close(&mut self) {
+        self.flush_floods(true);
+        if let Err(e) = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+        {
+            tracing::warn!(error = %e, "cannot checkpoint the audit database");
+        }
     }
 
     /// Writes changed flood counts, and forgets closed windows (all of

@@ -224,19 +224,24 @@ impl Walker<'_> {
 const MARKER_RESERVE: usize = 64;
 
 /// The marker object for arguments over `max_bytes`: `_truncated`, the
-/// size of the arguments as received in `_bytes`, the leading members that
-/// fit, and how many were left out in `_omitted`.
+/// size of the arguments as received in `_bytes`, as many members as fit
+/// (the smallest first: short ids and flags say most about a call), and
+/// how many were left out in `_omitted`.
 fn fit_object(redacted: Map<String, Value>, original: usize, max_bytes: usize) -> Value {
     let mut out = Map::new();
     out.insert("_truncated".to_owned(), Value::Bool(true));
     out.insert("_bytes".to_owned(), Value::from(original));
     let mut used = serialized_len(&out);
     let budget = max_bytes.saturating_sub(MARKER_RESERVE);
-    let mut omitted = 0usize;
-    for (k, v) in redacted {
+    let mut members: Vec<(usize, String, Value)> = redacted
+        .into_iter()
         // Key, quotes, colon and comma.
-        let cost = serialized_len(&v) + serialized_len(&Value::from(k.as_str())) + 2;
-        if omitted == 0 && used + cost <= budget {
+        .map(|(k, v)| (serialized_len(&v) + serialized_len(k.as_str()) + 2, k, v))
+        .collect();
+    members.sort_by_key(|(cost, _, _)| *cost);
+    let mut omitted = 0usize;
+    for (cost, k, v) in members {
+        if used + cost <= budget {
             used += cost;
             out.insert(k, v);
         } else {
@@ -347,7 +352,7 @@ mod tests {
         assert!(stored.len() <= limits.max_bytes, "{} bytes", stored.len());
         assert_eq!(r["_truncated"], true);
         assert_eq!(r["_bytes"], json!(original));
-        assert_eq!(r["field00"], json!(long), "leading members kept");
+        assert_eq!(r["field00"], json!(long), "members kept");
         assert!(r["_omitted"].as_u64().is_some_and(|n| n > 0));
     }
 

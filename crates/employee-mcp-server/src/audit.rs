@@ -358,7 +358,7 @@ impl AuditSink for SqliteAudit {
             );
             let (ack, committed) = oneshot::channel();
             self.queue
-                .try_send(Message::Record(entry, ack))
+                .try_send(Message::Record(Box::new(entry), ack))
                 .map_err(|e| match e {
                     mpsc::error::TrySendError::Full(_) => {
                         "the audit writer is behind (queue full)".to_owned()
@@ -530,9 +530,7 @@ pub fn parse_time(text: &str, now: SystemTime) -> Result<i64, String> {
         return Ok(t.timestamp_millis());
     }
     let back = parse_duration(text).ok_or_else(|| bad_time(text))?;
-    let at = now
-        .checked_sub(back)
-        .unwrap_or(UNIX_EPOCH);
+    let at = now.checked_sub(back).unwrap_or(UNIX_EPOCH);
     Ok(timestamp(at).1)
 }
 

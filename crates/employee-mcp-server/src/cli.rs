@@ -314,8 +314,8 @@ mod tests {
             Retention(Some(std::time::Duration::from_secs(90 * 86_400)))
         );
         assert_eq!(cli.serve.log_format, LogFormat::Text);
-        let cli = Cli::try_parse_from(["x", "--audit-retention", "off", "--log-format", "json"])
-            .unwrap();
+        let cli =
+            Cli::try_parse_from(["x", "--audit-retention", "off", "--log-format", "json"]).unwrap();
         assert_eq!(cli.serve.audit_retention, Retention(None));
         assert_eq!(cli.serve.log_format, LogFormat::Json);
         assert!(Cli::try_parse_from(["x", "--audit-retention", "soon"]).is_err());

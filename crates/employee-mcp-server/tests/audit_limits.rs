@@ -12,7 +12,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use access_support::{BIN, MODERN, TIMEOUT, TempDb, audit_rows, audit_table, client_builder, temp_path};
+use access_support::{
+    BIN, MODERN, TIMEOUT, TempDb, audit_rows, audit_table, client_builder, temp_path,
+};
 use serde_json::{Value, json};
 
 /// Largest stored argument object (`RedactionLimits::DEFAULT.max_bytes`).
@@ -170,15 +172,32 @@ async fn arguments_are_redacted_in_depth_and_capped_and_never_logged() {
     let rows = audit_rows(&db, &[]);
     assert_eq!(rows.len(), 2, "{rows:#?}");
     let first = serde_json::to_string(&rows[0]["arguments"]).unwrap_or_default();
-    assert!(!first.contains("hunter2") && !first.contains("tok-nested"), "{first}");
+    assert!(
+        !first.contains("hunter2") && !first.contains("tok-nested"),
+        "{first}"
+    );
     assert_eq!(rows[0]["arguments"]["list"][0]["password"], "[redacted]");
-    assert!(stored_len(&rows[1]) <= MAX_ARGUMENT_BYTES, "{}", stored_len(&rows[1]));
+    assert!(
+        stored_len(&rows[1]) <= MAX_ARGUMENT_BYTES,
+        "{}",
+        stored_len(&rows[1])
+    );
     assert_eq!(rows[1]["arguments"]["_truncated"], true, "{}", rows[1]);
     assert_eq!(rows[1]["arguments"]["_bytes"], json!(size));
     assert_eq!(rows[1]["arguments"]["skill"], "Rust");
 
-    assert!(!log.contains('\x1b'), "colour codes in a redirected log: {log:?}");
-    for value in ["hunter2", "tok-nested", "blobvalue", "ppppp", "remote_addr", "limits-tests"] {
+    assert!(
+        !log.contains('\x1b'),
+        "colour codes in a redirected log: {log:?}"
+    );
+    for value in [
+        "hunter2",
+        "tok-nested",
+        "blobvalue",
+        "ppppp",
+        "remote_addr",
+        "limits-tests",
+    ] {
         assert!(!log.contains(value), "{value} in the log: {log}");
     }
     assert!(log.contains("INFO"), "default level is INFO: {log}");
@@ -189,7 +208,10 @@ async fn json_log_lines_parse() {
     let db = TempDb::seeded();
     let server = Proc::start(&db, &["--log-format", "json"]).await;
     server
-        .call("calculate-employee-tenure", json!({"employeeId": "JohnDoe"}))
+        .call(
+            "calculate-employee-tenure",
+            json!({"employeeId": "JohnDoe"}),
+        )
         .await;
     let (exit, log) = server.stop().await;
     assert!(exit.success(), "{exit}: {log}");
@@ -243,7 +265,10 @@ async fn a_rate_limit_flood_becomes_a_few_counted_rows() {
     }
     assert!(rows.iter().all(|r| stored_len(r) <= MAX_ARGUMENT_BYTES));
     let table = audit_table(&db, &["--outcome", "rate_limited"]);
-    assert!(table.lines().next().is_some_and(|h| h.contains("COUNT")), "{table}");
+    assert!(
+        table.lines().next().is_some_and(|h| h.contains("COUNT")),
+        "{table}"
+    );
     assert!(table.contains(&refused[0]["count"].to_string()), "{table}");
 }
 
@@ -300,7 +325,10 @@ async fn old_rows_are_pruned_and_an_old_table_is_migrated() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let (status, body) = server
-        .call("calculate-employee-tenure", json!({"employeeId": "JohnDoe"}))
+        .call(
+            "calculate-employee-tenure",
+            json!({"employeeId": "JohnDoe"}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     let (exit, log) = server.stop().await;
@@ -317,17 +345,24 @@ async fn a_locked_database_fails_the_call_in_bounded_time() {
     let db = TempDb::seeded();
     let server = Proc::start(&db, &[]).await;
     let conn = rusqlite::Connection::open(&db.path).expect("open the test database");
-    conn.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
+    conn.execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
     let started = Instant::now();
     let (status, body) = server
-        .call("calculate-employee-tenure", json!({"employeeId": "JohnDoe"}))
+        .call(
+            "calculate-employee-tenure",
+            json!({"employeeId": "JohnDoe"}),
+        )
         .await;
     let waited = started.elapsed();
     assert_eq!(body["error"]["code"], -32603, "HTTP {status} {body}");
     assert!(waited < Duration::from_secs(12), "waited {waited:?}");
     conn.execute_batch("ROLLBACK").expect("release the lock");
     let (status, body) = server
-        .call("calculate-employee-tenure", json!({"employeeId": "JohnDoe"}))
+        .call(
+            "calculate-employee-tenure",
+            json!({"employeeId": "JohnDoe"}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     assert!(body["result"].is_object(), "{body}");

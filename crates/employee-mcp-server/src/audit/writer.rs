@@ -26,8 +26,9 @@ pub(super) type Ack = oneshot::Sender<Result<(), String>>;
 
 /// What the writer thread receives.
 pub(super) enum Message {
-    /// A record to store, and who waits for it.
-    Record(Entry, Ack),
+    /// A record to store, and who waits for it (boxed: the other
+    /// messages are tiny).
+    Record(Box<Entry>, Ack),
     /// Time passed: flush counts, close windows, prune when due.
     Tick,
     /// Write every pending count, then answer.
@@ -134,7 +135,7 @@ impl Writer {
     pub(super) fn run(mut self, mut rx: mpsc::Receiver<Message>) {
         while let Some(message) = self.next(&mut rx) {
             let deferred = match message {
-                Message::Record(entry, ack) => self.write_batch(vec![(entry, ack)], &mut rx),
+                Message::Record(entry, ack) => self.write_batch(vec![(*entry, ack)], &mut rx),
                 other => Some(other),
             };
             match deferred {
@@ -172,7 +173,7 @@ impl Writer {
         let mut deferred = None;
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
-                Ok(Message::Record(entry, ack)) => batch.push((entry, ack)),
+                Ok(Message::Record(entry, ack)) => batch.push((*entry, ack)),
                 Ok(other) => {
                     deferred = Some(other);
                     break;
@@ -309,7 +310,10 @@ impl Writer {
 
     fn finish_pruning(&mut self) {
         if self.pruned > 0 {
-            tracing::info!(rows = self.pruned, "pruned audit_log rows past the retention");
+            tracing::info!(
+                rows = self.pruned,
+                "pruned audit_log rows past the retention"
+            );
         }
         self.pruning = false;
         self.pruned = 0;
@@ -425,4 +429,106 @@ fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn writer() -> Writer {
+        let conn = Connection::open_in_memory().unwrap();
+        super::super::migrate(&conn).unwrap();
+        Writer::new(conn, None)
+    }
+
+    fn refusal(caller: &str, tool: &str, at_unix_ms: i64) -> Entry {
+        Entry {
+            at: "2026-01-01T00:00:00.000Z".to_owned(),
+            at_unix_ms,
+            subject: Some(caller.to_owned()),
+            client_id: None,
+            client_name: None,
+            remote_addr: Some("127.0.0.1".to_owned()),
+            tool: tool.to_owned(),
+            arguments: r#"{"employeeId":"JohnDoe"}"#.to_owned(),
+            outcome: CallOutcome::RateLimited,
+            detail: Some("rate limited".to_owned()),
+            latency_ms: 1,
+            protocol_version: "2026-07-28".to_owned(),
+        }
+    }
+
+    /// Writes `entries` as one batch; every call must be acknowledged.
+    fn write(w: &mut Writer, entries: Vec<Entry>) {
+        let (_tx, mut rx) = mpsc::channel(1);
+        let (batch, answers): (Vec<_>, Vec<_>) = entries
+            .into_iter()
+            .map(|e| {
+                let (ack, answer) = oneshot::channel();
+                ((e, ack), answer)
+            })
+            .unzip();
+        w.write_batch(batch, &mut rx);
+        for mut answer in answers {
+            assert_eq!(answer.try_recv(), Ok(Ok(())));
+        }
+    }
+
+    fn rows(w: &Writer) -> Vec<(String, String, i64)> {
+        let mut stmt = w
+            .conn
+            .prepare("SELECT tool, arguments, COALESCE(count, 1) FROM audit_log ORDER BY id")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn refusals_fold_into_one_row_per_caller_tool_and_window() {
+        let mut w = writer();
+        let minute = FLOOD_WINDOW_MS * 1_000;
+        write(&mut w, vec![refusal("a", "t", minute); 3]);
+        write(&mut w, vec![refusal("a", "t", minute + 10); 5]);
+        write(&mut w, vec![refusal("b", "t", minute + 20)]);
+        assert_eq!(rows(&w).len(), 2, "one row per caller");
+        // The next window: the old row gets its final count.
+        write(&mut w, vec![refusal("a", "t", minute + FLOOD_WINDOW_MS)]);
+        w.flush_floods(true);
+        assert!(w.floods.is_empty());
+        let rows = rows(&w);
+        let counts: Vec<i64> = rows.iter().map(|r| r.2).collect();
+        assert_eq!(counts, [8, 1, 1], "{rows:?}");
+        assert!(rows.iter().all(|r| r.1 == "{}"), "no arguments stored");
+    }
+
+    #[test]
+    fn callers_past_the_bound_share_one_row() {
+        let mut w = writer();
+        let at = FLOOD_WINDOW_MS * 2_000;
+        let many: Vec<Entry> = (0..MAX_FLOOD_KEYS + 50)
+            .map(|i| refusal(&format!("caller{i}"), "t", at))
+            .collect();
+        for chunk in many.chunks(MAX_BATCH) {
+            write(&mut w, chunk.to_vec());
+        }
+        assert_eq!(w.floods.len(), MAX_FLOOD_KEYS + 1);
+        w.flush_floods(true);
+        let rows = rows(&w);
+        assert_eq!(rows.len(), MAX_FLOOD_KEYS + 1);
+        let other = rows.iter().find(|r| r.0 == "*").map(|r| r.2);
+        assert_eq!(other, Some(50));
+    }
+
+    #[test]
+    fn other_calls_are_stored_one_row_each() {
+        let mut w = writer();
+        let mut call = refusal("a", "t", 1);
+        call.outcome = CallOutcome::Success;
+        write(&mut w, vec![call.clone(), call]);
+        let rows = rows(&w);
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|r| r.1.contains("JohnDoe") && r.2 == 1));
+    }
 }

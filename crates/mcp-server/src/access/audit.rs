@@ -334,8 +334,15 @@ mod tests {
             max_depth: 2,
             ..RedactionLimits::DEFAULT
         };
-        let r = redact(json!({ "a": { "b": { "c": 1 } }, "l": [[1]] }), &[], &limits);
-        assert_eq!(r, json!({ "a": { "b": "[truncated]" }, "l": ["[truncated]"] }));
+        let r = redact(
+            json!({ "a": { "b": { "c": 1 } }, "l": [[1]] }),
+            &[],
+            &limits,
+        );
+        assert_eq!(
+            r,
+            json!({ "a": { "b": "[truncated]" }, "l": ["[truncated]"] })
+        );
     }
 
     #[test]
@@ -368,7 +375,10 @@ mod tests {
             &RedactionLimits::DEFAULT,
         );
         let stored = serde_json::to_string(&r).unwrap_or_default();
-        assert!(stored.len() <= RedactionLimits::DEFAULT.max_bytes, "{stored}");
+        assert!(
+            stored.len() <= RedactionLimits::DEFAULT.max_bytes,
+            "{stored}"
+        );
         assert!(!stored.contains("hunter2"));
         assert!(stored.contains("19984 more"), "{stored}");
         assert!(stored.contains("[truncated]"));

@@ -1,28 +1,65 @@
 //! The audit trail: every `tools/call` appended to an `audit_log` table in
 //! the directory's own SQLite file, durably (WAL, `synchronous=FULL`)
-//! before the engine sends the answer, plus a structured `tracing` event.
+//! before the engine sends the answer, plus a `tracing` event at DEBUG.
 //!
 //! The sink opens its own connection (the directory's pool is read-mostly
 //! and tuned for speed, `synchronous=NORMAL`); the audit connection commits
 //! every record with an fsync, so an answered call's record survives a
-//! crash, a SIGKILL or a power loss. Inserts run on the blocking pool.
+//! crash, a SIGKILL or a power loss. A writer thread owns the connection
+//! ([`writer`]).
+//!
+//! What the trail may cost is bounded:
+//! - arguments are redacted and cut by the engine
+//!   ([`mcp_server::access::RedactionLimits`], 4 KiB); the sink cuts the
+//!   error detail to [`MAX_DETAIL_BYTES`] and identities to
+//!   [`MAX_IDENTITY_BYTES`];
+//! - rate-limited calls are folded into one counted row per caller, tool
+//!   and minute ([`writer`]), without their arguments;
+//! - rows older than the retention (`--audit-retention`, 90 days by
+//!   default) are deleted in small batches;
+//! - a call whose record cannot be queued, or whose commit does not finish
+//!   within [`COMMIT_TIMEOUT`], gets an error instead of waiting.
 //!
 //! The `audit` subcommand reads the same table ([`query`]).
+
+mod writer;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use mcp_server::access::{AuditRecord, AuditSink};
+use mcp_server::access::{AuditRecord, AuditSink, CallOutcome, RedactionLimits};
 use rusqlite::{Connection, OpenFlags, params_from_iter};
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
+use writer::{Message, Writer};
+
 /// How long a write waits for another writer (the directory's seeding, or
-/// a second server on the same file) before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// a second server on the same file) before failing. Shorter than
+/// [`COMMIT_TIMEOUT`], so a locked database fails the batch in the writer
+/// rather than leaving it to finish after the callers gave up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Longest a call waits for its record's commit before it is answered
+/// with an error ("audit trail unavailable").
+pub const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Records waiting for the writer; past this the disk is far behind and a
+/// call fails at once instead of queueing.
+const QUEUE_CAPACITY: usize = 4096;
+
+/// Longest stored error detail, in bytes.
+pub const MAX_DETAIL_BYTES: usize = 1024;
+
+/// Longest stored subject, client id, client name or tool, in bytes.
+pub const MAX_IDENTITY_BYTES: usize = 256;
+
+/// The default of `--audit-retention`.
+pub const DEFAULT_RETENTION: &str = "90d";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS audit_log (
@@ -73,6 +110,46 @@ impl Location {
     }
 }
 
+/// How long audit rows are kept (`--audit-retention`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention(pub Option<Duration>);
+
+impl FromStr for Retention {
+    type Err = String;
+
+    /// `90d`, `12h`, `30m`, `45s`, `2w`; `0` or `off` keeps rows forever.
+    fn from_str(text: &str) -> Result<Retention, String> {
+        let text = text.trim();
+        if text.eq_ignore_ascii_case("off") || text == "0" {
+            return Ok(Retention(None));
+        }
+        match parse_duration(text) {
+            Some(d) if !d.is_zero() => Ok(Retention(Some(d))),
+            _ => Err(format!(
+                "invalid retention \"{text}\": use a duration such as 90d, 12h or 30m, or off"
+            )),
+        }
+    }
+}
+
+/// `90s`, `15m`, `1h`, `7d`, `2w`.
+fn parse_duration(text: &str) -> Option<Duration> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number.parse().ok()?;
+    let unit_secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return None,
+    };
+    n.checked_mul(unit_secs).map(Duration::from_secs)
+}
+
 fn open(location: &Location, create: bool) -> Result<Connection, String> {
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create {
@@ -99,6 +176,38 @@ fn open(location: &Location, create: bool) -> Result<Connection, String> {
     Ok(conn)
 }
 
+/// Creates the table and indexes if missing and brings an older table up
+/// to date: `count` (rate-limited calls folded into the row; NULL means
+/// one call) was added after the first deployments.
+fn migrate(conn: &Connection) -> Result<(), String> {
+    conn.execute_batch(SCHEMA)
+        .map_err(|e| format!("cannot create the audit_log table: {e}"))?;
+    if has_column(conn, "count")? {
+        return Ok(());
+    }
+    let added = conn.execute_batch("ALTER TABLE audit_log ADD COLUMN count INTEGER");
+    // Another server on the same file may have added it in between.
+    if let Err(e) = added
+        && !has_column(conn, "count")?
+    {
+        return Err(format!("cannot add the count column to audit_log: {e}"));
+    }
+    Ok(())
+}
+
+fn has_column(conn: &Connection, name: &str) -> Result<bool, String> {
+    let read = |e: rusqlite::Error| format!("cannot read the audit_log schema: {e}");
+    let mut stmt = conn
+        .prepare("SELECT name FROM pragma_table_info('audit_log')")
+        .map_err(read)?;
+    let names = stmt
+        .query_map([], |row| row.get::<_, String>(0))
+        .map_err(read)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(read)?;
+    Ok(names.iter().any(|n| n == name))
+}
+
 fn describe(location: &Location) -> String {
     match location {
         Location::File(p) => p.display().to_string(),
@@ -106,11 +215,70 @@ fn describe(location: &Location) -> String {
     }
 }
 
-/// One record waiting to be written, and who waits for the commit.
-type Pending = (AuditRecord, oneshot::Sender<Result<(), String>>);
+/// One record as stored: times formatted, arguments serialized, text
+/// fields cut to their limits.
+#[derive(Clone, Debug)]
+struct Entry {
+    at: String,
+    at_unix_ms: i64,
+    subject: Option<String>,
+    client_id: Option<String>,
+    client_name: Option<String>,
+    remote_addr: Option<String>,
+    tool: String,
+    arguments: String,
+    outcome: CallOutcome,
+    detail: Option<String>,
+    latency_ms: i64,
+    protocol_version: String,
+}
 
-/// Most records committed in one transaction.
-const MAX_BATCH: usize = 256;
+impl Entry {
+    fn new(r: AuditRecord) -> Entry {
+        let (at, at_unix_ms) = timestamp(r.at);
+        let ident = |s: Option<String>| s.map(|s| cut(s, MAX_IDENTITY_BYTES));
+        Entry {
+            at,
+            at_unix_ms,
+            subject: ident(r.subject),
+            client_id: ident(r.client_id),
+            client_name: ident(r.client_name),
+            remote_addr: ident(r.remote_addr),
+            tool: cut(r.tool, MAX_IDENTITY_BYTES),
+            arguments: stored_arguments(&r.arguments),
+            outcome: r.outcome,
+            detail: r.detail.map(|d| cut(d, MAX_DETAIL_BYTES)),
+            latency_ms: i64::try_from(r.latency_ms).unwrap_or(i64::MAX),
+            protocol_version: cut(r.protocol_version, MAX_IDENTITY_BYTES),
+        }
+    }
+}
+
+/// The arguments' JSON. The engine already cut them to
+/// [`RedactionLimits`]; a record from elsewhere that is still too large is
+/// replaced by a marker, so the bound holds whatever the source.
+fn stored_arguments(arguments: &serde_json::Value) -> String {
+    let json = serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned());
+    if json.len() <= RedactionLimits::DEFAULT.max_bytes {
+        return json;
+    }
+    serde_json::json!({ "_truncated": true, "_bytes": json.len() }).to_string()
+}
+
+/// `s` cut to at most `max` bytes on a character boundary, with a marker.
+fn cut(mut s: String, max: usize) -> String {
+    const MARK: &str = "… [truncated]";
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max.saturating_sub(MARK.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s.push_str(MARK);
+    s
+}
 
 /// An [`AuditSink`] appending to `audit_log`.
 ///
@@ -118,55 +286,53 @@ const MAX_BATCH: usize = 256;
 /// groups: every record that arrives while a commit is in flight goes into
 /// the next transaction, so concurrent calls share one fsync instead of
 /// queueing for one each. A call is acknowledged only after the commit
-/// holding its record, so durability is unchanged.
+/// holding its record, so durability is unchanged, with one exception:
+/// a rate-limited call folded into an already stored per-minute row is
+/// acknowledged without waiting for a disk write (its count reaches the row
+/// within seconds, and at the latest at shutdown). The refused call did no
+/// work, so nothing unaudited leaves the server; a crash may lose the last
+/// few seconds of such counts.
 #[derive(Clone)]
 pub struct SqliteAudit {
-    queue: mpsc::Sender<Pending>,
+    queue: mpsc::Sender<Message>,
+}
+
+/// Settings of [`SqliteAudit`].
+#[derive(Clone, Copy, Debug)]
+pub struct AuditOptions {
+    /// Rows older than this are deleted; `None` keeps them forever.
+    pub retention: Option<Duration>,
 }
 
 impl SqliteAudit {
-    /// Opens the database (already created by the directory) and creates
-    /// the table and its indexes if missing.
-    pub fn open(location: &Location) -> Result<SqliteAudit, String> {
+    /// Opens the database (already created by the directory), creates or
+    /// migrates the table and starts the writer thread.
+    pub fn open(location: &Location, options: AuditOptions) -> Result<SqliteAudit, String> {
         if *location == Location::Memory {
             tracing::warn!(
                 "audit trail kept in memory (sqlite::memory: database); it is lost when the server stops"
             );
         }
         let conn = open(location, true)?;
-        conn.execute_batch(SCHEMA)
-            .map_err(|e| format!("cannot create the audit_log table: {e}"))?;
-        let (queue, rx) = mpsc::channel(4096);
+        migrate(&conn)?;
+        let (queue, rx) = mpsc::channel(QUEUE_CAPACITY);
+        writer::start_ticker(queue.downgrade())?;
+        let writer = Writer::new(conn, options.retention);
         std::thread::Builder::new()
             .name("audit-writer".to_owned())
-            .spawn(move || write_loop(conn, rx))
+            .spawn(move || writer.run(rx))
             .map_err(|e| format!("cannot start the audit writer thread: {e}"))?;
         Ok(SqliteAudit { queue })
     }
 
-    fn insert(conn: &Connection, r: &AuditRecord) -> rusqlite::Result<()> {
-        let (at, ms) = timestamp(r.at);
-        let arguments = serde_json::to_string(&r.arguments).unwrap_or_else(|_| "{}".to_owned());
-        conn.execute(
-            "INSERT INTO audit_log (at, at_unix_ms, subject, client_id, client_name, remote_addr,
-                 tool, arguments, outcome, detail, latency_ms, protocol_version)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            rusqlite::params![
-                at,
-                ms,
-                r.subject,
-                r.client_id,
-                r.client_name,
-                r.remote_addr,
-                r.tool,
-                arguments,
-                r.outcome.as_str(),
-                r.detail,
-                i64::try_from(r.latency_ms).unwrap_or(i64::MAX),
-                r.protocol_version,
-            ],
-        )?;
-        Ok(())
+    /// Writes what is held in memory (rate-limited counts) and waits for
+    /// it; called once the server stopped answering.
+    pub async fn close(&self) {
+        let (done, flushed) = oneshot::channel();
+        let sent = tokio::time::timeout(COMMIT_TIMEOUT, self.queue.send(Message::Close(done)));
+        if matches!(sent.await, Ok(Ok(()))) {
+            let _ = tokio::time::timeout(COMMIT_TIMEOUT, flushed).await;
+        }
     }
 }
 
@@ -176,59 +342,40 @@ impl AuditSink for SqliteAudit {
         record: AuditRecord,
     ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>> {
         Box::pin(async move {
-            let (at, _) = timestamp(record.at);
-            tracing::info!(
+            let entry = Entry::new(record);
+            // The table is the record; this line only helps debugging and
+            // carries neither the arguments (their size only) nor the
+            // caller's address.
+            tracing::debug!(
                 target: "audit",
-                at = %at,
-                subject = record.subject.as_deref().unwrap_or("-"),
-                client_id = record.client_id.as_deref().unwrap_or("-"),
-                client_name = record.client_name.as_deref().unwrap_or("-"),
-                remote_addr = record.remote_addr.as_deref().unwrap_or("-"),
-                tool = %record.tool,
-                arguments = %record.arguments,
-                outcome = record.outcome.as_str(),
-                detail = record.detail.as_deref().unwrap_or(""),
-                latency_ms = record.latency_ms,
-                protocol_version = %record.protocol_version,
+                subject = entry.subject.as_deref().unwrap_or("-"),
+                client_id = entry.client_id.as_deref().unwrap_or("-"),
+                tool = %entry.tool,
+                outcome = entry.outcome.as_str(),
+                latency_ms = entry.latency_ms,
+                arguments_bytes = entry.arguments.len(),
                 "audit"
             );
             let (ack, committed) = oneshot::channel();
             self.queue
-                .send((record, ack))
-                .await
-                .map_err(|_| "the audit writer has stopped".to_owned())?;
-            committed
-                .await
-                .map_err(|_| "the audit writer has stopped".to_owned())?
+                .try_send(Message::Record(Box::new(entry), ack))
+                .map_err(|e| match e {
+                    mpsc::error::TrySendError::Full(_) => {
+                        "the audit writer is behind (queue full)".to_owned()
+                    }
+                    mpsc::error::TrySendError::Closed(_) => {
+                        "the audit writer has stopped".to_owned()
+                    }
+                })?;
+            match tokio::time::timeout(COMMIT_TIMEOUT, committed).await {
+                Ok(Ok(outcome)) => outcome,
+                Ok(Err(_)) => Err("the audit writer has stopped".to_owned()),
+                Err(_) => Err(format!(
+                    "the audit commit did not finish within {} s",
+                    COMMIT_TIMEOUT.as_secs()
+                )),
+            }
         })
-    }
-}
-
-/// The writer thread: take what is queued, commit it as one transaction,
-/// acknowledge every record in it.
-fn write_loop(mut conn: Connection, mut rx: mpsc::Receiver<Pending>) {
-    while let Some(first) = rx.blocking_recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(p) => batch.push(p),
-                Err(_) => break,
-            }
-        }
-        let outcome = (|| {
-            let tx = conn.transaction()?;
-            for (record, _) in &batch {
-                SqliteAudit::insert(&tx, record)?;
-            }
-            tx.commit()
-        })()
-        .map_err(|e| format!("cannot append to audit_log: {e}"));
-        if let Err(e) = &outcome {
-            tracing::error!(error = %e, records = batch.len(), "audit commit failed");
-        }
-        for (_, ack) in batch {
-            let _ = ack.send(outcome.clone());
-        }
     }
 }
 
@@ -287,6 +434,9 @@ pub struct Row {
     pub latency_ms: i64,
     /// Protocol revision.
     pub protocol_version: String,
+    /// Calls the row stands for: 1, or more for rate-limited calls folded
+    /// into one row per caller, tool and minute.
+    pub count: i64,
 }
 
 /// Reads records matching `filter`, oldest first (the newest `limit`).
@@ -307,9 +457,17 @@ pub fn query(location: &Location, filter: &Filter) -> Result<Vec<Row>, String> {
     if !exists {
         return Ok(Vec::new());
     }
-    let mut sql = String::from(
+    // A table from before `count` existed (no server of this version has
+    // opened it yet): read it as one call per row.
+    let count = if has_column(&conn, "count")? {
+        "COALESCE(count, 1)"
+    } else {
+        "1"
+    };
+    let mut sql = format!(
         "SELECT id, at, at_unix_ms, subject, client_id, client_name, remote_addr, tool, arguments,
-                outcome, detail, latency_ms, protocol_version FROM audit_log WHERE 1 = 1",
+                outcome, detail, latency_ms, protocol_version, {count}
+         FROM audit_log WHERE 1 = 1"
     );
     let mut args: Vec<rusqlite::types::Value> = Vec::new();
     if let Some(v) = filter.since_ms {
@@ -353,6 +511,7 @@ pub fn query(location: &Location, filter: &Filter) -> Result<Vec<Row>, String> {
                 detail: row.get(10)?,
                 latency_ms: row.get(11)?,
                 protocol_version: row.get(12)?,
+                count: row.get(13)?,
             })
         })
         .map_err(|e| format!("cannot query audit_log: {e}"))?;
@@ -370,22 +529,8 @@ pub fn parse_time(text: &str, now: SystemTime) -> Result<i64, String> {
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Ok(t.timestamp_millis());
     }
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: u64 = number.parse().map_err(|_| bad_time(text))?;
-    let secs = match unit {
-        "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        "d" => n * 86_400,
-        "w" => n * 7 * 86_400,
-        _ => return Err(bad_time(text)),
-    };
-    let at = now
-        .checked_sub(Duration::from_secs(secs))
-        .unwrap_or(UNIX_EPOCH);
+    let back = parse_duration(text).ok_or_else(|| bad_time(text))?;
+    let at = now.checked_sub(back).unwrap_or(UNIX_EPOCH);
     Ok(timestamp(at).1)
 }
 
@@ -417,5 +562,38 @@ mod tests {
             Ok(Location::File(PathBuf::from("data/hr.db")))
         );
         assert!(Location::from_url("postgres://x").is_err());
+    }
+
+    #[test]
+    fn reads_retentions() {
+        let days = |n: u64| Ok(Retention(Some(Duration::from_secs(n * 86_400))));
+        assert_eq!("90d".parse(), days(90));
+        assert_eq!(
+            "12h".parse(),
+            Ok(Retention(Some(Duration::from_secs(12 * 3600))))
+        );
+        assert_eq!("off".parse(), Ok(Retention(None)));
+        assert_eq!("0".parse(), Ok(Retention(None)));
+        assert!("0d".parse::<Retention>().is_err());
+        assert!("90".parse::<Retention>().is_err());
+        assert!("99999999999999999999w".parse::<Retention>().is_err());
+    }
+
+    #[test]
+    fn migrates_an_old_table_once() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        assert!(!has_column(&conn, "count").unwrap());
+        migrate(&conn).unwrap();
+        assert!(has_column(&conn, "count").unwrap());
+        migrate(&conn).unwrap();
+    }
+
+    #[test]
+    fn cuts_on_character_boundaries() {
+        assert_eq!(cut("short".to_owned(), 20), "short");
+        let long = "é".repeat(100);
+        let c = cut(long, 30);
+        assert!(c.len() <= 30 && c.ends_with("… [truncated]"), "{c}");
     }
 }

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::audit::{DEFAULT_RETENTION, Retention};
+
 /// The serve defaults, shared by `audit --database`.
 const DEFAULT_DATABASE: &str = "sqlite://employees.db";
 
@@ -29,7 +31,10 @@ const DEFAULT_DATABASE: &str = "sqlite://employees.db";
 /// "stdio") and EMPLOYEE_MCP_STDIO_SELF_ID (the caller's employee id, for
 /// self-service leave balance).
 ///
-/// Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=debug) to change the level.
+/// Logs go to stderr (colour only on a terminal; --log-format json for
+/// JSON lines); set RUST_LOG (e.g. RUST_LOG=debug) to change the level.
+/// Arguments of calls are never logged: the audit trail holds them,
+/// redacted and size-capped, for --audit-retention (90 days by default).
 #[derive(Debug, Parser)]
 #[command(
     name = "employee-mcp-server",
@@ -51,7 +56,9 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Print the audit trail: one row per tool call, oldest first (the newest --limit rows).
+    /// Print the audit trail: one row per tool call, oldest first (the newest
+    /// --limit rows). Rate-limited calls are one row per caller, tool and
+    /// minute, with the number of calls in COUNT.
     Audit(AuditArgs),
 }
 
@@ -103,6 +110,25 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub connections: ConnectionArgs,
+
+    /// How long audit_log rows are kept: 90d, 12h, 30m…, or off. Older
+    /// rows are deleted at start and every 10 minutes, in small batches.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_AUDIT_RETENTION",
+        value_name = "DURATION",
+        default_value = DEFAULT_RETENTION
+    )]
+    pub audit_retention: Retention,
+
+    /// Log line format on stderr.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text
+    )]
+    pub log_format: LogFormat,
 
     /// Serve on a non-loopback address WITHOUT any authentication. Anyone
     /// who can reach the port can read every employee's data. Not needed
@@ -275,6 +301,15 @@ pub struct ConnectionArgs {
     pub shutdown_grace_secs: u64,
 }
 
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines (coloured on a terminal).
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 /// Outcomes recorded in the audit trail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 #[value(rename_all = "snake_case")]
@@ -359,6 +394,16 @@ mod tests {
         let cli = Cli::try_parse_from(["x", "--listen", "127.0.0.1:0"]).unwrap();
         assert!(cli.command.is_none());
         assert_eq!(cli.serve.limits.rate_limit_per_minute, 120);
+        assert_eq!(
+            cli.serve.audit_retention,
+            Retention(Some(std::time::Duration::from_secs(90 * 86_400)))
+        );
+        assert_eq!(cli.serve.log_format, LogFormat::Text);
+        let cli =
+            Cli::try_parse_from(["x", "--audit-retention", "off", "--log-format", "json"]).unwrap();
+        assert_eq!(cli.serve.audit_retention, Retention(None));
+        assert_eq!(cli.serve.log_format, LogFormat::Json);
+        assert!(Cli::try_parse_from(["x", "--audit-retention", "soon"]).is_err());
         let cli = Cli::try_parse_from(["x", "audit", "--outcome", "rate_limited"]).unwrap();
         assert!(matches!(
             cli.command,

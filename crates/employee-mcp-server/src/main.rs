@@ -7,7 +7,7 @@ mod cli;
 mod scopes;
 mod tools;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -15,11 +15,12 @@ use std::time::{Duration, SystemTime};
 use clap::Parser;
 use employee_directory::{Directory, SystemClock};
 use mcp_server::transport::http::{self as mcp_http, ConnectionLimits, HttpConfig};
+use mcp_server::transport::shutdown_signal;
 use mcp_server::transport::stdio::{StdioConfig, serve_stdio};
 use mcp_server::{AccessOptions, RateLimit, Server, ServerOptions};
 use tracing_subscriber::EnvFilter;
 
-use cli::{AuditArgs, Cli, Command, ServeArgs};
+use cli::{AuditArgs, Cli, Command, LogFormat, ServeArgs};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -27,13 +28,7 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Audit(args)) => print_audit(&args),
         None => {
-            // Logs go to stderr: on stdio, stdout carries only MCP messages.
-            tracing_subscriber::fmt()
-                .with_env_filter(
-                    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-                )
-                .with_writer(std::io::stderr)
-                .init();
+            init_logging(cli.serve.log_format);
             serve(cli.serve)
                 .await
                 .inspect_err(|m| tracing::error!("{m}"))
@@ -45,6 +40,19 @@ async fn main() -> ExitCode {
             eprintln!("error: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Logs go to stderr: on stdio, stdout carries only MCP messages. Colour
+/// only on a terminal, so a redirected log file holds no escape codes.
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => builder.json().with_ansi(false).init(),
     }
 }
 
@@ -84,8 +92,11 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot open the employee database: {e}"))?;
     // After the directory: it creates the file and its folder.
-    let sink = audit::SqliteAudit::open(&audit_location)?;
-    let server = build_server(&directory, &cli, enforce_scopes, Arc::new(sink))?;
+    let audit_options = audit::AuditOptions {
+        retention: cli.audit_retention.0,
+    };
+    let sink = audit::SqliteAudit::open(&audit_location, audit_options)?;
+    let server = build_server(&directory, &cli, enforce_scopes, Arc::new(sink.clone()))?;
     if cli.stdio {
         tracing::info!(
             database = %cli.database,
@@ -102,9 +113,12 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
             max_message_bytes: cli.max_body_bytes,
             ..StdioConfig::default()
         };
-        return serve_stdio(server, config)
+        let served = serve_stdio(server, config)
             .await
             .map_err(|e| format!("stdio transport failed: {e}"));
+        // Rate-limited call counts still held in memory.
+        sink.close().await;
+        return served;
     }
     let listener = tokio::net::TcpListener::bind(cli.listen)
         .await
@@ -147,7 +161,7 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         max_connections: usize::try_from(conn.max_connections).unwrap_or(usize::MAX),
         shutdown_grace: Duration::from_secs(conn.shutdown_grace_secs),
     };
-    mcp_http::serve_with(
+    let served = mcp_http::serve_with(
         listener,
         router,
         server,
@@ -156,7 +170,10 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         Arc::default(),
     )
     .await
-    .map_err(|e| format!("HTTP server failed: {e}"))?;
+    .map_err(|e| format!("HTTP server failed: {e}"));
+    // Rate-limited call counts still held in memory.
+    sink.close().await;
+    served?;
     tracing::info!("stopped");
     Ok(())
 }
@@ -243,8 +260,8 @@ fn print_audit(args: &AuditArgs) -> Result<(), String> {
     write(
         &mut out,
         format!(
-            "{:<24}  {:<20}  {:<26}  {:<13}  {:>7}  {:<15}  {}",
-            "TIME", "SUBJECT", "TOOL", "OUTCOME", "MS", "CLIENT", "ARGUMENTS / DETAIL"
+            "{:<24}  {:<20}  {:<26}  {:<13}  {:>5}  {:>7}  {:<15}  {}",
+            "TIME", "SUBJECT", "TOOL", "OUTCOME", "COUNT", "MS", "CLIENT", "ARGUMENTS / DETAIL"
         ),
     )?;
     for r in &rows {
@@ -262,11 +279,12 @@ fn print_audit(args: &AuditArgs) -> Result<(), String> {
         write(
             &mut out,
             format!(
-                "{:<24}  {:<20}  {:<26}  {:<13}  {:>7}  {:<15}  {}",
+                "{:<24}  {:<20}  {:<26}  {:<13}  {:>5}  {:>7}  {:<15}  {}",
                 r.at,
                 clip(r.subject.as_deref().unwrap_or("-"), 20),
                 clip(&r.tool, 26),
                 r.outcome,
+                r.count,
                 r.latency_ms,
                 clip(client, 15),
                 clip(&tail, 160),
@@ -289,26 +307,4 @@ fn clip(s: &str, max: usize) -> String {
     let mut cut: String = clean.chars().take(max.saturating_sub(1)).collect();
     cut.push('…');
     cut
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
-    }
 }

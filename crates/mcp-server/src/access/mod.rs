@@ -9,7 +9,9 @@ mod limits;
 mod policy;
 mod sanitize;
 
-pub use audit::{AuditFuture, AuditRecord, AuditSink, CallOutcome};
+pub use audit::{
+    AuditFuture, AuditRecord, AuditSink, CallOutcome, RedactionLimits, redact_arguments_with,
+};
 pub use limits::{ConcurrencyLimiter, Permit, RateLimit, RateLimiter};
 pub use policy::{AccessOptions, ArgumentScopes, Denied, Principal, ToolPolicy};
 pub use sanitize::{sanitize_text, sanitize_value};

@@ -132,7 +132,7 @@ pub(crate) async fn guard(State(state): State<AppState>, request: Request, next:
     match check(&state.config, request.headers(), request.uri()) {
         Ok(()) => next.run(request).await,
         Err(Refusal { status, why }) => {
-            tracing::warn!(reason = why, "refused request (DNS rebinding protection)");
+            tracing::debug!(reason = why, "refused request (DNS rebinding protection)");
             let message = status.canonical_reason().unwrap_or("Refused");
             let e = ProtocolError::invalid_request(format!("{message}: {why}."));
             error_response(status, None, e).into_response()

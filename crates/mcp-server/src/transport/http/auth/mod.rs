@@ -399,10 +399,10 @@ async fn require_token(
             match &failure {
                 AuthFailure::Missing => tracing::debug!("request without bearer token"),
                 AuthFailure::Invalid(e) => {
-                    tracing::info!(reason = %e, kid = ?kid, "refused access token");
+                    tracing::debug!(reason = %e, kid = ?kid, "refused access token");
                 }
                 AuthFailure::BadRequest(why) => {
-                    tracing::info!(reason = why, "refused authorization request");
+                    tracing::debug!(reason = why, "refused authorization request");
                 }
             }
             auth.reject(&failure)

@@ -8,7 +8,6 @@ mod scopes;
 mod tools;
 
 use std::io::{IsTerminal, Write};
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -23,7 +22,7 @@ use tracing_subscriber::EnvFilter;
 use cli::{AuditArgs, Cli, Command, LogFormat, ServeArgs};
 
 #[tokio::main]
-async fn main() -> ExitCode {
+async fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Audit(args)) => print_audit(&args),
@@ -34,13 +33,17 @@ async fn main() -> ExitCode {
                 .inspect_err(|m| tracing::error!("{m}"))
         }
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    let code = match result {
+        Ok(()) => 0,
         Err(message) => {
             eprintln!("error: {message}");
-            ExitCode::FAILURE
+            1
         }
-    }
+    };
+    // Exit here rather than by dropping the runtime: a stdio server stopped
+    // by a signal still has a blocking read on stdin that the runtime's
+    // shutdown would wait for forever.
+    std::process::exit(code)
 }
 
 /// Logs go to stderr: on stdio, stdout carries only MCP messages. Colour

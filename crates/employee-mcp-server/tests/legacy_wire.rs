@@ -450,7 +450,7 @@ fn rss_kib(pid: u32) -> u64 {
 #[tokio::test]
 async fn huge_capabilities_are_not_kept_per_session() {
     let server = Server::start_with(&["--initialize-per-minute", "0"]).await;
-    let blob = "x".repeat(900 * 1024);
+    let blob = "x".repeat(450 * 1024);
     let caps = json!({ "sampling": { "blob": blob }, "junk": { "blob": blob.clone() } });
     let body = serde_json::to_vec(&init_body(caps)).expect("json");
     let before = rss_kib(server.pid());

@@ -47,6 +47,11 @@ impl Default for StdioConfig {
 
 /// Serves on the process's stdin and stdout until stdin closes, stdout
 /// breaks, or the process gets SIGTERM or SIGINT.
+///
+/// After a signal, tokio's stdin still has a blocking read in flight, which
+/// a runtime shutdown waits for: end the process with
+/// [`std::process::exit`] once this returns, rather than by returning
+/// from `main`.
 pub async fn serve_stdio(server: Server, config: StdioConfig) -> std::io::Result<()> {
     serve_until(
         server,

@@ -230,12 +230,20 @@ pub struct LimitArgs {
     pub max_sessions: u64,
 
     /// Legacy sessions idle this long (seconds) are dropped.
-    #[arg(long, env = "EMPLOYEE_MCP_SESSION_IDLE_TIMEOUT_SECS", default_value_t = 3600)]
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_SESSION_IDLE_TIMEOUT_SECS",
+        default_value_t = 3600
+    )]
     pub session_idle_timeout_secs: u64,
 
     /// New legacy sessions per minute, per caller (token subject, else client
     /// address); bursts of a fifth of it are allowed. 0 disables the limit.
-    #[arg(long, env = "EMPLOYEE_MCP_INITIALIZE_PER_MINUTE", default_value_t = 600)]
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_INITIALIZE_PER_MINUTE",
+        default_value_t = 600
+    )]
     pub initialize_per_minute: u32,
 
     /// Address of a reverse proxy whose X-Forwarded-For is trusted (repeat or

@@ -410,7 +410,11 @@ async fn initialize_flood_does_not_evict_a_session_in_use() {
         assert_eq!(r.status, 200, "{}", r.text);
     }
     let again = mine.request("tools/list", Value::Null).await;
-    assert_eq!(again.status, 200, "session evicted by a flood: {}", again.text);
+    assert_eq!(
+        again.status, 200,
+        "session evicted by a flood: {}",
+        again.text
+    );
 }
 
 /// `initialize` is rate-limited per client.
@@ -429,7 +433,10 @@ async fn initialize_is_rate_limited_per_client() {
             assert_eq!(r.status, 200, "{}", r.text);
         }
     }
-    assert!(limited >= 5, "only {limited} of 10 initialize calls limited");
+    assert!(
+        limited >= 5,
+        "only {limited} of 10 initialize calls limited"
+    );
     server.assert_alive().await;
 }
 
@@ -461,7 +468,10 @@ async fn huge_capabilities_are_not_kept_per_session() {
         assert_eq!(r.status, 200, "{}", r.text);
     }
     let grown_mib = rss_kib(server.pid()).saturating_sub(before) / 1024;
-    assert!(grown_mib < 100, "server grew {grown_mib} MiB for 80 sessions");
+    assert!(
+        grown_mib < 100,
+        "server grew {grown_mib} MiB for 80 sessions"
+    );
     server.assert_alive().await;
 }
 

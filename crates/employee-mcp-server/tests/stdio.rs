@@ -313,7 +313,10 @@ async fn oversize_line_is_answered_and_reading_goes_on() {
     let err = s.recv().await;
     assert_eq!(err["error"]["code"], -32600, "{err}");
     assert!(
-        err["error"]["message"].as_str().unwrap_or("").contains("2048"),
+        err["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("2048"),
         "{err}"
     );
     let id = next_id();

@@ -27,12 +27,17 @@ fn panicking_tool() -> Tool {
             if std::hint::black_box(true) {
                 panic!("boom");
             }
-            Ok(ToolOutcome::Complete(mcp_server::CallToolResult::text("never")))
+            Ok(ToolOutcome::Complete(mcp_server::CallToolResult::text(
+                "never",
+            )))
         })
 }
 
 fn server() -> Server {
-    builder().tool(panicking_tool()).build().expect("server builds")
+    builder()
+        .tool(panicking_tool())
+        .build()
+        .expect("server builds")
 }
 
 /// Feeds one message through the engine as Streamable HTTP and as a
@@ -130,7 +135,10 @@ async fn a_panicking_handler_is_isolated_on_http_framing() {
     let server = server();
     let body = call(7, "explode", json!({})).to_string();
     let mut headers = http::HeaderMap::new();
-    headers.insert("mcp-protocol-version", http::HeaderValue::from_static("2026-07-28"));
+    headers.insert(
+        "mcp-protocol-version",
+        http::HeaderValue::from_static("2026-07-28"),
+    );
     headers.insert("mcp-method", http::HeaderValue::from_static("tools/call"));
     headers.insert("mcp-name", http::HeaderValue::from_static("explode"));
     let origin = Origin {

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::{ClientAddress, Principal};
 use crate::session::lock;
 
 /// A token bucket: `burst` calls at once, refilled at `per_minute`.
@@ -130,6 +131,15 @@ impl ConcurrencyLimiter {
             running: Arc::clone(&self.running),
             caller: caller.to_owned(),
         })
+    }
+}
+
+/// The rate-limit key: the token subject, else the peer address.
+pub(crate) fn caller_key(principal: Option<&Principal>, addr: Option<&ClientAddress>) -> String {
+    match (principal, addr) {
+        (Some(p), _) => format!("sub:{}", p.subject),
+        (None, Some(a)) => format!("ip:{}", a.0),
+        (None, None) => "anonymous".to_owned(),
     }
 }
 

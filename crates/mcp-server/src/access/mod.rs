@@ -17,4 +17,5 @@ pub use policy::{AccessOptions, ArgumentScopes, Denied, Principal, ToolPolicy};
 pub use sanitize::{sanitize_text, sanitize_value};
 
 pub(crate) use audit::redact_arguments;
+pub(crate) use limits::caller_key;
 pub(crate) use policy::{ClientAddress, strip_fields, unrequire_fields};

@@ -9,9 +9,6 @@ use mcp_protocol::{ProtocolError, ProtocolVersion, Request, Response, shape};
 use serde_json::{Map, Value, json};
 
 use super::Call;
-use super::tools::caller_key;
-use crate::access::{ClientAddress, Principal};
-use crate::engine::Origin;
 use crate::server::Server;
 use crate::session::Session;
 
@@ -78,29 +75,6 @@ impl Server {
             ResultPayload::Json(Value::Object(result)),
         );
         (Some(session), response)
-    }
-
-    /// Whether one more HTTP session may be opened for this caller: a
-    /// per-caller rate limit on `initialize`, so one client cannot churn
-    /// the session table.
-    pub(crate) fn admit_session(&self, origin: &Origin<'_>) -> Result<(), ProtocolError> {
-        let Some(limit) = self.inner.options.initialize_rate else {
-            return Ok(());
-        };
-        let caller = caller_key(
-            origin.extensions.get::<Principal>(),
-            origin.extensions.get::<ClientAddress>(),
-        );
-        self.inner
-            .rate_limiter
-            .check(&caller, "initialize", limit)
-            .map_err(|wait| {
-                let secs = wait.as_secs() + 1;
-                ProtocolError::rate_limited(
-                    format!("Too many new sessions from this client; retry in {secs} s."),
-                    secs,
-                )
-            })
     }
 
     pub(super) fn discover(&self, call: &Call) -> ResultPayload {
@@ -175,7 +149,10 @@ fn kept_client_info(value: Option<&Value>) -> Option<Value> {
     let mut kept = Map::new();
     for key in ["name", "version", "title"] {
         if let Some(s) = info.get(key).and_then(Value::as_str) {
-            kept.insert(key.into(), json!(s.chars().take(MAX_INFO_CHARS).collect::<String>()));
+            kept.insert(
+                key.into(),
+                json!(s.chars().take(MAX_INFO_CHARS).collect::<String>()),
+            );
         }
     }
     Some(Value::Object(kept))
@@ -193,7 +170,8 @@ mod tests {
     #[test]
     fn session_state_is_bounded() {
         let big = "x".repeat(1 << 20);
-        let caps = json!({ "roots": { "listChanged": true }, "sampling": { "blob": big }, "junk": big });
+        let caps =
+            json!({ "roots": { "listChanged": true }, "sampling": { "blob": big }, "junk": big });
         let kept = kept_capabilities(Some(&caps));
         assert_eq!(kept.len(), 2);
         assert!(Value::Object(kept).to_string().len() < 100);

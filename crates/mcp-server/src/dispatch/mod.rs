@@ -1,9 +1,8 @@
 //! Dispatch: from one JSON-RPC request to one reply, for either wire.
 //!
-//! Transports decide which wire a message is on (that depends on headers
-//! or on the stdio process's history) and hand the request here with a
-//! [`Wire`]. Everything after that — `_meta` checks, version checks,
-//! capability gating, routing, result shaping — is transport-independent.
+//! The engine's front door ([`crate::engine`]) decides which wire a request
+//! is on and hands it here with a [`Wire`]; this module checks `_meta` and
+//! the version, gates capabilities, routes, and shapes results.
 
 mod completion;
 mod lifecycle;
@@ -15,7 +14,7 @@ mod tools;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use mcp_protocol::jsonrpc::{Message, Notification, PeerResponse, ResultPayload};
+use mcp_protocol::jsonrpc::{Notification, PeerResponse, ResultPayload};
 use mcp_protocol::meta::{self, RequestMeta};
 use mcp_protocol::{ProtocolError, ProtocolVersion, Request, RequestId, Response, shape};
 use serde_json::{Map, Value};
@@ -242,57 +241,6 @@ impl Server {
             )),
             other => Err(ProtocolError::method_not_found(other)),
         }
-    }
-
-    /// Serves a JSON-RPC batch from a 2025-03-26 session (the one revision
-    /// with batches): requests run concurrently, notifications and routed
-    /// responses are applied, and the responses come back in one list
-    /// (empty when the batch held no requests).
-    pub async fn handle_batch(
-        &self,
-        items: Vec<Value>,
-        session: Arc<Session>,
-        outbound: Option<mpsc::Sender<String>>,
-        extensions: Arc<http::Extensions>,
-    ) -> Vec<Response> {
-        let mut responses = Vec::new();
-        let mut running = Vec::new();
-        for item in items {
-            match Message::from_value(item) {
-                Err(e) => responses.push(Response::error(e.id, e.error)),
-                Ok(Message::Request(r)) if r.method == "initialize" => {
-                    let e = ProtocolError::invalid_request(
-                        "Invalid request: initialize must not be part of a batch.",
-                    );
-                    responses.push(Response::error(Some(r.id), e));
-                }
-                Ok(Message::Request(request)) => {
-                    let id = request.id.clone();
-                    let inbound = Inbound {
-                        request,
-                        wire: Wire::Legacy {
-                            version: session.version(),
-                            session: Some(Arc::clone(&session)),
-                        },
-                        outbound: outbound.clone(),
-                        cancel: CancellationToken::new(),
-                        extensions: Arc::clone(&extensions),
-                    };
-                    running.push(crate::engine::isolate(id, self.handle(inbound)));
-                }
-                Ok(Message::Notification(n)) => self.handle_notification(&n, Some(&session)),
-                Ok(Message::Response(r)) => {
-                    self.handle_peer_response(r, Some(&session));
-                }
-            }
-        }
-        // Concurrently, on this task: a panic in one is isolated by `isolate`.
-        for reply in futures_util::future::join_all(running).await {
-            if let Reply::Response(r) = reply {
-                responses.push(r);
-            }
-        }
-        responses
     }
 
     /// Handles a client notification. Malformed ones are ignored (a

@@ -13,8 +13,8 @@ use mcp_protocol::model::Content;
 
 use super::Call;
 use crate::access::{
-    AuditRecord, CallOutcome, ClientAddress, Permit, Principal, redact_arguments, sanitize_text,
-    sanitize_value, strip_fields,
+    AuditRecord, CallOutcome, ClientAddress, Permit, Principal, caller_key, redact_arguments,
+    sanitize_text, sanitize_value, strip_fields,
 };
 use crate::context::RequestContext;
 use crate::registry::RegisteredTool;
@@ -284,7 +284,10 @@ impl Server {
             name,
             arguments,
             // A state handed to one principal is refused to any other.
-            principal: call.ctx.extension::<Principal>().map(|p| p.subject.as_str()),
+            principal: call
+                .ctx
+                .extension::<Principal>()
+                .map(|p| p.subject.as_str()),
         };
         let mut ctx = call.ctx.clone();
         if call.version.is_modern() {
@@ -571,15 +574,6 @@ impl AuditDraft {
     fn fail(&mut self, message: &str) {
         self.tool_error = true;
         self.detail = Some(message.chars().take(500).collect());
-    }
-}
-
-/// The rate-limit key: the token subject, else the peer address.
-pub(super) fn caller_key(principal: Option<&Principal>, addr: Option<&ClientAddress>) -> String {
-    match (principal, addr) {
-        (Some(p), _) => format!("sub:{}", p.subject),
-        (None, Some(a)) => format!("ip:{}", a.0),
-        (None, None) => "anonymous".to_owned(),
     }
 }
 

@@ -6,6 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
+use mcp_protocol::jsonrpc::Message;
 use mcp_protocol::{ProtocolError, Request, RequestId, Response};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -79,7 +80,13 @@ impl Pending {
 
     /// Whether the request is on the stateless 2026-07-28 wire.
     pub fn is_modern(&self) -> bool {
-        matches!(&self.work, Work::One { wire: Wire::Modern, .. })
+        matches!(
+            &self.work,
+            Work::One {
+                wire: Wire::Modern,
+                ..
+            }
+        )
     }
 
     /// The legacy session the request belongs to.
@@ -122,9 +129,7 @@ impl Pending {
         let (request, wire) = match work {
             Work::One { request, wire } => (request, wire),
             Work::Batch { items, session } => {
-                let responses = server
-                    .handle_batch(items, session, outbound, extensions)
-                    .await;
+                let responses = serve_batch(&server, items, session, outbound, extensions).await;
                 return Reply::Batch(responses);
             }
         };
@@ -144,7 +149,7 @@ impl Pending {
 }
 
 /// Runs a request's future, turning a panic into a logged -32603 answer.
-pub(crate) async fn isolate<F>(id: RequestId, fut: F) -> Reply
+async fn isolate<F>(id: RequestId, fut: F) -> Reply
 where
     F: std::future::Future<Output = Reply>,
 {
@@ -209,4 +214,55 @@ impl Drop for Tracker {
             c.untrack(&self.id);
         }
     }
+}
+
+/// Serves a JSON-RPC batch from a 2025-03-26 session (the one revision
+/// with batches): requests run concurrently, notifications and routed
+/// responses are applied, and the responses come back in one list
+/// (empty when the batch held no requests).
+async fn serve_batch(
+    server: &Server,
+    items: Vec<Value>,
+    session: Arc<Session>,
+    outbound: Option<mpsc::Sender<String>>,
+    extensions: Arc<http::Extensions>,
+) -> Vec<Response> {
+    let mut responses = Vec::new();
+    let mut running = Vec::new();
+    for item in items {
+        match Message::from_value(item) {
+            Err(e) => responses.push(Response::error(e.id, e.error)),
+            Ok(Message::Request(r)) if r.method == "initialize" => {
+                let e = ProtocolError::invalid_request(
+                    "Invalid request: initialize must not be part of a batch.",
+                );
+                responses.push(Response::error(Some(r.id), e));
+            }
+            Ok(Message::Request(request)) => {
+                let id = request.id.clone();
+                let inbound = Inbound {
+                    request,
+                    wire: Wire::Legacy {
+                        version: session.version(),
+                        session: Some(Arc::clone(&session)),
+                    },
+                    outbound: outbound.clone(),
+                    cancel: CancellationToken::new(),
+                    extensions: Arc::clone(&extensions),
+                };
+                running.push(isolate(id, server.handle(inbound)));
+            }
+            Ok(Message::Notification(n)) => server.handle_notification(&n, Some(&session)),
+            Ok(Message::Response(r)) => {
+                server.handle_peer_response(r, Some(&session));
+            }
+        }
+    }
+    // Concurrently, on this task: a panic in one is isolated by `isolate`.
+    for reply in futures_util::future::join_all(running).await {
+        if let Reply::Response(r) = reply {
+            responses.push(r);
+        }
+    }
+    responses
 }

@@ -17,6 +17,7 @@ use mcp_protocol::{ProtocolError, ProtocolVersion, Request, Response, meta};
 use serde_json::{Map, Value};
 
 use super::{Accepted, Answer, Origin, Pending, bad};
+use crate::access::{ClientAddress, Principal, caller_key};
 use crate::dispatch::Wire;
 use crate::server::Server;
 
@@ -40,9 +41,12 @@ impl Server {
         .map_err(|e| bad(id.clone(), e))?;
         let wire = match wire {
             Decided::Wire(w) => w,
-            Decided::Initialize => return Ok(Accepted::Answer(self.accept_initialize(request, origin))),
+            Decided::Initialize => {
+                return Ok(Accepted::Answer(self.accept_initialize(request, origin)));
+            }
             Decided::Ping => {
-                let r = Response::result(request.id, ResultPayload::Json(Value::Object(Map::new())));
+                let r =
+                    Response::result(request.id, ResultPayload::Json(Value::Object(Map::new())));
                 return Ok(Accepted::Answer(Answer {
                     response: r,
                     status: ErrorStatus::Answered,
@@ -50,7 +54,12 @@ impl Server {
                 }));
             }
         };
-        Ok(Accepted::Request(Pending::one(self.clone(), request, wire, origin)))
+        Ok(Accepted::Request(Pending::one(
+            self.clone(),
+            request,
+            wire,
+            origin,
+        )))
     }
 
     /// The wire of a Streamable HTTP request, with its header checks.
@@ -141,6 +150,29 @@ impl Server {
             headers::check_params(headers, &params, args)?;
         }
         Ok(())
+    }
+
+    /// Whether one more HTTP session may be opened for this caller: a
+    /// per-caller rate limit on `initialize`, so one client cannot churn
+    /// the session table.
+    fn admit_session(&self, origin: &Origin<'_>) -> Result<(), ProtocolError> {
+        let Some(limit) = self.inner.options.initialize_rate else {
+            return Ok(());
+        };
+        let caller = caller_key(
+            origin.extensions.get::<Principal>(),
+            origin.extensions.get::<ClientAddress>(),
+        );
+        self.inner
+            .rate_limiter
+            .check(&caller, "initialize", limit)
+            .map_err(|wait| {
+                let secs = wait.as_secs() + 1;
+                ProtocolError::rate_limited(
+                    format!("Too many new sessions from this client; retry in {secs} s."),
+                    secs,
+                )
+            })
     }
 
     /// A legacy `initialize`: a new session, kept in the session table

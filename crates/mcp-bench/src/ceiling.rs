@@ -28,7 +28,11 @@ async fn echo(body: Bytes) -> Response {
     match msg.get("id") {
         Some(id) => {
             let answer = json!({ "jsonrpc": "2.0", "id": id, "result": {} });
-            ([(header::CONTENT_TYPE, "application/json")], answer.to_string()).into_response()
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                answer.to_string(),
+            )
+                .into_response()
         }
         None => StatusCode::ACCEPTED.into_response(),
     }

@@ -65,7 +65,12 @@ struct Args {
 
     /// Wire formats, comma separated: modern (2026-07-28, sessionless)
     /// and/or legacy (2025-11-25, sessions).
-    #[arg(long = "wire", value_enum, value_delimiter = ',', default_value = "modern,legacy")]
+    #[arg(
+        long = "wire",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "modern,legacy"
+    )]
     wires: Vec<Wire>,
 
     /// Workloads to run, comma separated.
@@ -207,7 +212,11 @@ async fn start_server(args: &Args) -> Result<Target, Box<dyn std::error::Error>>
             .await
             .map_err(|e| format!("preflight against {url} failed: {e}"))?;
         let process = args.server_pid.map(ProcStat::new);
-        return Ok(Target { url, process, _guard: None });
+        return Ok(Target {
+            url,
+            process,
+            _guard: None,
+        });
     }
     let bin = server::locate_binary(args.server_bin.as_deref())?;
     eprintln!("starting {} …", bin.display());
@@ -279,7 +288,15 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
         if let Some(ceiling) = &ceiling {
             let client = McpClient::new(ceiling.url.clone(), wire, args.timeout)?;
             for &concurrency in &args.concurrency {
-                let mut cell = measure(&client, Workload::Details, concurrency, &args, stop, ceiling).await?;
+                let mut cell = measure(
+                    &client,
+                    Workload::Details,
+                    concurrency,
+                    &args,
+                    stop,
+                    ceiling,
+                )
+                .await?;
                 cell.target = "ceiling";
                 ceiling_rps.push((concurrency, cell.requests_per_s));
                 report_cell(&mut out, &cell)?;
@@ -289,7 +306,8 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
         let client = McpClient::new(server.url.clone(), wire, args.timeout)?;
         for &workload in &args.workloads {
             for &concurrency in &args.concurrency {
-                let mut cell = measure(&client, workload, concurrency, &args, stop, &server).await?;
+                let mut cell =
+                    measure(&client, workload, concurrency, &args, stop, &server).await?;
                 cell.ceiling_ratio = ceiling_rps
                     .iter()
                     .find(|(c, _)| *c == concurrency)
@@ -330,14 +348,21 @@ async fn measure(
     stop: Stop,
     target: &Target,
 ) -> Result<CellResult, String> {
-    bench::run_cell(client, workload, concurrency as usize, args.warmup, stop, target.process)
-        .await
-        .map_err(|e| {
-            format!(
-                "{} c={concurrency}: opening sessions failed: {e}",
-                workload.label()
-            )
-        })
+    bench::run_cell(
+        client,
+        workload,
+        concurrency as usize,
+        args.warmup,
+        stop,
+        target.process,
+    )
+    .await
+    .map_err(|e| {
+        format!(
+            "{} c={concurrency}: opening sessions failed: {e}",
+            workload.label()
+        )
+    })
 }
 
 /// Prints one row (and the cell's first error, if any).
@@ -353,8 +378,18 @@ fn report_cell(out: &mut Box<dyn Write>, cell: &CellResult) -> std::io::Result<(
 fn header() -> String {
     format!(
         "{:<8} {:<6} {:<26} {:>4} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>7} {:>6}",
-        "target", "wire", "workload", "conc", "req/s", "%ceil", "p50 ms", "p99 ms", "max ms",
-        "cpu µs", "rss MiB", "errors"
+        "target",
+        "wire",
+        "workload",
+        "conc",
+        "req/s",
+        "%ceil",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "cpu µs",
+        "rss MiB",
+        "errors"
     )
 }
 

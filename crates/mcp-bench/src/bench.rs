@@ -7,42 +7,78 @@ use std::time::{Duration, Instant};
 use clap::ValueEnum;
 use serde::Serialize;
 
+use crate::procstat::ProcStat;
 use crate::stats::LatencySummary;
-use crate::wire::{CallError, McpClient, Op, Session};
+use crate::wire::{CallError, McpClient, Op, Session, Wire};
 
 /// A request mix to benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
     /// `tools/list` only.
     List,
-    /// `tools/call get-employee-details` only.
+    /// `get-employee-details` only.
     Details,
-    /// `tools/call search-employees-by-skill` only.
+    /// `list-department-employees` only.
+    Department,
+    /// `calculate-employee-tenure` only.
+    Tenure,
+    /// `get-team-members` only.
+    Team,
+    /// `search-employees-by-skill` only.
     Search,
-    /// Round-robin over the three operations above.
+    /// `get-compensation-info` only.
+    Compensation,
+    /// `check-leave-balance` only.
+    Leave,
+    /// `generate-employee-report` only.
+    Report,
+    /// Round-robin over `tools/list` and the eight tools.
     Mixed,
 }
+
+/// The operations [`Workload::Mixed`] rotates over.
+const MIX: [Op; 9] = [
+    Op::ListTools,
+    Op::GetEmployee,
+    Op::Department,
+    Op::Tenure,
+    Op::Team,
+    Op::SearchBySkill,
+    Op::Compensation,
+    Op::Leave,
+    Op::Report,
+];
 
 impl Workload {
     /// Label used in the table and JSON output.
     pub fn label(self) -> &'static str {
-        match self {
-            Workload::List => "tools/list",
-            Workload::Details => "get-employee-details",
-            Workload::Search => "search-employees-by-skill",
-            Workload::Mixed => "mixed",
+        match self.single() {
+            Some(Op::ListTools) => "tools/list",
+            Some(op) => op.tool().unwrap_or("?"),
+            None => "mixed",
         }
     }
 
-    /// The `n`-th operation a worker sends.
-    fn op(self, n: u64) -> Op {
-        const MIX: [Op; 3] = [Op::ListTools, Op::GetEmployee, Op::SearchBySkill];
-        match self {
+    /// The one operation of a single-operation workload.
+    fn single(self) -> Option<Op> {
+        Some(match self {
             Workload::List => Op::ListTools,
             Workload::Details => Op::GetEmployee,
+            Workload::Department => Op::Department,
+            Workload::Tenure => Op::Tenure,
+            Workload::Team => Op::Team,
             Workload::Search => Op::SearchBySkill,
-            Workload::Mixed => MIX[(n % 3) as usize],
-        }
+            Workload::Compensation => Op::Compensation,
+            Workload::Leave => Op::Leave,
+            Workload::Report => Op::Report,
+            Workload::Mixed => return None,
+        })
+    }
+
+    /// The `n`-th operation a worker sends.
+    pub fn op(self, n: u64) -> Op {
+        self.single()
+            .unwrap_or(MIX[(n % MIX.len() as u64) as usize])
     }
 }
 
@@ -58,6 +94,10 @@ pub enum Stop {
 /// Result of one cell.
 #[derive(Debug, Clone, Serialize)]
 pub struct CellResult {
+    /// What was measured: `server` or `ceiling`.
+    pub target: &'static str,
+    /// Wire format of the requests.
+    pub wire: Wire,
     /// Workload label.
     pub workload: &'static str,
     /// Number of concurrent workers.
@@ -74,6 +114,14 @@ pub struct CellResult {
     pub latency: Option<LatencySummary>,
     /// First error seen, for diagnosis.
     pub first_error: Option<String>,
+    /// Server CPU time (user + system) per request during the measurement
+    /// phase, in microseconds; `None` without a process to sample.
+    pub cpu_us_per_call: Option<f64>,
+    /// The server's peak resident set size so far, in MiB.
+    pub peak_rss_mib: Option<f64>,
+    /// `requests_per_s` as a fraction of the ceiling's at the same wire and
+    /// concurrency, when the ceiling was measured.
+    pub ceiling_ratio: Option<f64>,
 }
 
 /// What one worker gathered during a phase.
@@ -110,6 +158,7 @@ pub async fn run_cell(
     concurrency: usize,
     warmup: Duration,
     stop: Stop,
+    process: Option<ProcStat>,
 ) -> Result<CellResult, CallError> {
     let sessions: Vec<Arc<Session>> =
         futures_util::future::try_join_all((0..concurrency).map(|_| client.open()))
@@ -123,6 +172,7 @@ pub async fn run_cell(
         run_phase(client, &sessions, workload, end).await;
     }
 
+    let cpu_before = process.and_then(|p| p.cpu_time());
     let start = Instant::now();
     let end = match stop {
         Stop::After(d) => PhaseEnd::Deadline(start + d),
@@ -130,6 +180,7 @@ pub async fn run_cell(
     };
     let tallies = run_phase(client, &sessions, workload, end).await;
     let elapsed = start.elapsed().as_secs_f64();
+    let cpu_after = process.and_then(|p| p.cpu_time());
 
     futures_util::future::join_all(sessions.iter().map(|s| client.close(s))).await;
 
@@ -141,7 +192,15 @@ pub async fn run_cell(
         errors += t.errors;
         first_error = first_error.or(t.first_error);
     }
+    let cpu_us_per_call = match (cpu_before, cpu_after) {
+        (Some(before), Some(after)) if requests > 0 => {
+            Some(after.saturating_sub(before).as_secs_f64() * 1e6 / requests as f64)
+        }
+        _ => None,
+    };
     Ok(CellResult {
+        target: "server",
+        wire: client.wire(),
         workload: workload.label(),
         concurrency,
         requests,
@@ -154,6 +213,11 @@ pub async fn run_cell(
         },
         latency: LatencySummary::from_samples(&mut all),
         first_error,
+        cpu_us_per_call,
+        peak_rss_mib: process
+            .and_then(|p| p.peak_rss_kib())
+            .map(|kib| kib as f64 / 1024.0),
+        ceiling_ratio: None,
     })
 }
 
@@ -217,12 +281,11 @@ mod tests {
 
     #[test]
     fn mixed_rotates_over_all_ops() {
-        let ops: Vec<Op> = (0..6).map(|n| Workload::Mixed.op(n)).collect();
-        assert_eq!(
-            &ops[..3],
-            &[Op::ListTools, Op::GetEmployee, Op::SearchBySkill]
-        );
-        assert_eq!(ops[..3], ops[3..]);
+        let ops: Vec<Op> = (0..18).map(|n| Workload::Mixed.op(n)).collect();
+        assert_eq!(ops[0], Op::ListTools);
+        assert_eq!(&ops[1..9], &MIX[1..]);
+        assert!(ops[1..9].iter().all(|op| op.tool().is_some()));
+        assert_eq!(ops[..9], ops[9..]);
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! concurrency level. See README.md for usage and how to read the numbers.
 
 mod bench;
+mod ceiling;
+mod procstat;
 mod server;
 mod sse;
 mod stats;
@@ -18,6 +20,7 @@ use reqwest::Url;
 use serde::Serialize;
 
 use bench::{CellResult, Stop, Workload};
+use procstat::ProcStat;
 use server::ServerGuard;
 use wire::{McpClient, Wire};
 
@@ -60,18 +63,44 @@ struct Args {
     #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_secs)]
     warmup: Duration,
 
-    /// Wire format: modern (2026-07-28, sessionless) or legacy (2025-11-25, sessions).
-    #[arg(long, value_enum, default_value_t = Wire::Modern)]
-    wire: Wire,
+    /// Wire formats, comma separated: modern (2026-07-28, sessionless)
+    /// and/or legacy (2025-11-25, sessions).
+    #[arg(
+        long = "wire",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "modern,legacy"
+    )]
+    wires: Vec<Wire>,
 
     /// Workloads to run, comma separated.
     #[arg(
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "list,details,search,mixed"
+        default_value = "list,details,department,tenure,team,search,compensation,leave,report,mixed"
     )]
     workloads: Vec<Workload>,
+
+    /// Skip the bare axum ceiling (measured by default, per wire and
+    /// concurrency, with the get-employee-details request).
+    #[arg(long)]
+    no_ceiling: bool,
+
+    /// Keep the started server's rate and concurrency limits (by default
+    /// they are lifted so the bench measures the server, not the limiter).
+    #[arg(long, conflicts_with = "url")]
+    keep_limits: bool,
+
+    /// Process id of the server behind --url, to report its CPU time per
+    /// call and peak memory.
+    #[arg(long, requires = "url")]
+    server_pid: Option<u32>,
+
+    /// Internal: serve the ceiling endpoint on this address (the bench
+    /// starts itself this way).
+    #[arg(long, hide = true, value_name = "ADDR")]
+    serve_ceiling: Option<std::net::SocketAddr>,
 
     /// Per-request timeout in seconds; a timed-out request counts as an error.
     #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
@@ -113,6 +142,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(addr) = args.serve_ceiling {
+        return match rt.block_on(ceiling::serve(addr)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("mcp-bench: ceiling on {addr}: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     rt.block_on(async {
         // Dropping `run` on Ctrl-C drops the server guard, which kills the
         // spawned server: no orphaned process.
@@ -130,7 +168,6 @@ fn main() -> ExitCode {
 #[derive(Serialize)]
 struct Report<'a> {
     url: String,
-    wire: Wire,
     duration_s: Option<f64>,
     requests_per_cell: Option<u64>,
     warmup_s: f64,
@@ -148,32 +185,77 @@ async fn run(args: Args) -> ExitCode {
     }
 }
 
-/// Runs all cells; `Ok(false)` means some requests failed.
-async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
-    // Keep the guard alive for the whole run; dropping it stops the server.
-    let mut server_guard = None;
-    let url = match args.url.clone() {
-        Some(url) => url,
-        None => {
-            let bin = server::locate_binary(args.server_bin.as_deref())?;
-            eprintln!("starting {} …", bin.display());
-            let guard = server_guard.insert(ServerGuard::spawn(&bin, &args.server_args)?);
-            // First start seeds the database, which can take a while.
-            guard
-                .wait_ready(args.wire, Duration::from_secs(120))
-                .await?;
-            eprintln!("server ready at {}", guard.url);
-            guard.url.clone()
-        }
-    };
-    let client = McpClient::new(url, args.wire, args.timeout)?;
-    if args.url.is_some() {
+/// Server flags that lift the per-caller limits: every bench request
+/// comes from one address, so the limiter would otherwise be measured.
+const LIFTED_LIMITS: [&str; 4] = [
+    "--rate-limit-per-minute=1000000000",
+    "--rate-limit-burst=1000000000",
+    "--max-concurrent-calls=1000000",
+    "--initialize-per-minute=0",
+];
+
+/// The server under test: its URL and, when known, its process.
+struct Target {
+    url: Url,
+    process: Option<ProcStat>,
+    /// Keeps a started server alive; dropping it stops the server.
+    _guard: Option<ServerGuard>,
+}
+
+/// Starts the server (or uses `--url`) and waits until it answers.
+async fn start_server(args: &Args) -> Result<Target, Box<dyn std::error::Error>> {
+    let wire = args.wires.first().copied().unwrap_or(Wire::Modern);
+    if let Some(url) = args.url.clone() {
+        let client = McpClient::new(url.clone(), wire, args.timeout)?;
         // Fail fast on a wrong URL or wire instead of timing a stream of errors.
         server::probe(&client)
             .await
-            .map_err(|e| format!("preflight against {} failed: {e}", client.url()))?;
+            .map_err(|e| format!("preflight against {url} failed: {e}"))?;
+        let process = args.server_pid.map(ProcStat::new);
+        return Ok(Target {
+            url,
+            process,
+            _guard: None,
+        });
     }
+    let bin = server::locate_binary(args.server_bin.as_deref())?;
+    eprintln!("starting {} …", bin.display());
+    let mut server_args: Vec<String> = Vec::new();
+    if !args.keep_limits {
+        server_args.extend(LIFTED_LIMITS.iter().map(|s| (*s).to_owned()));
+    }
+    server_args.extend(args.server_args.iter().cloned());
+    let mut guard = ServerGuard::spawn(&bin, &server_args)?;
+    // First start seeds the database, which can take a while.
+    guard.wait_ready(wire, Duration::from_secs(120)).await?;
+    eprintln!("server ready at {}", guard.url);
+    Ok(Target {
+        url: guard.url.clone(),
+        process: Some(ProcStat::new(guard.pid())),
+        _guard: Some(guard),
+    })
+}
 
+/// Starts the bare ceiling endpoint as a child process.
+async fn start_ceiling(wire: Wire) -> Result<Target, Box<dyn std::error::Error>> {
+    let mut guard = ServerGuard::spawn_ceiling()?;
+    guard.wait_ready(wire, Duration::from_secs(30)).await?;
+    Ok(Target {
+        url: guard.url.clone(),
+        process: Some(ProcStat::new(guard.pid())),
+        _guard: Some(guard),
+    })
+}
+
+/// Runs all cells; `Ok(false)` means some requests failed.
+async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
+    let server = start_server(&args).await?;
+    let first_wire = args.wires.first().copied().unwrap_or(Wire::Modern);
+    let ceiling = if args.no_ceiling {
+        None
+    } else {
+        Some(start_ceiling(first_wire).await?)
+    };
     let stop = match (args.requests, args.duration) {
         (Some(n), _) => Stop::Requests(n),
         (None, d) => Stop::After(d.unwrap_or(Duration::from_secs(5))),
@@ -191,9 +273,8 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
     };
     writeln!(
         out,
-        "mcp-bench  url={}  wire={}  {}  warmup={}s  client threads={}",
-        client.url(),
-        args.wire.name(),
+        "mcp-bench  url={}  {}  warmup={}s  client threads={}",
+        server.url,
         stop_desc,
         args.warmup.as_secs_f64(),
         args.threads
@@ -202,22 +283,39 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
     writeln!(out, "{}", header())?;
 
     let mut results = Vec::new();
-    for &workload in &args.workloads {
-        for &concurrency in &args.concurrency {
-            let cell = bench::run_cell(&client, workload, concurrency as usize, args.warmup, stop)
-                .await
-                .map_err(|e| {
-                    format!(
-                        "{} c={concurrency}: opening sessions failed: {e}",
-                        workload.label()
-                    )
-                })?;
-            writeln!(out, "{}", row(&cell))?;
-            out.flush()?;
-            if let Some(err) = &cell.first_error {
-                eprintln!("  first error: {err}");
+    for &wire in &args.wires {
+        let mut ceiling_rps = Vec::new();
+        if let Some(ceiling) = &ceiling {
+            let client = McpClient::new(ceiling.url.clone(), wire, args.timeout)?;
+            for &concurrency in &args.concurrency {
+                let mut cell = measure(
+                    &client,
+                    Workload::Details,
+                    concurrency,
+                    &args,
+                    stop,
+                    ceiling,
+                )
+                .await?;
+                cell.target = "ceiling";
+                ceiling_rps.push((concurrency, cell.requests_per_s));
+                report_cell(&mut out, &cell)?;
+                results.push(cell);
             }
-            results.push(cell);
+        }
+        let client = McpClient::new(server.url.clone(), wire, args.timeout)?;
+        for &workload in &args.workloads {
+            for &concurrency in &args.concurrency {
+                let mut cell =
+                    measure(&client, workload, concurrency, &args, stop, &server).await?;
+                cell.ceiling_ratio = ceiling_rps
+                    .iter()
+                    .find(|(c, _)| *c == concurrency)
+                    .filter(|(_, rps)| *rps > 0.0)
+                    .map(|(_, rps)| cell.requests_per_s / rps);
+                report_cell(&mut out, &cell)?;
+                results.push(cell);
+            }
         }
     }
 
@@ -227,8 +325,7 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
     }
     if args.json {
         let report = Report {
-            url: client.url().to_string(),
-            wire: args.wire,
+            url: server.url.to_string(),
             duration_s: match stop {
                 Stop::After(d) => Some(d.as_secs_f64()),
                 Stop::Requests(_) => None,
@@ -242,26 +339,79 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
     Ok(total_errors == 0)
 }
 
+/// Runs one cell against `target`.
+async fn measure(
+    client: &std::sync::Arc<McpClient>,
+    workload: Workload,
+    concurrency: u32,
+    args: &Args,
+    stop: Stop,
+    target: &Target,
+) -> Result<CellResult, String> {
+    bench::run_cell(
+        client,
+        workload,
+        concurrency as usize,
+        args.warmup,
+        stop,
+        target.process,
+    )
+    .await
+    .map_err(|e| {
+        format!(
+            "{} c={concurrency}: opening sessions failed: {e}",
+            workload.label()
+        )
+    })
+}
+
+/// Prints one row (and the cell's first error, if any).
+fn report_cell(out: &mut Box<dyn Write>, cell: &CellResult) -> std::io::Result<()> {
+    writeln!(out, "{}", row(cell))?;
+    out.flush()?;
+    if let Some(err) = &cell.first_error {
+        eprintln!("  first error: {err}");
+    }
+    Ok(())
+}
+
 fn header() -> String {
     format!(
-        "{:<26} {:>5} {:>9} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}",
-        "workload", "conc", "requests", "errors", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms"
+        "{:<8} {:<6} {:<26} {:>4} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>7} {:>6}",
+        "target",
+        "wire",
+        "workload",
+        "conc",
+        "req/s",
+        "%ceil",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "cpu µs",
+        "rss MiB",
+        "errors"
     )
 }
 
 fn row(c: &CellResult) -> String {
-    let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"));
+    let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+    let opt = |v: Option<f64>, digits: usize| {
+        v.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
+    };
     let l = c.latency;
     format!(
-        "{:<26} {:>5} {:>9} {:>7} {:>10.1} {:>9} {:>9} {:>9} {:>9}",
+        "{:<8} {:<6} {:<26} {:>4} {:>9.0} {:>6} {:>8} {:>8} {:>8} {:>8} {:>7} {:>6}",
+        c.target,
+        c.wire.name(),
         c.workload,
         c.concurrency,
-        c.requests,
-        c.errors,
         c.requests_per_s,
+        opt(c.ceiling_ratio.map(|r| r * 100.0), 1),
         ms(l.map(|l| l.p50_ms)),
-        ms(l.map(|l| l.p90_ms)),
         ms(l.map(|l| l.p99_ms)),
         ms(l.map(|l| l.max_ms)),
+        opt(c.cpu_us_per_call, 0),
+        opt(c.peak_rss_mib, 1),
+        c.errors,
     )
 }

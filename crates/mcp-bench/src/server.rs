@@ -67,7 +67,8 @@ pub fn locate_binary(explicit: Option<&Path>) -> Result<PathBuf, ServerError> {
 #[derive(Debug)]
 pub struct ServerGuard {
     child: Child,
-    db_path: PathBuf,
+    /// The database to delete on drop (`None` for the ceiling).
+    db_path: Option<PathBuf>,
     log_path: PathBuf,
     keep_log: bool,
     /// The MCP endpoint, e.g. `http://127.0.0.1:PORT/mcp`.
@@ -78,6 +79,38 @@ impl ServerGuard {
     /// Spawns `bin` on a free loopback port with a fresh SQLite database in
     /// the temp dir. Does not wait for readiness; see [`Self::wait_ready`].
     pub fn spawn(bin: &Path, extra_args: &[String]) -> Result<Self, ServerError> {
+        let db_path = std::env::temp_dir().join(format!("bench-{}.db", std::process::id()));
+        remove_db_files(&db_path); // a stale file from a crashed run with our pid
+        let database = format!("sqlite://{}", db_path.display());
+        Self::start(bin, "server", Some(db_path), |cmd, listen| {
+            cmd.arg("--listen")
+                .arg(listen)
+                .arg("--database")
+                .arg(&database)
+                .args(extra_args);
+        })
+    }
+
+    /// Spawns this bench binary as the bare ceiling endpoint (see
+    /// `ceiling.rs`) on a free loopback port.
+    pub fn spawn_ceiling() -> Result<Self, ServerError> {
+        let exe = std::env::current_exe().map_err(|source| ServerError::Io {
+            what: "locating the bench binary".into(),
+            source,
+        })?;
+        Self::start(&exe, "ceiling", None, |cmd, listen| {
+            cmd.arg("--serve-ceiling").arg(listen);
+        })
+    }
+
+    /// Picks a port, lets `args` add the command line for it and starts
+    /// `bin` with its output in a log file.
+    fn start(
+        bin: &Path,
+        role: &str,
+        db_path: Option<PathBuf>,
+        args: impl FnOnce(&mut Command, &str),
+    ) -> Result<Self, ServerError> {
         let io = |what: &str| {
             let what = what.to_owned();
             move |source| ServerError::Io { what, source }
@@ -88,23 +121,14 @@ impl ServerGuard {
             .and_then(|l| l.local_addr())
             .map_err(io("finding a free port"))?
             .port();
-        let tmp = std::env::temp_dir();
-        let pid = std::process::id();
-        let db_path = tmp.join(format!("bench-{pid}.db"));
-        let log_path = tmp.join(format!("bench-{pid}-server.log"));
-        remove_db_files(&db_path); // a stale file from a crashed run with our pid
+        let log_path =
+            std::env::temp_dir().join(format!("bench-{}-{role}.log", std::process::id()));
         let log = File::create(&log_path).map_err(io("creating server log"))?;
         let log_err = log.try_clone().map_err(io("creating server log"))?;
 
         let mut cmd = Command::new(bin);
-        cmd.arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--database")
-            .arg(format!("sqlite://{}", db_path.display()))
-            .args(extra_args)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err);
+        args(&mut cmd, &format!("127.0.0.1:{port}"));
+        cmd.stdin(Stdio::null()).stdout(log).stderr(log_err);
         // Per-request logging would cost the server CPU the bench is trying
         // to measure; keep it quiet unless the caller asked otherwise.
         if std::env::var_os("RUST_LOG").is_none() {
@@ -122,6 +146,11 @@ impl ServerGuard {
             keep_log: false,
             url,
         })
+    }
+
+    /// Process id of the child, for CPU and memory sampling.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Waits until the port accepts TCP connections and a `tools/list`
@@ -187,7 +216,9 @@ impl Drop for ServerGuard {
         // graceful shutdown would save, and it cannot hang.
         let _ = self.child.kill();
         let _ = self.child.wait();
-        remove_db_files(&self.db_path);
+        if let Some(db) = &self.db_path {
+            remove_db_files(db);
+        }
         if self.keep_log {
             eprintln!("server log kept at {}", self.log_path.display());
         } else {

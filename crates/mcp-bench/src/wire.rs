@@ -46,15 +46,28 @@ impl Wire {
     }
 }
 
-/// One benchmarked MCP operation.
+/// One benchmarked MCP operation: `tools/list` or one HR tool called with
+/// its default arguments (the ones the performance issue was measured with).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// `tools/list`.
     ListTools,
-    /// `tools/call get-employee-details {"employeeId":"AliceJohnson"}`.
+    /// `get-employee-details {"employeeId":"AliceJohnson"}` (about 3.9 KB).
     GetEmployee,
-    /// `tools/call search-employees-by-skill {"skill":"Rust"}`.
+    /// `list-department-employees {"departmentId":"engineering"}`.
+    Department,
+    /// `calculate-employee-tenure {"employeeId":"AliceJohnson"}`.
+    Tenure,
+    /// `get-team-members {"teamId":"backend"}`.
+    Team,
+    /// `search-employees-by-skill {"skill":"Go"}` (about 39 KB).
     SearchBySkill,
+    /// `get-compensation-info {"role":"Software Engineer","level":"senior"}`.
+    Compensation,
+    /// `check-leave-balance {"employeeId":"AliceJohnson","leaveType":"annual"}`.
+    Leave,
+    /// `generate-employee-report {"reportType":"headcount"}`.
+    Report,
 }
 
 impl Op {
@@ -62,17 +75,23 @@ impl Op {
     pub fn method(self) -> &'static str {
         match self {
             Op::ListTools => "tools/list",
-            Op::GetEmployee | Op::SearchBySkill => "tools/call",
+            _ => "tools/call",
         }
     }
 
     /// Tool name for `tools/call`, `None` otherwise.
     pub fn tool(self) -> Option<&'static str> {
-        match self {
-            Op::ListTools => None,
-            Op::GetEmployee => Some("get-employee-details"),
-            Op::SearchBySkill => Some("search-employees-by-skill"),
-        }
+        Some(match self {
+            Op::ListTools => return None,
+            Op::GetEmployee => "get-employee-details",
+            Op::Department => "list-department-employees",
+            Op::Tenure => "calculate-employee-tenure",
+            Op::Team => "get-team-members",
+            Op::SearchBySkill => "search-employees-by-skill",
+            Op::Compensation => "get-compensation-info",
+            Op::Leave => "check-leave-balance",
+            Op::Report => "generate-employee-report",
+        })
     }
 
     /// Human-readable label, e.g. `tools/call get-employee-details`.
@@ -86,8 +105,13 @@ impl Op {
     fn arguments(self) -> Value {
         match self {
             Op::ListTools => Value::Null,
-            Op::GetEmployee => json!({ "employeeId": "AliceJohnson" }),
-            Op::SearchBySkill => json!({ "skill": "Rust" }),
+            Op::GetEmployee | Op::Tenure => json!({ "employeeId": "AliceJohnson" }),
+            Op::Department => json!({ "departmentId": "engineering" }),
+            Op::Team => json!({ "teamId": "backend" }),
+            Op::SearchBySkill => json!({ "skill": "Go" }),
+            Op::Compensation => json!({ "role": "Software Engineer", "level": "senior" }),
+            Op::Leave => json!({ "employeeId": "AliceJohnson", "leaveType": "annual" }),
+            Op::Report => json!({ "reportType": "headcount" }),
         }
     }
 }
@@ -155,9 +179,9 @@ impl McpClient {
         }))
     }
 
-    /// Endpoint URL.
-    pub fn url(&self) -> &Url {
-        &self.url
+    /// Wire format this client speaks.
+    pub fn wire(&self) -> Wire {
+        self.wire
     }
 
     /// Opens a session: on the legacy wire this performs `initialize` and

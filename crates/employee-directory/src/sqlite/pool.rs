@@ -21,7 +21,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -99,13 +101,61 @@ impl Pool {
         }
     }
 
-    /// Runs `work` with a pooled connection on a blocking thread.
+    /// Runs read-only `work` with a pooled connection.
+    ///
+    /// When a slot and an idle connection to the current file are free,
+    /// the work runs right here on the caller's thread, with the busy
+    /// handler off: reads of a WAL database that is not locked by another
+    /// process never wait, and a handoff to a blocking thread (two thread
+    /// wake-ups per query) costs more than the query itself. If the
+    /// database is busy, or no idle connection is ready, the work runs (again,
+    /// which is safe because it only reads) on a blocking thread with the
+    /// configured busy timeout.
     pub(crate) async fn run<T, F>(self: &Arc<Self>, work: F) -> Result<T, DirectoryError>
     where
-        F: FnOnce(&mut Connection) -> Result<T, DirectoryError> + Send + 'static,
+        F: Fn(&mut Connection) -> Result<T, DirectoryError> + Send + 'static,
         T: Send + 'static,
     {
-        self.run_with(Open::Existing, work).await
+        match self.try_run_here(&work) {
+            Some(result) => result,
+            None => self.run_with(Open::Existing, work).await,
+        }
+    }
+
+    /// The fast path of [`Pool::run`]; `None` if the work must go to a
+    /// blocking thread.
+    fn try_run_here<T, F>(&self, work: &F) -> Option<Result<T, DirectoryError>>
+    where
+        F: Fn(&mut Connection) -> Result<T, DirectoryError>,
+    {
+        let _permit = Arc::clone(&self.permits).try_acquire_owned().ok()?;
+        let mut pooled = match self.checkout_idle() {
+            Ok(Some(pooled)) => pooled,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        // Never wait for a lock on this thread (it serves other requests).
+        let result = match pooled.conn.busy_timeout(Duration::ZERO) {
+            Ok(()) => work(&mut pooled.conn),
+            Err(e) => Err(configure_error(e)),
+        };
+        let restored = set_busy_timeout(&pooled.conn, &self.options);
+        if restored.is_ok() {
+            self.checkin(pooled);
+        }
+        match result {
+            Err(e) if is_busy(&e) => None,
+            other => Some(other.map_err(|e| self.explain(e))),
+        }
+    }
+
+    /// An idle connection to the current file (or the in-memory database),
+    /// closing stale ones; `Ok(None)` if none is idle.
+    fn checkout_idle(&self) -> Result<Option<Pooled>, DirectoryError> {
+        match &self.target {
+            Target::Memory => Ok(self.lock_idle().pop()),
+            Target::File(path) => self.idle_for(path).map(|(_, idle)| idle),
+        }
     }
 
     /// Runs `work` (migrations, seeding) on a new connection that may create
@@ -168,18 +218,24 @@ impl Pool {
 
     /// Reuses an idle connection to the file now at `path`, or opens one.
     fn checkout_file(&self, path: &Path) -> Result<Pooled, DirectoryError> {
-        let current = match file_id(path) {
-            Ok(id) => id,
+        let (current, idle) = self.idle_for(path)?;
+        match idle {
+            Some(pooled) => Ok(pooled),
+            None => self.open_file(path, Open::Existing, Some(current)),
+        }
+    }
+
+    /// The identity of the file now at `path` and an idle connection to
+    /// it, if any; idle connections to any other file are closed.
+    fn idle_for(&self, path: &Path) -> Result<(FileId, Option<Pooled>), DirectoryError> {
+        match file_id(path) {
+            Ok(current) => Ok((current, self.close_idle_except(Some(current)))),
             Err(e) => {
                 // Idle connections would answer from the deleted inode.
                 self.close_idle_except(None);
-                return Err(stat_error(path, &e));
+                Err(stat_error(path, &e))
             }
-        };
-        if let Some(pooled) = self.close_idle_except(Some(current)) {
-            return Ok(pooled);
         }
-        self.open_file(path, Open::Existing, Some(current))
     }
 
     /// Closes every idle connection not opened on `keep` and returns one
@@ -241,7 +297,7 @@ impl Pool {
         let conn = Connection::open_with_flags(path, flags)
             .map_err(|source| self.open_error(path, mode, source))?;
         let prepare = || {
-            set_busy_timeout(&conn, &self.options)?;
+            configure_common(&conn, &self.options)?;
             if mode == Open::Existing {
                 // Before configuring: setting WAL would write to a foreign file.
                 check_schema(&conn, path)?;
@@ -320,6 +376,23 @@ impl Pool {
             source,
         }
     }
+}
+
+/// Whether `error` is a lock held by someone else (worth waiting for on a
+/// blocking thread).
+fn is_busy(error: &DirectoryError) -> bool {
+    let source = match error {
+        DirectoryError::Database { source, .. } => source,
+        DirectoryError::Unavailable {
+            source: Some(source),
+            ..
+        } => source,
+        _ => return false,
+    };
+    matches!(
+        source.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
 }
 
 /// The error for a database file that is gone.
@@ -415,15 +488,35 @@ fn open_memory(options: &DirectoryOptions) -> Result<Pooled, DirectoryError> {
             source: Some(source),
         }
     })?;
-    set_busy_timeout(&conn, options)?;
+    configure_common(&conn, options)?;
     conn.pragma_update(None, "foreign_keys", true)
         .map_err(configure_error)?;
     Ok(Pooled { conn, file: None })
 }
 
+/// Statements each connection keeps prepared. Every query is cached,
+/// including the dynamic ones (one entry per distinct SQL text: the skill
+/// search's IN list length, the suggestion's word count), so the default
+/// of 16 would evict the hot ones.
+const STATEMENT_CACHE_CAPACITY: usize = 128;
+
 fn set_busy_timeout(conn: &Connection, options: &DirectoryOptions) -> Result<(), DirectoryError> {
     conn.busy_timeout(options.busy_timeout)
         .map_err(configure_error)
+}
+
+/// Settings of every new connection, file or memory.
+fn configure_common(conn: &Connection, options: &DirectoryOptions) -> Result<(), DirectoryError> {
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+    // Query planner stability: without it, SQLite marks a cached statement
+    // for re-preparation whenever a parameter it looked at while planning
+    // (a LIKE pattern, a value compared with an indexed column) is bound
+    // again, so most cached statements were parsed and planned on every
+    // call anyway (sqlite3Reprepare was a fifth of the server's CPU).
+    // Plans, not results, depend on it.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map_err(configure_error)?;
+    set_busy_timeout(conn, options)
 }
 
 fn configure_file(conn: &Connection) -> Result<(), DirectoryError> {

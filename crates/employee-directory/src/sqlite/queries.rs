@@ -6,7 +6,7 @@
 use chrono::NaiveDate;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
-use super::row::{count, date, date_opt, location, parsed, parsed_opt};
+use super::row::{CachedRow, count, date, date_opt, location, parsed, parsed_opt};
 use crate::error::DirectoryError;
 use crate::ids::{compact, slugify};
 use crate::model::{
@@ -33,7 +33,7 @@ pub(crate) fn resolve_employee(conn: &Connection, input: &str) -> Result<Option<
         return Ok(None);
     }
     let by_id = |key: &str| -> Result<Option<String>> {
-        conn.query_row("SELECT id FROM employees WHERE id = ?1", [key], |r| {
+        conn.cached_row("SELECT id FROM employees WHERE id = ?1", [key], |r| {
             r.get(0)
         })
         .optional()
@@ -44,7 +44,7 @@ pub(crate) fn resolve_employee(conn: &Connection, input: &str) -> Result<Option<
     }
     if input.contains('@') {
         return conn
-            .query_row("SELECT id FROM employees WHERE email = ?1", [input], |r| {
+            .cached_row("SELECT id FROM employees WHERE email = ?1", [input], |r| {
                 r.get(0)
             })
             .optional()
@@ -63,7 +63,7 @@ pub(crate) fn resolve_department(conn: &Connection, input: &str) -> Result<Optio
     if input.is_empty() {
         return Ok(None);
     }
-    conn.query_row(
+    conn.cached_row(
         "SELECT id FROM departments WHERE id = ?1 OR name = ?1 OR id = ?2 ORDER BY id LIMIT 1",
         params![input, slugify(input)],
         |r| r.get(0),
@@ -79,7 +79,7 @@ pub(crate) fn resolve_team(conn: &Connection, input: &str) -> Result<Option<Stri
     if input.is_empty() {
         return Ok(None);
     }
-    conn.query_row(
+    conn.cached_row(
         "SELECT id FROM teams
          WHERE id = ?1 OR name = ?1 OR id = ?2 OR (department_id || '-' || id) = ?2
          ORDER BY id LIMIT 1",
@@ -95,7 +95,7 @@ pub(crate) fn employee(conn: &Connection, input: &str) -> Result<Option<Employee
         return Ok(None);
     };
     let details = conn
-        .query_row(
+        .cached_row(
             "SELECT e.id, e.first_name, e.last_name, r.title, r.track, e.level,
                     d.name, d.id, t.name, t.id,
                     m.first_name || ' ' || m.last_name, m.id,
@@ -211,7 +211,7 @@ pub(crate) fn tenure(conn: &Connection, input: &str, today: NaiveDate) -> Result
     let Some(id) = resolve_employee(conn, input)? else {
         return Ok(None);
     };
-    conn.query_row(
+    conn.cached_row(
         "SELECT id, first_name || ' ' || last_name, status, start_date, termination_date
          FROM employees WHERE id = ?1",
         [&id],
@@ -249,7 +249,7 @@ pub(crate) fn department_roster(
         return Ok(None);
     };
     let mut department = conn
-        .query_row(
+        .cached_row(
             "SELECT d.id, d.name, d.description, h.first_name || ' ' || h.last_name, h.id
              FROM departments d LEFT JOIN employees h ON h.id = d.head_id
              WHERE d.id = ?1",
@@ -326,7 +326,7 @@ pub(crate) fn team_roster(conn: &Connection, input: &str) -> Result<Option<TeamR
         return Ok(None);
     };
     let team = conn
-        .query_row(
+        .cached_row(
             "SELECT t.id, t.name, t.description, d.name, d.id,
                     m.first_name || ' ' || m.last_name, m.id
              FROM teams t
@@ -452,7 +452,7 @@ pub(crate) fn search_by_skill(conn: &Connection, query: &str, limit: u32) -> Res
          WHERE es.skill_id IN ({placeholders}) AND e.status = 'active'"
     );
     let total: u32 = conn
-        .query_row(
+        .cached_row(
             &format!("SELECT COUNT(*) {filter}"),
             params_from_iter(&ids),
             |row| count(row, 0),
@@ -473,7 +473,7 @@ pub(crate) fn search_by_skill(conn: &Connection, query: &str, limit: u32) -> Res
         ),
     );
     let mut stmt = conn
-        .prepare(&sql)
+        .prepare_cached(&sql)
         .map_err(DirectoryError::db("load skill matches"))?;
     let matches: Vec<SkillMatch> = stmt
         .query_map(params_from_iter(&ids), |row| {
@@ -507,7 +507,7 @@ pub(crate) fn search_by_skill(conn: &Connection, query: &str, limit: u32) -> Res
 /// understood as "Software Engineer".
 fn resolve_role(conn: &Connection, input: &str) -> Result<Option<(i64, String, String)>> {
     let find = |title: &str| -> Result<Option<(i64, String, String)>> {
-        conn.query_row(
+        conn.cached_row(
             "SELECT id, title, track FROM roles WHERE title = ?1",
             [title],
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
@@ -541,7 +541,7 @@ pub(crate) fn compensation_band(
         return Ok(None);
     };
     let band = conn
-        .query_row(
+        .cached_row(
             "SELECT currency, min_salary, mid_salary, max_salary
              FROM compensation_bands WHERE role_id = ?1 AND level = ?2",
             params![role_id, level.as_str()],
@@ -560,7 +560,7 @@ pub(crate) fn compensation_band(
         return Ok(None);
     };
     let actual = conn
-        .query_row(
+        .cached_row(
             "WITH pop AS (
                  SELECT salary,
                         ROW_NUMBER() OVER (ORDER BY salary) AS rn,
@@ -622,7 +622,7 @@ pub(crate) fn leave_balance(
     };
     // Prefer the current year; fall back to the latest recorded year (former
     // employees, or a clock past the last seeded year).
-    conn.query_row(
+    conn.cached_row(
         "SELECT e.id, e.first_name || ' ' || e.last_name, b.year,
                 b.entitled_days, b.used_days, b.pending_days
          FROM leave_balances b JOIN employees e ON e.id = b.employee_id
@@ -717,7 +717,7 @@ pub(crate) fn suggest_employees(
         score.join(" + ")
     );
     let mut stmt = conn
-        .prepare(&sql)
+        .prepare_cached(&sql)
         .map_err(DirectoryError::db("suggest employees"))?;
     stmt.query_map(params_from_iter(&args), |row| {
         Ok((row.get(0)?, row.get(1)?))
@@ -733,7 +733,7 @@ pub(crate) fn health_mut(conn: &mut Connection) -> Result<Health> {
 
 pub(crate) fn health(conn: &Connection) -> Result<Health> {
     let schema_version = super::migrate::current_version(conn)?;
-    conn.query_row(
+    conn.cached_row(
         "SELECT COALESCE(SUM(status = 'active'), 0), COUNT(*) FROM employees",
         [],
         |row| {

@@ -3,7 +3,7 @@
 use chrono::{Months, NaiveDate};
 use rusqlite::{Connection, params};
 
-use super::row::{count, make_location};
+use super::row::{CachedRow, count, make_location};
 use crate::error::DirectoryError;
 use crate::model::{
     CompensationReport, CompensationRow, EmploymentType, HeadcountBucket, HeadcountReport, Level,
@@ -36,7 +36,7 @@ fn percent(part: u32, whole: u32) -> f64 {
 fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
     let as_of = today.to_string();
     let total: u32 = conn
-        .query_row(
+        .cached_row(
             &format!("SELECT COUNT(*) FROM employees e WHERE {EMPLOYED_ON}"),
             [&as_of],
             |row| count(row, 0),
@@ -46,7 +46,7 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
     // (key, label, headcount) rows from a grouped query.
     let buckets = |sql: String, label: &dyn Fn(&str) -> String| -> Result<Vec<HeadcountBucket>> {
         let mut stmt = conn
-            .prepare(&sql)
+            .prepare_cached(&sql)
             .map_err(DirectoryError::db("headcount breakdown"))?;
         let rows: Vec<(String, Option<String>, u32)> = stmt
             .query_map([&as_of], |row| {
@@ -75,7 +75,7 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
     )?;
 
     let mut stmt = conn
-        .prepare(&format!(
+        .prepare_cached(&format!(
             "SELECT l.city, l.region, l.country, COUNT(*)
              FROM employees e JOIN locations l ON l.id = e.location_id
              WHERE {EMPLOYED_ON}
@@ -181,7 +181,7 @@ fn turnover(conn: &Connection, today: NaiveDate) -> Result<TurnoverReport> {
     let period = params![start.to_string(), today.to_string()];
 
     let overall = conn
-        .query_row(
+        .cached_row(
             &format!("SELECT {aggregates} FROM employees e"),
             period,
             |row| to_row(None, "All departments".to_string(), row, 0),
@@ -189,7 +189,7 @@ fn turnover(conn: &Connection, today: NaiveDate) -> Result<TurnoverReport> {
         .map_err(DirectoryError::db("company turnover"))?;
 
     let mut stmt = conn
-        .prepare(&format!(
+        .prepare_cached(&format!(
             "SELECT d.id, d.name, {aggregates}
              FROM departments d LEFT JOIN employees e ON e.department_id = d.id
              GROUP BY d.id"
@@ -250,7 +250,7 @@ fn compensation_rows(
          ORDER BY MIN(p.label)"
     );
     let mut stmt = conn
-        .prepare(&sql)
+        .prepare_cached(&sql)
         .map_err(DirectoryError::db("compensation report"))?;
     stmt.query_map([as_of], |row| {
         Ok(CompensationRow {
@@ -298,7 +298,7 @@ fn compensation(conn: &Connection, today: NaiveDate) -> Result<CompensationRepor
     }
     by_level.sort_by_key(|row| Level::parse(&row.key));
     let currency: String = conn
-        .query_row(
+        .cached_row(
             "SELECT COALESCE(MIN(currency), 'USD') FROM compensation_bands",
             [],
             |row| row.get(0),

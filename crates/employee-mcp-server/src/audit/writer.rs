@@ -287,7 +287,8 @@ impl Writer {
         };
         let keep_ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
         let cutoff = now_ms().saturating_sub(keep_ms);
-        let deleted = self.conn.execute(
+        let deleted = execute_cached(
+            &self.conn,
             "DELETE FROM audit_log WHERE id IN
                  (SELECT id FROM audit_log WHERE at_unix_ms < ?1 ORDER BY at_unix_ms LIMIT ?2)",
             rusqlite::params![cutoff, PRUNE_BATCH],
@@ -383,12 +384,24 @@ fn other_entry(entry: &Entry) -> Entry {
     }
 }
 
+/// Runs a statement through the connection's statement cache: the writer
+/// repeats the same few statements, and parsing the INSERT on every record
+/// cost more than executing it.
+fn execute_cached<P: rusqlite::Params>(
+    conn: &Connection,
+    sql: &str,
+    params: P,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
 /// Writes a flood's count to its row when it changed.
 fn store_count(tx: &Transaction<'_>, flood: &mut Flood) -> rusqlite::Result<()> {
     if flood.count == flood.stored {
         return Ok(());
     }
-    tx.execute(
+    execute_cached(
+        tx,
         "UPDATE audit_log SET count = ?1, latency_ms = MAX(latency_ms, ?2) WHERE id = ?3",
         rusqlite::params![flood.count, flood.latency_ms, flood.row],
     )?;
@@ -398,7 +411,8 @@ fn store_count(tx: &Transaction<'_>, flood: &mut Flood) -> rusqlite::Result<()> 
 
 /// Inserts one row; returns its id.
 fn insert(tx: &Transaction<'_>, e: &Entry, count: Option<i64>) -> rusqlite::Result<i64> {
-    tx.execute(
+    execute_cached(
+        tx,
         "INSERT INTO audit_log (at, at_unix_ms, subject, client_id, client_name, remote_addr,
              tool, arguments, outcome, detail, latency_ms, protocol_version, count)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",

@@ -25,6 +25,8 @@ impl ServerEvent {
     }
 }
 
+use crate::observe::metrics::StreamKind;
+
 impl crate::Server {
     /// Forwards server events to a legacy session as unsolicited
     /// notifications (legacy revisions have no subscription step): list
@@ -41,7 +43,9 @@ impl crate::Server {
         use tokio::sync::broadcast::error::RecvError;
         let mut events = self.events();
         let closed = session.closed();
+        let metrics = std::sync::Arc::clone(&self.inner.metrics);
         tokio::spawn(async move {
+            let _open = metrics.stream_open(StreamKind::Session);
             loop {
                 let event = tokio::select! {
                     e = events.recv() => e,
@@ -66,6 +70,7 @@ impl crate::Server {
                 if out.send(message).await.is_err() {
                     break;
                 }
+                metrics.list_changed_sent(StreamKind::Session);
             }
         });
     }

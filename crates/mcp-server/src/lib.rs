@@ -19,6 +19,7 @@ pub mod context;
 pub mod dispatch;
 pub mod engine;
 pub mod events;
+pub mod observe;
 pub mod prompt;
 pub mod registry;
 mod request_state;

@@ -55,6 +55,8 @@ pub(crate) struct RegisteredTool {
     pub(crate) input: CompiledSchema,
     pub(crate) output: Option<CompiledSchema>,
     pub(crate) header_params: Vec<HeaderParam>,
+    /// Call durations by outcome (`mcp_server_operation_duration_seconds`).
+    pub(crate) stats: crate::observe::metrics::OutcomeSeries,
 }
 
 impl RegisteredTool {
@@ -96,6 +98,7 @@ impl RegisteredTool {
             input,
             output,
             header_params,
+            stats: Default::default(),
         })
     }
 }

@@ -257,6 +257,7 @@ impl ServerBuilder {
                 access: self.access,
                 audit: self.audit,
                 tasks: tasks.map(|o| Arc::new(TaskStore::new(o))),
+                metrics: Arc::default(),
             }),
         })
     }
@@ -295,6 +296,8 @@ pub(crate) struct ServerInner {
     pub(crate) audit: Option<Arc<dyn AuditSink>>,
     /// The task store, when the tasks extension is enabled.
     pub(crate) tasks: Option<Arc<TaskStore>>,
+    /// Counters for `/metrics`.
+    pub(crate) metrics: Arc<crate::observe::Metrics>,
 }
 
 fn read<T>(lock: &RwLock<Arc<T>>) -> Arc<T> {

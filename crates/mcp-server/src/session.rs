@@ -298,6 +298,11 @@ impl SessionStore {
         }
     }
 
+    /// Sessions held now.
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.sessions).len()
+    }
+
     pub(crate) fn close_all(&self) {
         for (_, s) in lock(&self.sessions).drain() {
             s.close();

@@ -8,7 +8,11 @@ use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
+use std::sync::Arc;
+
 use super::Call;
+use crate::observe::Metrics;
+use crate::observe::metrics::{GaugeGuard, StreamKind};
 use crate::events::ServerEvent;
 use crate::server::Server;
 
@@ -31,6 +35,9 @@ pub struct Listener {
     events: broadcast::Receiver<ServerEvent>,
     shutdown: CancellationToken,
     server_info: Value,
+    metrics: Arc<Metrics>,
+    /// Keeps `mcp_server_streams_active{kind="listen"}` up while open.
+    _open: GaugeGuard,
 }
 
 impl std::fmt::Debug for Listener {
@@ -107,6 +114,7 @@ impl Listener {
             if let ServerEvent::ResourceUpdated(uri) = &event {
                 params.insert("uri".into(), json!(uri));
             }
+            self.metrics.list_changed_sent(StreamKind::Listen);
             return Some(self.tagged(event.method(), params));
         }
     }
@@ -168,6 +176,8 @@ impl Server {
             events: self.events(),
             shutdown: self.inner.shutdown.clone(),
             server_info: self.inner.info_json.clone(),
+            metrics: Arc::clone(&self.inner.metrics),
+            _open: self.inner.metrics.stream_open(StreamKind::Listen),
         })
     }
 }

@@ -13,6 +13,7 @@ mod tools;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::Instant;
 
 use mcp_protocol::jsonrpc::{Notification, PeerResponse, ResultPayload};
 use mcp_protocol::meta::{self, RequestMeta};
@@ -20,11 +21,14 @@ use mcp_protocol::{ProtocolError, ProtocolVersion, Request, RequestId, Response,
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 pub use listen::Listener;
 pub(crate) use tools::tool_outcome;
 
 use crate::context::RequestContext;
+use crate::observe::metrics::{self, CallNote, Outcome};
+use crate::observe::trace;
 use crate::server::Server;
 use crate::session::Session;
 
@@ -79,6 +83,8 @@ pub(crate) struct Call {
     pub(crate) version: ProtocolVersion,
     pub(crate) session: Option<Arc<Session>>,
     pub(crate) ctx: RequestContext,
+    /// What the handler learned for the metrics (tool, tool error).
+    pub(crate) note: CallNote,
 }
 
 impl Call {
@@ -94,22 +100,50 @@ impl Call {
 
 impl Server {
     /// Handles one request. Never fails: protocol errors become error
-    /// responses with the request's id.
+    /// responses with the request's id. Each request is counted (see
+    /// [`crate::observe`]) and, when spans are on, traced.
     pub async fn handle(&self, inbound: Inbound) -> Reply {
+        let started = Instant::now();
+        let metrics = &self.inner.metrics;
+        let _in_flight = metrics.in_flight();
+        let method = metrics::method_index(&inbound.request.method);
         let id = inbound.request.id.clone();
         let call = match self.prepare(inbound) {
             Ok(call) => call,
-            Err(e) => return Reply::Response(Response::error(Some(id), e)),
+            Err(e) => {
+                let outcome = Outcome::of_error(e.code);
+                metrics.record(method, &CallNote::default(), outcome, started.elapsed());
+                return Reply::Response(Response::error(Some(id), e));
+            }
         };
+        let span = trace::request_span(&call);
+        let reply = self.run(&call).instrument(span.clone()).await;
+        let (outcome, error) = match &reply {
+            Reply::Response(r) => match &r.body {
+                Ok(_) if call.note.tool_error() => (Outcome::ToolError, None),
+                Ok(_) => (Outcome::Success, None),
+                Err(e) => (Outcome::of_error(e.code), Some(e)),
+            },
+            Reply::Cancelled => (Outcome::Cancelled, None),
+            Reply::Listen(_) | Reply::Batch(_) => (Outcome::Success, None),
+        };
+        trace::record_outcome(&span, outcome, error);
+        metrics.record(method, &call.note, outcome, started.elapsed());
+        reply
+    }
+
+    /// Runs a prepared request.
+    async fn run(&self, call: &Call) -> Reply {
+        let id = call.id.clone();
         if call.method == "subscriptions/listen" {
-            return match self.listen(&call) {
+            return match self.listen(call) {
                 Ok(l) => Reply::Listen(l),
                 Err(e) => Reply::Response(Response::error(Some(id), e)),
             };
         }
         let cancel = call.ctx.cancel.clone();
         let outcome = tokio::select! {
-            r = self.route(&call) => r,
+            r = self.route(call) => r,
             _ = cancel.cancelled() => return Reply::Cancelled,
         };
         if cancel.is_cancelled() {
@@ -182,6 +216,7 @@ impl Server {
             version,
             session,
             ctx,
+            note: CallNote::default(),
         })
     }
 

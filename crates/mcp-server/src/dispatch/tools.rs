@@ -5,6 +5,7 @@ use std::sync::Arc;
 use mcp_protocol::jsonrpc::ResultPayload;
 use mcp_protocol::{ProtocolError, shape};
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 
 use std::time::{Instant, SystemTime};
 
@@ -77,6 +78,7 @@ impl Server {
         let at = SystemTime::now();
         let mut draft = AuditDraft::default();
         let result = self.call_tool_checked(call, &mut draft).await;
+        call.note.set_tool_error(draft.tool_error);
         let Some(sink) = &self.inner.audit else {
             return result;
         };
@@ -124,7 +126,8 @@ impl Server {
             latency_ms = record.latency_ms,
             "tools/call"
         );
-        if let Err(why) = sink.record(record).await {
+        let audit = sink.record(record).instrument(crate::observe::trace::audit_span());
+        if let Err(why) = audit.await {
             // An answer that cannot be audited is not sent.
             tracing::error!(error = %why, "audit trail write failed; withholding the response");
             return Err(ProtocolError::internal(
@@ -196,6 +199,7 @@ impl Server {
             .with_data(json!({ "tool": name })));
         };
         draft.tool = Some(name.to_owned());
+        call.note.set_tool(&tool);
         if self.inner.audit.is_some()
             && let Some(args) = arguments.as_object()
         {

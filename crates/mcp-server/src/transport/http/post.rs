@@ -33,6 +33,7 @@ use crate::access::ClientAddress;
 use crate::context::SseStreamCloser;
 use crate::dispatch::{Listener, Reply};
 use crate::engine::{Accepted, Answer, Origin, Pending};
+use crate::observe::HttpTraceHeaders;
 
 /// Handles one POST.
 pub(crate) async fn handle(
@@ -51,6 +52,9 @@ pub(crate) async fn handle(
     if let Some(ConnectInfo(addr)) = extensions.get::<ConnectInfo<SocketAddr>>().copied() {
         let ip = client_ip(&state, addr.ip(), &headers);
         extensions.insert(ClientAddress(ip));
+    }
+    if let Some(t) = HttpTraceHeaders::from_headers(&headers) {
+        extensions.insert(t);
     }
     let origin = Origin {
         headers: Some(&headers),
@@ -179,13 +183,18 @@ pub(super) async fn read_body(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > limit) {
+        state.server.metrics().body_rejected(true);
         return Err(too_large());
     }
     // A body trickling in must not hold the connection open indefinitely.
     let timeout = state.config.body_read_timeout;
     match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
-        Ok(read) => read.map_err(|_| too_large()),
+        Ok(read) => read.map_err(|_| {
+            state.server.metrics().body_rejected(true);
+            too_large()
+        }),
         Err(_) => {
+            state.server.metrics().body_rejected(false);
             let e = ProtocolError::invalid_request(format!(
                 "Request body not received within {} s.",
                 timeout.as_secs_f64()

@@ -70,6 +70,15 @@ macro_rules! dispatch {
     };
 }
 
+/// Connection-pool counters (monotonic), for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Queries that found every connection busy and waited for one.
+    pub waits: u64,
+    /// Of those, the ones that gave up after `acquire_timeout`.
+    pub timeouts: u64,
+}
+
 /// Async handle to the employee directory. Clones share one connection pool.
 #[derive(Clone)]
 pub struct Directory {
@@ -236,5 +245,18 @@ impl Directory {
     /// Checks the database answers; returns schema version and size.
     pub async fn ping(&self) -> Result<Health, DirectoryError> {
         dispatch!(self, db => db.health())
+    }
+
+    /// The schema version this build migrates to; [`Health::schema_version`]
+    /// below it means migrations are not current.
+    pub fn expected_schema_version() -> u32 {
+        sqlite::latest_schema_version()
+    }
+
+    /// Connection-pool counters, for metrics.
+    pub fn pool_stats(&self) -> PoolStats {
+        match &self.inner.backend {
+            Backend::Sqlite(db) => db.pool_stats(),
+        }
     }
 }

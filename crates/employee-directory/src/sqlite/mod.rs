@@ -23,6 +23,11 @@ use crate::model::{
 use crate::options::DirectoryOptions;
 use pool::{Pool, Target};
 
+/// The schema version this build migrates to.
+pub(crate) fn latest_schema_version() -> u32 {
+    migrate::latest_version()
+}
+
 /// Most connections a file database keeps open.
 const MAX_CONNECTIONS: usize = 8;
 
@@ -202,6 +207,10 @@ impl SqliteBackend {
 
     pub(crate) async fn health(&self) -> Result<Health, DirectoryError> {
         self.pool.run(queries::health_mut).await
+    }
+
+    pub(crate) fn pool_stats(&self) -> crate::PoolStats {
+        self.pool.stats()
     }
 }
 

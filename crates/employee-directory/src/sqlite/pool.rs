@@ -20,15 +20,18 @@
 //! reported as "not an employee database" rather than "no such table".
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tracing::Instrument;
 
 use super::migrate;
 use crate::error::{DirectoryError, UnavailableReason};
+use crate::PoolStats;
 use crate::options::DirectoryOptions;
 
 /// Which database the pool talks to.
@@ -71,6 +74,10 @@ pub(crate) struct Pool {
     size: usize,
     idle: Mutex<Vec<Pooled>>,
     permits: Arc<Semaphore>,
+    /// Queries that found every connection busy and had to wait.
+    waits: AtomicU64,
+    /// Waits that ran out of `acquire_timeout`.
+    timeouts: AtomicU64,
 }
 
 impl Pool {
@@ -90,6 +97,8 @@ impl Pool {
             size,
             idle: Mutex::new(idle),
             permits: Arc::new(Semaphore::new(size)),
+            waits: AtomicU64::new(0),
+            timeouts: AtomicU64::new(0),
         })
     }
 
@@ -168,7 +177,30 @@ impl Pool {
         self.run_with(Open::Create, work).await
     }
 
+    /// Counters for metrics: (waits, timeouts).
+    pub(crate) fn stats(&self) -> PoolStats {
+        PoolStats {
+            waits: self.waits.load(Ordering::Relaxed),
+            timeouts: self.timeouts.load(Ordering::Relaxed),
+        }
+    }
+
     async fn run_with<T, F>(self: &Arc<Self>, mode: Open, work: F) -> Result<T, DirectoryError>
+    where
+        F: FnOnce(&mut Connection) -> Result<T, DirectoryError> + Send + 'static,
+        T: Send + 'static,
+    {
+        // A child span only inside a traced request: no span (and no cost)
+        // when the caller has none.
+        let span = if tracing::Span::current().is_disabled() {
+            tracing::Span::none()
+        } else {
+            tracing::info_span!("db.query", otel.kind = "client", "db.system.name" = "sqlite")
+        };
+        self.run_traced(mode, work).instrument(span).await
+    }
+
+    async fn run_traced<T, F>(self: &Arc<Self>, mode: Open, work: F) -> Result<T, DirectoryError>
     where
         F: FnOnce(&mut Connection) -> Result<T, DirectoryError> + Send + 'static,
         T: Send + 'static,
@@ -190,13 +222,17 @@ impl Pool {
     async fn acquire(&self) -> Result<OwnedSemaphorePermit, DirectoryError> {
         let wait = self.options.acquire_timeout;
         let permits = Arc::clone(&self.permits);
+        if let Ok(permit) = Arc::clone(&permits).try_acquire_owned() {
+            return Ok(permit);
+        }
+        self.waits.fetch_add(1, Ordering::Relaxed);
         match tokio::time::timeout(wait, permits.acquire_owned()).await {
             Ok(Ok(permit)) => Ok(permit),
             Ok(Err(_closed)) => Err(DirectoryError::unavailable(
                 UnavailableReason::Other,
                 "the connection pool has been shut down".to_string(),
             )),
-            Err(_elapsed) => Err(DirectoryError::unavailable(
+            Err(_elapsed) => Err(self.timed_out(DirectoryError::unavailable(
                 UnavailableReason::Overloaded,
                 format!(
                     "all {} connections to {} stayed busy for {wait:?} (the server is \
@@ -204,8 +240,13 @@ impl Pool {
                     self.size,
                     self.describe()
                 ),
-            )),
+            ))),
         }
+    }
+
+    fn timed_out(&self, e: DirectoryError) -> DirectoryError {
+        self.timeouts.fetch_add(1, Ordering::Relaxed);
+        e
     }
 
     fn checkout(&self, mode: Open) -> Result<Pooled, DirectoryError> {

@@ -28,6 +28,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -37,6 +38,8 @@ use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
 use writer::{Message, Writer};
+
+use crate::audit_stats::AuditStats;
 
 /// How long a write waits for another writer (the directory's seeding, or
 /// a second server on the same file) before failing. Shorter than
@@ -295,6 +298,8 @@ fn cut(mut s: String, max: usize) -> String {
 #[derive(Clone)]
 pub struct SqliteAudit {
     queue: mpsc::Sender<Message>,
+    /// Queue depth, commit latency and health (`/metrics`, `/readyz`).
+    stats: Arc<AuditStats>,
 }
 
 /// Settings of [`SqliteAudit`].
@@ -317,12 +322,23 @@ impl SqliteAudit {
         migrate(&conn)?;
         let (queue, rx) = mpsc::channel(QUEUE_CAPACITY);
         writer::start_ticker(queue.downgrade())?;
-        let writer = Writer::new(conn, options.retention);
+        let stats = Arc::new(AuditStats::default());
+        let writer = Writer::new(conn, options.retention, Arc::clone(&stats));
         std::thread::Builder::new()
             .name("audit-writer".to_owned())
             .spawn(move || writer.run(rx))
             .map_err(|e| format!("cannot start the audit writer thread: {e}"))?;
-        Ok(SqliteAudit { queue })
+        Ok(SqliteAudit { queue, stats })
+    }
+
+    /// The writer's counters.
+    pub fn stats(&self) -> &Arc<AuditStats> {
+        &self.stats
+    }
+
+    /// Whether the writer is committing (for readiness).
+    pub fn health(&self) -> Result<(), String> {
+        self.stats.health(!self.queue.is_closed())
     }
 
     /// Writes what is held in memory (rate-limited counts) and waits for
@@ -357,8 +373,10 @@ impl AuditSink for SqliteAudit {
                 "audit"
             );
             let (ack, committed) = oneshot::channel();
+            self.stats.enqueued();
             self.queue
                 .try_send(Message::Record(Box::new(entry), ack))
+                .inspect_err(|_| self.stats.not_enqueued())
                 .map_err(|e| match e {
                     mpsc::error::TrySendError::Full(_) => {
                         "the audit writer is behind (queue full)".to_owned()

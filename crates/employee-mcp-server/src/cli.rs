@@ -139,6 +139,14 @@ pub struct ServeArgs {
     /// Write the address actually bound (useful with port 0) to this file.
     #[arg(long, hide = true)]
     pub port_file: Option<PathBuf>,
+
+    /// Serve Prometheus metrics at /metrics (plus /healthz and /readyz) on
+    /// this separate address, e.g. 0.0.0.0:9464. Off by default: metrics
+    /// describe the traffic, so they belong on a port only the scraper can
+    /// reach, never behind (or beside) the public MCP endpoint. Works with
+    /// --stdio too.
+    #[arg(long, env = "EMPLOYEE_MCP_METRICS_LISTEN", value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// OAuth 2.1 resource-server settings (HTTP only).

@@ -2,9 +2,12 @@
 //! control, the audit trail and a transport; `audit` reads the trail.
 
 mod audit;
+mod audit_stats;
 mod auth;
 mod cli;
+mod ops;
 mod scopes;
+mod telemetry;
 mod tools;
 
 use std::io::{IsTerminal, Write};
@@ -13,11 +16,14 @@ use std::time::{Duration, SystemTime};
 
 use clap::Parser;
 use employee_directory::{Directory, SystemClock};
-use mcp_server::transport::http::{self as mcp_http, ConnectionLimits, HttpConfig};
+use mcp_server::observe::{self, ReadinessCheck};
+use mcp_server::transport::http::{self as mcp_http, ConnectionLimits, ConnectionStats, HttpConfig};
 use mcp_server::transport::shutdown_signal;
 use mcp_server::transport::stdio::{StdioConfig, serve_stdio};
 use mcp_server::{AccessOptions, RateLimit, Server, ServerOptions};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
 use cli::{AuditArgs, Cli, Command, LogFormat, ServeArgs};
 
@@ -26,12 +32,20 @@ async fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Audit(args)) => print_audit(&args),
-        None => {
-            init_logging(cli.serve.log_format);
-            serve(cli.serve)
-                .await
-                .inspect_err(|m| tracing::error!("{m}"))
-        }
+        // Traces (OTLP) when OTEL_* says so; see telemetry.rs.
+        None => match telemetry::Tracing::from_env() {
+            Err(message) => Err(message),
+            Ok(traces) => {
+                init_logging(cli.serve.log_format, traces.as_ref());
+                let served = serve(cli.serve)
+                    .await
+                    .inspect_err(|m| tracing::error!("{m}"));
+                if let Some(t) = traces {
+                    t.shutdown().await;
+                }
+                served
+            }
+        },
     };
     let code = match result {
         Ok(()) => 0,
@@ -48,15 +62,24 @@ async fn main() {
 
 /// Logs go to stderr: on stdio, stdout carries only MCP messages. Colour
 /// only on a terminal, so a redirected log file holds no escape codes.
-fn init_logging(format: LogFormat) {
+///
+/// The log filter is the log layer's own (not global), so `RUST_LOG`
+/// never hides request spans from the trace layer, and the trace layer's
+/// spans never show up in log lines.
+fn init_logging(format: LogFormat, traces: Option<&telemetry::Tracing>) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
-        LogFormat::Json => builder.json().with_ansi(false).init(),
-    }
+    let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = match format {
+        LogFormat::Text => layer
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_filter(filter)
+            .boxed(),
+        LogFormat::Json => layer.json().with_ansi(false).with_filter(filter).boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(logs)
+        .with(traces.map(telemetry::Tracing::layer))
+        .init();
 }
 
 async fn serve(cli: ServeArgs) -> Result<(), String> {
@@ -100,6 +123,17 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     };
     let sink = audit::SqliteAudit::open(&audit_location, audit_options)?;
     let server = build_server(&directory, &cli, enforce_scopes, Arc::new(sink.clone()))?;
+    ops::register_collectors(&server, &directory, &sink);
+    let readiness: Arc<dyn ReadinessCheck> = Arc::new(ops::Readiness {
+        directory: directory.clone(),
+        audit: sink.clone(),
+    });
+    // Serves until this function returns, so /readyz answers 503 while
+    // the MCP listener drains.
+    let _metrics = match cli.metrics_listen {
+        Some(addr) => Some(ops::MetricsListener::start(addr, &server, Arc::clone(&readiness)).await?),
+        None => None,
+    };
     if cli.stdio {
         tracing::info!(
             database = %cli.database,
@@ -149,6 +183,11 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     if let Some(o) = oauth {
         router = o.protect(router);
     }
+    // Probes are merged after `protect` and outside the Host/Origin guard:
+    // an orchestrator calls them without a token and by pod IP.
+    router = router.merge(observe::probe_router(server.clone(), Some(readiness)));
+    let stats = Arc::new(ConnectionStats::default());
+    server.metrics().attach_connections(Arc::clone(&stats));
     if let Some(path) = &cli.port_file {
         std::fs::write(path, addr.to_string())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -170,7 +209,7 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         server,
         shutdown_signal(),
         &limits,
-        Arc::default(),
+        stats,
     )
     .await
     .map_err(|e| format!("HTTP server failed: {e}"));

@@ -12,6 +12,7 @@
 //! row for everyone else (tool `*`).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mcp_server::access::CallOutcome;
@@ -20,6 +21,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 
 use super::Entry;
+use crate::audit_stats::AuditStats;
 
 /// The answer to one queued record.
 pub(super) type Ack = oneshot::Sender<Result<(), String>>;
@@ -115,10 +117,16 @@ pub(super) struct Writer {
     /// Old rows remain to delete (work done while the queue is idle).
     pruning: bool,
     pruned: usize,
+    /// Queue depth and commit latency, for `/metrics` and `/readyz`.
+    stats: Arc<AuditStats>,
 }
 
 impl Writer {
-    pub(super) fn new(conn: Connection, retention: Option<Duration>) -> Writer {
+    pub(super) fn new(
+        conn: Connection,
+        retention: Option<Duration>,
+        stats: Arc<AuditStats>,
+    ) -> Writer {
         Writer {
             conn,
             retention,
@@ -127,6 +135,7 @@ impl Writer {
             next_prune: Instant::now() + PRUNE_EVERY,
             pruning: retention.is_some(),
             pruned: 0,
+            stats,
         }
     }
 
@@ -182,7 +191,10 @@ impl Writer {
             }
         }
         let mut waiting = Vec::with_capacity(batch.len());
+        self.stats.commit_started(batch.len());
+        let started = Instant::now();
         let outcome = self.insert_all(batch, &mut waiting);
+        self.stats.commit_finished(started.elapsed(), outcome.is_ok());
         if let Err(e) = &outcome {
             tracing::error!(error = %e, records = waiting.len(), "audit commit failed");
             // Rows of this batch were rolled back: forget their floods.
@@ -452,7 +464,7 @@ mod tests {
     fn writer() -> Writer {
         let conn = Connection::open_in_memory().unwrap();
         super::super::migrate(&conn).unwrap();
-        Writer::new(conn, None)
+        Writer::new(conn, None, Arc::default())
     }
 
     fn refusal(caller: &str, tool: &str, at_unix_ms: i64) -> Entry {

@@ -109,7 +109,8 @@ impl Probes {
             Ok(r) => r,
             Err(_) => Err(format!("readiness check took over {READY_TIMEOUT:?}")),
         };
-        let before = last.as_ref().map(|(_, r)| r.is_ok());
+        // Log changes only (and a failure at the first check).
+        let before = last.as_ref().map_or(Some(true), |(_, r)| Some(r.is_ok()));
         if before != Some(result.is_ok()) {
             match &result {
                 Ok(()) => tracing::info!("ready"),

@@ -1,0 +1,141 @@
+//! Counters of the audit writer, for `/metrics` and `/readyz`: how many
+//! records wait for a commit, how long commits take, and whether the
+//! writer is committing. The writer (`audit.rs`) reports into it with
+//! relaxed atomics; nothing here blocks the writer.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use mcp_server::observe::{Encoder, Histogram};
+
+/// A commit running longer than this means the writer is stuck (it
+/// matches the audit connection's busy timeout).
+const STALLED_AFTER: Duration = Duration::from_secs(10);
+/// How long after a failed commit readiness stays failed, unless a commit
+/// succeeds first. Bounded so that a server taken out of rotation gets
+/// traffic again and can show it recovered.
+const FAILURE_HOLD: Duration = Duration::from_secs(30);
+
+/// The audit writer's counters.
+#[derive(Debug)]
+pub struct AuditStats {
+    epoch: Instant,
+    queued: AtomicI64,
+    commit: Histogram,
+    failures: AtomicU64,
+    /// Milliseconds since `epoch` (plus one, 0 = none) when the commit in
+    /// progress began.
+    busy_since: AtomicU64,
+    /// Milliseconds since `epoch` (plus one, 0 = none) of the last failure.
+    failed_at: AtomicU64,
+    last_ok: AtomicBool,
+}
+
+impl Default for AuditStats {
+    fn default() -> Self {
+        Self {
+            epoch: Instant::now(),
+            queued: AtomicI64::new(0),
+            commit: Histogram::default(),
+            failures: AtomicU64::new(0),
+            busy_since: AtomicU64::new(0),
+            failed_at: AtomicU64::new(0),
+            last_ok: AtomicBool::new(true),
+        }
+    }
+}
+
+impl AuditStats {
+    fn now_mark(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
+    }
+
+    /// A record entered the writer's queue.
+    pub fn enqueued(&self) {
+        self.queued.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A record counted by [`Self::enqueued`] did not enter the queue.
+    pub fn not_enqueued(&self) {
+        self.queued.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The writer took `n` records for one commit, which starts now.
+    pub fn commit_started(&self, n: usize) {
+        self.queued
+            .fetch_sub(i64::try_from(n).unwrap_or(i64::MAX), Ordering::Relaxed);
+        self.busy_since.store(self.now_mark(), Ordering::Relaxed);
+    }
+
+    /// The commit begun by [`Self::commit_started`] ended.
+    pub fn commit_finished(&self, elapsed: Duration, ok: bool) {
+        self.commit.observe(elapsed);
+        self.busy_since.store(0, Ordering::Relaxed);
+        self.last_ok.store(ok, Ordering::Relaxed);
+        if !ok {
+            self.failures.fetch_add(1, Ordering::Relaxed);
+            self.failed_at.store(self.now_mark(), Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the writer is committing; `writer_alive` is false once its
+    /// thread has gone. The reason is safe to show unauthenticated.
+    pub fn health(&self, writer_alive: bool) -> Result<(), String> {
+        if !writer_alive {
+            return Err("audit writer stopped".to_owned());
+        }
+        let now = self.now_mark();
+        let ago = |mark: u64| Duration::from_millis(now.saturating_sub(mark));
+        let busy = self.busy_since.load(Ordering::Relaxed);
+        if busy != 0 && ago(busy) > STALLED_AFTER {
+            return Err("audit commit stalled".to_owned());
+        }
+        let failed = self.failed_at.load(Ordering::Relaxed);
+        if !self.last_ok.load(Ordering::Relaxed) && failed != 0 && ago(failed) < FAILURE_HOLD {
+            return Err("audit commit failing".to_owned());
+        }
+        Ok(())
+    }
+
+    /// The audit series of a scrape.
+    pub fn render(&self, e: &mut Encoder) {
+        e.single(
+            "employee_audit_queue_depth",
+            "gauge",
+            "Audit records waiting for the writer's next commit.",
+            self.queued.load(Ordering::Relaxed).max(0),
+        );
+        const NAME: &str = "employee_audit_commit_duration_seconds";
+        e.family(
+            NAME,
+            "histogram",
+            "Duration of one audit group commit (insert + fsync).",
+        );
+        e.histogram(NAME, &[], &self.commit.snapshot());
+        e.single(
+            "employee_audit_commit_failures_total",
+            "counter",
+            "Audit commits that failed (their calls were answered with an error).",
+            self.failures.load(Ordering::Relaxed),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_is_not_ready_until_a_commit_succeeds() {
+        let s = AuditStats::default();
+        assert!(s.health(true).is_ok());
+        assert!(s.health(false).is_err());
+        s.enqueued();
+        s.commit_started(1);
+        s.commit_finished(Duration::from_millis(1), false);
+        assert_eq!(s.health(true), Err("audit commit failing".to_owned()));
+        s.commit_started(0);
+        s.commit_finished(Duration::from_millis(1), true);
+        assert!(s.health(true).is_ok());
+    }
+}

@@ -33,7 +33,10 @@ async fn get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| std::io::Error::other(format!("bad response {text:?}")))?;
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_owned();
     Ok((status, body))
 }
 
@@ -47,7 +50,10 @@ async fn wait_for(addr: &str, path: &str, status: u16) -> String {
         {
             return body.clone();
         }
-        assert!(Instant::now() < deadline, "{path} never answered {status}: {last:?}");
+        assert!(
+            Instant::now() < deadline,
+            "{path} never answered {status}: {last:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -63,7 +69,10 @@ async fn probes_answer_without_auth_and_follow_the_database() {
     let db = TempDb::seeded();
     let path = db.path.clone();
     let server = Server::start_on(db, &[]).await;
-    assert_eq!(get(&server.addr, "/healthz").await.unwrap(), (200, "ok\n".into()));
+    assert_eq!(
+        get(&server.addr, "/healthz").await.unwrap(),
+        (200, "ok\n".into())
+    );
     assert_eq!(wait_for(&server.addr, "/readyz", 200).await, "ready\n");
     // /metrics is not on the public listener unless asked for.
     assert_eq!(get(&server.addr, "/metrics").await.unwrap().0, 404);
@@ -71,8 +80,15 @@ async fn probes_answer_without_auth_and_follow_the_database() {
     let aside = path.with_extension("moved");
     std::fs::rename(&path, &aside).expect("move the database away");
     let body = wait_for(&server.addr, "/readyz", 503).await;
-    assert_eq!(body, "not ready: database unavailable\n", "no path or data leaks");
-    assert_eq!(get(&server.addr, "/healthz").await.unwrap().0, 200, "still alive");
+    assert_eq!(
+        body, "not ready: database unavailable\n",
+        "no path or data leaks"
+    );
+    assert_eq!(
+        get(&server.addr, "/healthz").await.unwrap().0,
+        200,
+        "still alive"
+    );
 
     std::fs::rename(&aside, &path).expect("restore the database");
     wait_for(&server.addr, "/readyz", 200).await;
@@ -97,7 +113,10 @@ async fn readiness_fails_as_soon_as_shutdown_begins() {
         .status()
         .expect("run kill");
     assert!(status.success());
-    assert_eq!(wait_for(&metrics, "/readyz", 503).await, "not ready: shutting down\n");
+    assert_eq!(
+        wait_for(&metrics, "/readyz", 503).await,
+        "not ready: shutting down\n"
+    );
     assert_eq!(get(&metrics, "/healthz").await.unwrap().0, 200);
 }
 
@@ -114,13 +133,19 @@ fn parse_prometheus(text: &str) -> Samples {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let (name, kind) = rest.split_once(' ').expect("TYPE line");
             assert!(["counter", "gauge", "histogram"].contains(&kind), "{line}");
-            assert!(types.insert(name.into(), kind.into()).is_none(), "TYPE twice: {line}");
+            assert!(
+                types.insert(name.into(), kind.into()).is_none(),
+                "TYPE twice: {line}"
+            );
             continue;
         }
         if line.starts_with("# HELP ") {
             continue;
         }
-        assert!(!line.is_empty() && !line.starts_with('#'), "unexpected line {line:?}");
+        assert!(
+            !line.is_empty() && !line.starts_with('#'),
+            "unexpected line {line:?}"
+        );
         let (series, value) = line.rsplit_once(' ').expect("sample line");
         let value: f64 = match value {
             "+Inf" => f64::INFINITY,
@@ -131,16 +156,23 @@ fn parse_prometheus(text: &str) -> Samples {
             Some((name, rest)) => (name, parse_labels(rest.strip_suffix('}').expect(line))),
         };
         assert!(
-            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
             "bad name {name}"
         );
         let family = ["_bucket", "_sum", "_count"]
             .iter()
-            .find_map(|s| name.strip_suffix(s).filter(|f| types.get(*f).is_some_and(|k| k == "histogram")))
+            .find_map(|s| {
+                name.strip_suffix(s)
+                    .filter(|f| types.get(*f).is_some_and(|k| k == "histogram"))
+            })
             .unwrap_or(name);
         assert!(types.contains_key(family), "sample before its TYPE: {line}");
         let key = (name.to_owned(), labels);
-        assert!(samples.insert(key, value).is_none(), "duplicate sample {line}");
+        assert!(
+            samples.insert(key, value).is_none(),
+            "duplicate sample {line}"
+        );
     }
     samples
 }
@@ -162,13 +194,18 @@ fn parse_labels(mut rest: &str) -> BTreeMap<String, String> {
             }
         };
         labels.insert(k.to_owned(), value);
-        rest = after[end + 1..].strip_prefix(',').unwrap_or(&after[end + 1..]);
+        rest = after[end + 1..]
+            .strip_prefix(',')
+            .unwrap_or(&after[end + 1..]);
     }
     labels
 }
 
 fn value(samples: &Samples, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    let labels = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let labels = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     samples.get(&(name.to_owned(), labels)).copied()
 }
 
@@ -179,11 +216,17 @@ async fn metrics_count_calls_by_tool_and_outcome() {
     wait_for(&metrics, "/metrics", 200).await;
     for _ in 0..3 {
         server
-            .call_tool("get-employee-details", json!({"employeeId": "AliceJohnson"}))
+            .call_tool(
+                "get-employee-details",
+                json!({"employeeId": "AliceJohnson"}),
+            )
             .await;
     }
     let unknown = server
-        .modern("tools/call", json!({"name": "no-such-tool", "arguments": {}}))
+        .modern(
+            "tools/call",
+            json!({"name": "no-such-tool", "arguments": {}}),
+        )
         .await;
     assert_eq!(unknown.error_code(), -32602, "{}", unknown.text);
     let text = wait_for(&metrics, "/metrics", 200).await;
@@ -195,22 +238,50 @@ async fn metrics_count_calls_by_tool_and_outcome() {
         ("gen_ai_tool_name", "get-employee-details"),
         ("outcome", "success"),
     ];
-    assert_eq!(value(&samples, &format!("{OP}_count"), &ok), Some(3.0), "{text}");
+    assert_eq!(
+        value(&samples, &format!("{OP}_count"), &ok),
+        Some(3.0),
+        "{text}"
+    );
     let mut inf = ok.to_vec();
     inf.push(("le", "+Inf"));
     assert_eq!(value(&samples, &format!("{OP}_bucket"), &inf), Some(3.0));
     assert!(value(&samples, &format!("{OP}_sum"), &ok).is_some_and(|s| s > 0.0));
     // An unknown tool is counted without a tool label (bounded cardinality).
-    let unknown = [("mcp_method_name", "tools/call"), ("outcome", "protocol_error")];
-    assert_eq!(value(&samples, &format!("{OP}_count"), &unknown), Some(1.0), "{text}");
-    assert!(!text.contains("no-such-tool"), "client-chosen names stay out");
-    assert_eq!(value(&samples, "mcp_server_requests_in_flight", &[]), Some(0.0));
-    let commits = value(&samples, "employee_audit_commit_duration_seconds_count", &[]);
+    let unknown = [
+        ("mcp_method_name", "tools/call"),
+        ("outcome", "protocol_error"),
+    ];
+    assert_eq!(
+        value(&samples, &format!("{OP}_count"), &unknown),
+        Some(1.0),
+        "{text}"
+    );
+    assert!(
+        !text.contains("no-such-tool"),
+        "client-chosen names stay out"
+    );
+    assert_eq!(
+        value(&samples, "mcp_server_requests_in_flight", &[]),
+        Some(0.0)
+    );
+    let commits = value(
+        &samples,
+        "employee_audit_commit_duration_seconds_count",
+        &[],
+    );
     assert!(commits.is_some_and(|c| c >= 1.0), "{text}");
-    assert_eq!(value(&samples, "employee_audit_queue_depth", &[]), Some(0.0));
+    assert_eq!(
+        value(&samples, "employee_audit_queue_depth", &[]),
+        Some(0.0)
+    );
     assert!(value(&samples, "mcp_http_connections_accepted_total", &[]).is_some_and(|c| c >= 4.0));
     assert_eq!(
-        value(&samples, "mcp_http_bodies_rejected_total", &[("reason", "too_large")]),
+        value(
+            &samples,
+            "mcp_http_bodies_rejected_total",
+            &[("reason", "too_large")]
+        ),
         Some(0.0)
     );
     assert!(value(&samples, "employee_directory_pool_waits_total", &[]).is_some());
@@ -234,7 +305,13 @@ async fn start_traced(collector: &str) -> Traced {
     let db = TempDb::seeded();
     let port_file = temp_path("port", "txt");
     let child = Command::new(BIN)
-        .args(["--listen", "127.0.0.1:0", "--database", &db.url(), "--port-file"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--database",
+            &db.url(),
+            "--port-file",
+        ])
         .arg(&port_file)
         .env("RUST_LOG", "warn")
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{collector}"))
@@ -244,7 +321,11 @@ async fn start_traced(collector: &str) -> Traced {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn");
-    let mut traced = Traced { child, addr: String::new(), _db: db };
+    let mut traced = Traced {
+        child,
+        addr: String::new(),
+        _db: db,
+    };
     let deadline = Instant::now() + TIMEOUT;
     while traced.addr.is_empty() {
         if let Ok(text) = std::fs::read_to_string(&port_file)
@@ -275,7 +356,10 @@ async fn collector() -> (String, mpsc::UnboundedReceiver<Span>) {
                         }
                     }
                 }
-                ([("content-type", "application/x-protobuf")], Vec::<u8>::new())
+                (
+                    [("content-type", "application/x-protobuf")],
+                    Vec::<u8>::new(),
+                )
             }
         }),
     );
@@ -305,9 +389,14 @@ async fn post_call(addr: &str, meta_extra: Value) -> u16 {
     }
     let headers = modern_headers(&body);
     let bytes = serde_json::to_vec(&body).unwrap();
-    let mut all: Vec<(&str, &[u8])> = headers.iter().map(|(k, v)| (k.as_str(), v.as_bytes())).collect();
+    let mut all: Vec<(&str, &[u8])> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_bytes()))
+        .collect();
     all.push(("Content-Type", b"application/json"));
-    let reply = common::http_request(addr, "POST", &all, Some(&bytes)).await.unwrap();
+    let reply = common::http_request(addr, "POST", &all, Some(&bytes))
+        .await
+        .unwrap();
     assert_eq!(reply.status, 200, "{}", reply.text);
     reply.status
 }
@@ -318,30 +407,54 @@ async fn spans_reach_an_otlp_collector_parented_on_meta_traceparent() {
     let server = start_traced(&collector).await;
     const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
     const PARENT: &str = "00f067aa0ba902b7";
-    post_call(&server.addr, json!({"traceparent": format!("00-{TRACE}-{PARENT}-01")})).await;
+    post_call(
+        &server.addr,
+        json!({"traceparent": format!("00-{TRACE}-{PARENT}-01")}),
+    )
+    .await;
     // Invalid context is ignored, never an error.
-    post_call(&server.addr, json!({"traceparent": "00-zz-nonsense", "tracestate": "\u{1}"})).await;
+    post_call(
+        &server.addr,
+        json!({"traceparent": "00-zz-nonsense", "tracestate": "\u{1}"}),
+    )
+    .await;
 
     let mut seen: Vec<Span> = Vec::new();
     let deadline = Instant::now() + TIMEOUT;
     let server_span = loop {
-        if let Some(s) = seen.iter().find(|s| {
-            s.name == "tools/call get-employee-details" && hex(&s.trace_id) == TRACE
-        }) {
+        if let Some(s) = seen
+            .iter()
+            .find(|s| s.name == "tools/call get-employee-details" && hex(&s.trace_id) == TRACE)
+        {
             break s.clone();
         }
         let left = deadline.saturating_duration_since(Instant::now());
         match tokio::time::timeout(left, spans.recv()).await {
             Ok(Some(span)) => seen.push(span),
-            _ => panic!("no server span in {:?}", seen.iter().map(|s| &s.name).collect::<Vec<_>>()),
+            _ => panic!(
+                "no server span in {:?}",
+                seen.iter().map(|s| &s.name).collect::<Vec<_>>()
+            ),
         }
     };
     assert_eq!(hex(&server_span.parent_span_id), PARENT);
     assert_eq!(server_span.kind, 2, "SERVER");
-    assert_eq!(attr(&server_span, "mcp.method.name").as_deref(), Some("tools/call"));
-    assert_eq!(attr(&server_span, "gen_ai.tool.name").as_deref(), Some("get-employee-details"));
-    assert_eq!(attr(&server_span, "gen_ai.operation.name").as_deref(), Some("execute_tool"));
-    assert_eq!(attr(&server_span, "mcp.protocol.version").as_deref(), Some("2026-07-28"));
+    assert_eq!(
+        attr(&server_span, "mcp.method.name").as_deref(),
+        Some("tools/call")
+    );
+    assert_eq!(
+        attr(&server_span, "gen_ai.tool.name").as_deref(),
+        Some("get-employee-details")
+    );
+    assert_eq!(
+        attr(&server_span, "gen_ai.operation.name").as_deref(),
+        Some("execute_tool")
+    );
+    assert_eq!(
+        attr(&server_span, "mcp.protocol.version").as_deref(),
+        Some("2026-07-28")
+    );
     assert!(attr(&server_span, "jsonrpc.request.id").is_some());
     assert!(attr(&server_span, "error.type").is_none());
 
@@ -362,8 +475,16 @@ async fn spans_reach_an_otlp_collector_parented_on_meta_traceparent() {
             _ => panic!("children missing: {children:?}"),
         }
     }
-    assert_eq!(children.get("db.query").map(String::as_str), Some(TRACE), "{children:?}");
-    assert_eq!(children.get("audit.commit").map(String::as_str), Some(TRACE), "{children:?}");
+    assert_eq!(
+        children.get("db.query").map(String::as_str),
+        Some(TRACE),
+        "{children:?}"
+    );
+    assert_eq!(
+        children.get("audit.commit").map(String::as_str),
+        Some(TRACE),
+        "{children:?}"
+    );
 
     // The call with a broken traceparent got its own, new trace.
     let deadline = Instant::now() + TIMEOUT;

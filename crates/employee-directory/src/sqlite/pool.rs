@@ -30,8 +30,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
 use super::migrate;
-use crate::error::{DirectoryError, UnavailableReason};
 use crate::PoolStats;
+use crate::error::{DirectoryError, UnavailableReason};
 use crate::options::DirectoryOptions;
 
 /// Which database the pool talks to.
@@ -195,7 +195,11 @@ impl Pool {
         let span = if tracing::Span::current().is_disabled() {
             tracing::Span::none()
         } else {
-            tracing::info_span!("db.query", otel.kind = "client", "db.system.name" = "sqlite")
+            tracing::info_span!(
+                "db.query",
+                otel.kind = "client",
+                "db.system.name" = "sqlite"
+            )
         };
         self.run_traced(mode, work).instrument(span).await
     }

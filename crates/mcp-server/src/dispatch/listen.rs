@@ -11,9 +11,9 @@ use tokio_util::sync::CancellationToken;
 use std::sync::Arc;
 
 use super::Call;
+use crate::events::ServerEvent;
 use crate::observe::Metrics;
 use crate::observe::metrics::{GaugeGuard, StreamKind};
-use crate::events::ServerEvent;
 use crate::server::Server;
 
 /// What a listener asked for, reduced to what the server supports.

@@ -126,7 +126,9 @@ impl Server {
             latency_ms = record.latency_ms,
             "tools/call"
         );
-        let audit = sink.record(record).instrument(crate::observe::trace::audit_span());
+        let audit = sink
+            .record(record)
+            .instrument(crate::observe::trace::audit_span());
         if let Err(why) = audit.await {
             // An answer that cannot be audited is not sent.
             tracing::error!(error = %why, "audit trail write failed; withholding the response");

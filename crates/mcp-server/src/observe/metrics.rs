@@ -182,7 +182,13 @@ impl Drop for GaugeGuard {
 impl Metrics {
     /// Counts one request ending after `elapsed`.
     /// `method` is [`method_index`] of the request's method.
-    pub(crate) fn record(&self, method: usize, note: &CallNote, outcome: Outcome, elapsed: Duration) {
+    pub(crate) fn record(
+        &self,
+        method: usize,
+        note: &CallNote,
+        outcome: Outcome,
+        elapsed: Duration,
+    ) {
         let series = match note.tool.get() {
             Some(tool) => &tool.stats,
             None => &self.methods[method.min(METHODS.len() - 1)],
@@ -299,25 +305,47 @@ impl Metrics {
             "gauge",
             "Open notification streams: subscriptions/listen (kind=listen) and legacy session streams (kind=session).",
         );
-        e.sample("mcp_server_streams_active", &[("kind", "listen")], get(&self.listen_streams));
-        e.sample("mcp_server_streams_active", &[("kind", "session")], get(&self.session_streams));
+        e.sample(
+            "mcp_server_streams_active",
+            &[("kind", "listen")],
+            get(&self.listen_streams),
+        );
+        e.sample(
+            "mcp_server_streams_active",
+            &[("kind", "session")],
+            get(&self.session_streams),
+        );
         e.family(
             "mcp_server_list_changed_sent_total",
             "counter",
             "List-change and resource-update notifications sent, by stream kind.",
         );
-        let sent = [("listen", &self.list_changed_listen), ("session", &self.list_changed_session)];
+        let sent = [
+            ("listen", &self.list_changed_listen),
+            ("session", &self.list_changed_session),
+        ];
         for (kind, c) in sent {
-            e.sample("mcp_server_list_changed_sent_total", &[("kind", kind)], count(c));
+            e.sample(
+                "mcp_server_list_changed_sent_total",
+                &[("kind", kind)],
+                count(c),
+            );
         }
         e.family(
             "mcp_http_bodies_rejected_total",
             "counter",
             "HTTP request bodies refused before parsing: over the size limit (413) or too slow (408).",
         );
-        let bodies = [("too_large", &self.bodies_too_large), ("timeout", &self.bodies_timed_out)];
+        let bodies = [
+            ("too_large", &self.bodies_too_large),
+            ("timeout", &self.bodies_timed_out),
+        ];
         for (reason, c) in bodies {
-            e.sample("mcp_http_bodies_rejected_total", &[("reason", reason)], count(c));
+            e.sample(
+                "mcp_http_bodies_rejected_total",
+                &[("reason", reason)],
+                count(c),
+            );
         }
         if let Some(c) = self.connections.get() {
             render_connections(e, c);
@@ -369,6 +397,10 @@ fn render_connections(e: &mut Encoder, c: &ConnectionStats) {
         ("shutdown_deadline", &c.dropped_at_shutdown),
     ];
     for (reason, n) in closed {
-        e.sample("mcp_http_connections_closed_total", &[("reason", reason)], count(n));
+        e.sample(
+            "mcp_http_connections_closed_total",
+            &[("reason", reason)],
+            count(n),
+        );
     }
 }

@@ -86,7 +86,10 @@ async fn healthz() -> Response {
 async fn readyz(State(p): State<Arc<Probes>>) -> Response {
     match p.ready().await {
         Ok(()) => text(StatusCode::OK, "ready\n".to_owned()),
-        Err(why) => text(StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {why}\n")),
+        Err(why) => text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {why}\n"),
+        ),
     }
 }
 

@@ -17,7 +17,9 @@ use std::time::{Duration, SystemTime};
 use clap::Parser;
 use employee_directory::{Directory, SystemClock};
 use mcp_server::observe::{self, ReadinessCheck};
-use mcp_server::transport::http::{self as mcp_http, ConnectionLimits, ConnectionStats, HttpConfig};
+use mcp_server::transport::http::{
+    self as mcp_http, ConnectionLimits, ConnectionStats, HttpConfig,
+};
 use mcp_server::transport::shutdown_signal;
 use mcp_server::transport::stdio::{StdioConfig, serve_stdio};
 use mcp_server::{AccessOptions, RateLimit, Server, ServerOptions};
@@ -131,7 +133,9 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     // Serves until this function returns, so /readyz answers 503 while
     // the MCP listener drains.
     let _metrics = match cli.metrics_listen {
-        Some(addr) => Some(ops::MetricsListener::start(addr, &server, Arc::clone(&readiness)).await?),
+        Some(addr) => {
+            Some(ops::MetricsListener::start(addr, &server, Arc::clone(&readiness)).await?)
+        }
         None => None,
     };
     if cli.stdio {
@@ -203,16 +207,9 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         max_connections: usize::try_from(conn.max_connections).unwrap_or(usize::MAX),
         shutdown_grace: Duration::from_secs(conn.shutdown_grace_secs),
     };
-    let served = mcp_http::serve_with(
-        listener,
-        router,
-        server,
-        shutdown_signal(),
-        &limits,
-        stats,
-    )
-    .await
-    .map_err(|e| format!("HTTP server failed: {e}"));
+    let served = mcp_http::serve_with(listener, router, server, shutdown_signal(), &limits, stats)
+        .await
+        .map_err(|e| format!("HTTP server failed: {e}"));
     // Rate-limited call counts still held in memory.
     sink.close().await;
     served?;

@@ -194,7 +194,8 @@ impl Writer {
         self.stats.commit_started(batch.len());
         let started = Instant::now();
         let outcome = self.insert_all(batch, &mut waiting);
-        self.stats.commit_finished(started.elapsed(), outcome.is_ok());
+        self.stats
+            .commit_finished(started.elapsed(), outcome.is_ok());
         if let Err(e) = &outcome {
             tracing::error!(error = %e, records = waiting.len(), "audit commit failed");
             // Rows of this batch were rolled back: forget their floods.

@@ -34,6 +34,19 @@ use crate::PoolStats;
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::options::DirectoryOptions;
 
+/// A `db.query` child span, only inside a traced request: no span (and no
+/// cost) when the caller has none.
+fn query_span() -> tracing::Span {
+    if tracing::Span::current().is_disabled() {
+        return tracing::Span::none();
+    }
+    tracing::info_span!(
+        "db.query",
+        otel.kind = "client",
+        "db.system.name" = "sqlite"
+    )
+}
+
 /// Which database the pool talks to.
 #[derive(Debug, Clone)]
 pub(crate) enum Target {
@@ -125,9 +138,10 @@ impl Pool {
         F: Fn(&mut Connection) -> Result<T, DirectoryError> + Send + 'static,
         T: Send + 'static,
     {
-        match self.try_run_here(&work) {
+        let span = query_span();
+        match span.in_scope(|| self.try_run_here(&work)) {
             Some(result) => result,
-            None => self.run_with(Open::Existing, work).await,
+            None => self.run_with(Open::Existing, work).instrument(span).await,
         }
     }
 
@@ -186,25 +200,6 @@ impl Pool {
     }
 
     async fn run_with<T, F>(self: &Arc<Self>, mode: Open, work: F) -> Result<T, DirectoryError>
-    where
-        F: FnOnce(&mut Connection) -> Result<T, DirectoryError> + Send + 'static,
-        T: Send + 'static,
-    {
-        // A child span only inside a traced request: no span (and no cost)
-        // when the caller has none.
-        let span = if tracing::Span::current().is_disabled() {
-            tracing::Span::none()
-        } else {
-            tracing::info_span!(
-                "db.query",
-                otel.kind = "client",
-                "db.system.name" = "sqlite"
-            )
-        };
-        self.run_traced(mode, work).instrument(span).await
-    }
-
-    async fn run_traced<T, F>(self: &Arc<Self>, mode: Open, work: F) -> Result<T, DirectoryError>
     where
         F: FnOnce(&mut Connection) -> Result<T, DirectoryError> + Send + 'static,
         T: Send + 'static,

@@ -40,4 +40,6 @@ pub use resource::{Resource, ResourceTemplate};
 pub use server::{Server, ServerBuilder, ServerOptions};
 pub use session::Session;
 pub use tasks::{TaskOptions, TaskSupport};
-pub use tool::{CallToolResult, InputRequired, Tool, ToolBuilder, ToolError, ToolOutcome};
+pub use tool::{
+    CallToolResult, InputRequired, Tool, ToolBuilder, ToolError, ToolOutcome, ToolResult,
+};

@@ -65,8 +65,8 @@ pub fn echo_tool() -> Tool {
         .title("Echo")
         .description("Echoes the text back.")
         .annotations(ToolAnnotations::read_only())
-        .handler(|_ctx: RequestContext, input: EchoIn| async move {
-            Ok::<_, ToolError>(EchoOut {
+        .handler(|input: EchoIn| async move {
+            Ok(EchoOut {
                 length: input.text.len(),
                 text: input.text,
             })
@@ -75,24 +75,24 @@ pub fn echo_tool() -> Tool {
 
 /// Typed: adds two integers (both required).
 pub fn add_tool() -> Tool {
-    Tool::builder("add").description("Adds a and b.").handler(
-        |_ctx: RequestContext, input: AddIn| async move {
-            Ok::<_, ToolError>(AddOut {
+    Tool::builder("add")
+        .description("Adds a and b.")
+        .handler(|input: AddIn| async move {
+            Ok(AddOut {
                 sum: input.a + input.b,
             })
-        },
-    )
+        })
 }
 
 /// Typed: always fails with an execution error.
 pub fn fail_tool() -> Tool {
-    Tool::builder("fail").description("Always fails.").handler(
-        |_ctx: RequestContext, _input: Map<String, Value>| async move {
+    Tool::builder("fail")
+        .description("Always fails.")
+        .handler(|_input: Map<String, Value>| async move {
             Err::<AddOut, _>(ToolError::execution(
                 "The widget is broken; try again tomorrow.",
             ))
-        },
-    )
+        })
 }
 
 /// Raw: declares an outputSchema and then breaks it.

@@ -15,6 +15,8 @@
 #![warn(missing_docs)]
 
 pub mod access;
+#[cfg(feature = "client")]
+pub mod client;
 pub mod context;
 pub mod dispatch;
 pub mod engine;

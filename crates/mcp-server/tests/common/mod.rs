@@ -25,11 +25,11 @@ use tokio::task::JoinHandle;
 
 /// The modern revision.
 pub const V: &str = "2026-07-28";
-pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-pub const META_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
-pub const META_LOG: &str = "io.modelcontextprotocol/logLevel";
-pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-pub const META_SUB: &str = "io.modelcontextprotocol/subscriptionId";
+pub const META_VERSION: &str = mcp_server::protocol::meta::PROTOCOL_VERSION;
+pub const META_CAPS: &str = mcp_server::protocol::meta::CLIENT_CAPABILITIES;
+pub const META_LOG: &str = mcp_server::protocol::meta::LOG_LEVEL;
+pub const META_SERVER_INFO: &str = mcp_server::protocol::meta::SERVER_INFO;
+pub const META_SUB: &str = mcp_server::protocol::meta::SUBSCRIPTION_ID;
 
 /// How long any single wait in a test may take before it fails.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -86,13 +86,13 @@ pub fn add_tool() -> Tool {
 
 /// Typed: always fails with an execution error.
 pub fn fail_tool() -> Tool {
-    Tool::builder("fail")
-        .description("Always fails.")
-        .handler(|_input: Map<String, Value>| async move {
+    Tool::builder("fail").description("Always fails.").handler(
+        |_input: Map<String, Value>| async move {
             Err::<AddOut, _>(ToolError::execution(
                 "The widget is broken; try again tomorrow.",
             ))
-        })
+        },
+    )
 }
 
 /// Raw: declares an outputSchema and then breaks it.

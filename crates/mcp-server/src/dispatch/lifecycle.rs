@@ -175,10 +175,7 @@ fn kept_client_info(value: Option<&Value>) -> Option<Value> {
     let mut kept = Map::new();
     for key in ["name", "version", "title"] {
         if let Some(s) = info.get(key).and_then(Value::as_str) {
-            kept.insert(
-                key.into(),
-                json!(s.chars().take(MAX_INFO_CHARS).collect::<String>()),
-            );
+            kept.insert(key.into(), json!(s.chars().take(MAX_INFO_CHARS).collect::<String>()));
         }
     }
     Some(Value::Object(kept))
@@ -196,8 +193,7 @@ mod tests {
     #[test]
     fn session_state_is_bounded() {
         let big = "x".repeat(1 << 20);
-        let caps =
-            json!({ "roots": { "listChanged": true }, "sampling": { "blob": big }, "junk": big });
+        let caps = json!({ "roots": { "listChanged": true }, "sampling": { "blob": big }, "junk": big });
         let kept = kept_capabilities(Some(&caps));
         assert_eq!(kept.len(), 2);
         assert!(Value::Object(kept).to_string().len() < 100);

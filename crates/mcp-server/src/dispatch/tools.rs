@@ -284,10 +284,7 @@ impl Server {
             name,
             arguments,
             // A state handed to one principal is refused to any other.
-            principal: call
-                .ctx
-                .extension::<Principal>()
-                .map(|p| p.subject.as_str()),
+            principal: call.ctx.extension::<Principal>().map(|p| p.subject.as_str()),
         };
         let mut ctx = call.ctx.clone();
         if call.version.is_modern() {

@@ -108,10 +108,9 @@ impl Answer {
 /// error except a malformed message.
 pub fn status_hint(e: &ProtocolError, modern: bool) -> ErrorStatus {
     match (e.status, modern) {
-        (
-            s @ (ErrorStatus::TooLarge | ErrorStatus::Forbidden | ErrorStatus::TooManyRequests),
-            _,
-        ) => s,
+        (s @ (ErrorStatus::TooLarge | ErrorStatus::Forbidden | ErrorStatus::TooManyRequests), _) => {
+            s
+        }
         (s @ (ErrorStatus::BadRequest | ErrorStatus::NotFound), true) => s,
         (ErrorStatus::BadRequest, false) if e.code == -32700 || e.code == -32600 => {
             ErrorStatus::BadRequest
@@ -207,11 +206,7 @@ impl Server {
 
     /// A JSON-RPC batch: legal only inside a 2025-03-26 session (the one
     /// revision that had them).
-    fn accept_batch(
-        &self,
-        items: Vec<Value>,
-        origin: &Origin<'_>,
-    ) -> Result<Accepted, Box<Answer>> {
+    fn accept_batch(&self, items: Vec<Value>, origin: &Origin<'_>) -> Result<Accepted, Box<Answer>> {
         let session = self.session_for(origin).map_err(|e| bad(None, e))?;
         let Some(session) = session.filter(|s| s.version() == ProtocolVersion::V2025_03_26) else {
             let e = ProtocolError::invalid_request(

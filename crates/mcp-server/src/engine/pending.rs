@@ -79,13 +79,7 @@ impl Pending {
 
     /// Whether the request is on the stateless 2026-07-28 wire.
     pub fn is_modern(&self) -> bool {
-        matches!(
-            &self.work,
-            Work::One {
-                wire: Wire::Modern,
-                ..
-            }
-        )
+        matches!(&self.work, Work::One { wire: Wire::Modern, .. })
     }
 
     /// The legacy session the request belongs to.

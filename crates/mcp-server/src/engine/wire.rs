@@ -40,12 +40,9 @@ impl Server {
         .map_err(|e| bad(id.clone(), e))?;
         let wire = match wire {
             Decided::Wire(w) => w,
-            Decided::Initialize => {
-                return Ok(Accepted::Answer(self.accept_initialize(request, origin)));
-            }
+            Decided::Initialize => return Ok(Accepted::Answer(self.accept_initialize(request, origin))),
             Decided::Ping => {
-                let r =
-                    Response::result(request.id, ResultPayload::Json(Value::Object(Map::new())));
+                let r = Response::result(request.id, ResultPayload::Json(Value::Object(Map::new())));
                 return Ok(Accepted::Answer(Answer {
                     response: r,
                     status: ErrorStatus::Answered,
@@ -53,12 +50,7 @@ impl Server {
                 }));
             }
         };
-        Ok(Accepted::Request(Pending::one(
-            self.clone(),
-            request,
-            wire,
-            origin,
-        )))
+        Ok(Accepted::Request(Pending::one(self.clone(), request, wire, origin)))
     }
 
     /// The wire of a Streamable HTTP request, with its header checks.

@@ -60,10 +60,7 @@ impl Drop for Closer {
 }
 
 /// `GET /sse`: a new connection and its event stream.
-pub(crate) async fn open(
-    State(state): State<AppState>,
-    request: axum::extract::Request,
-) -> Response {
+pub(crate) async fn open(State(state): State<AppState>, request: axum::extract::Request) -> Response {
     let (parts, _) = request.into_parts();
     let mut extensions = parts.extensions;
     if let Some(ConnectInfo(addr)) = extensions.get::<ConnectInfo<SocketAddr>>().copied() {
@@ -77,12 +74,7 @@ pub(crate) async fn open(
     let id = URL_SAFE_NO_PAD.encode(raw);
     let owner = extensions.get::<Principal>().map(|p| p.subject.clone());
     let (tx, rx) = mpsc::channel::<String>(64);
-    let connection = Connection::new(
-        state.server.clone(),
-        tx,
-        Arc::new(extensions),
-        state.limits(),
-    );
+    let connection = Connection::new(state.server.clone(), tx, Arc::new(extensions), state.limits());
     {
         let mut map = lock(&state.sse.map);
         if map.len() >= state.server.options().max_sessions {
@@ -126,10 +118,7 @@ pub(crate) async fn message(
         .flat_map(|q| q.split('&'))
         .find_map(|kv| kv.strip_prefix("sessionId="))
         .unwrap_or_default();
-    let subject = parts
-        .extensions
-        .get::<Principal>()
-        .map(|p| p.subject.clone());
+    let subject = parts.extensions.get::<Principal>().map(|p| p.subject.clone());
     let connection = lock(&state.sse.map)
         .get(id)
         .filter(|e| e.owner == subject)

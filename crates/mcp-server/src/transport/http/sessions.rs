@@ -48,11 +48,7 @@ impl HttpSessions {
         }
         let state = Arc::new(HttpSession::default());
         map.insert(session.id().to_owned(), Arc::clone(&state));
-        let (all, id, closed) = (
-            Arc::clone(&self.map),
-            session.id().to_owned(),
-            session.closed(),
-        );
+        let (all, id, closed) = (Arc::clone(&self.map), session.id().to_owned(), session.closed());
         tokio::spawn(async move {
             closed.cancelled().await;
             lock(&all).remove(&id);

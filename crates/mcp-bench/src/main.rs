@@ -115,19 +115,42 @@ fn run_stdio(bin: &std::path::Path, args: &Args) -> ExitCode {
     };
     let n = args.requests.unwrap_or(5000);
     let warmup = (n / 10).max(100);
-    let server = stdio::measure(bin, &args.server_args, &args.stdio_tool, &arguments, n, warmup);
+    let server = stdio::measure(
+        bin,
+        &args.server_args,
+        &args.stdio_tool,
+        &arguments,
+        n,
+        warmup,
+    );
     let exe = std::env::current_exe();
     let echo = exe.and_then(|me| {
-        stdio::measure(&me, &["--echo-child".to_owned()], &args.stdio_tool, &arguments, n, warmup)
+        stdio::measure(
+            &me,
+            &["--echo-child".to_owned()],
+            &args.stdio_tool,
+            &arguments,
+            n,
+            warmup,
+        )
     });
     match (server, echo) {
         (Ok(s), Ok(e)) => {
             println!("stdio round trips: {n} sequential tools/call ({warmup} warm-up)");
-            println!("{:<12} {:>10} {:>10} {:>10}", "", "mean µs", "p50 µs", "p99 µs");
+            println!(
+                "{:<12} {:>10} {:>10} {:>10}",
+                "", "mean µs", "p50 µs", "p99 µs"
+            );
             for (name, r) in [("server", &s), ("line echo", &e)] {
-                println!("{name:<12} {:>10.1} {:>10.1} {:>10.1}", r.mean_us, r.p50_us, r.p99_us);
+                println!(
+                    "{name:<12} {:>10.1} {:>10.1} {:>10.1}",
+                    r.mean_us, r.p50_us, r.p99_us
+                );
             }
-            println!("server cost over the pipe ceiling: {:.1} µs", s.mean_us - e.mean_us);
+            println!(
+                "server cost over the pipe ceiling: {:.1} µs",
+                s.mean_us - e.mean_us
+            );
             ExitCode::SUCCESS
         }
         (Err(e), _) | (_, Err(e)) => {

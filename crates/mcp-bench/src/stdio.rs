@@ -47,9 +47,19 @@ impl LineChild {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()?;
-        let stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("no stdin"))?;
-        let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout"))?;
-        Ok(Self { child, stdin, stdout: BufReader::new(stdout) })
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout"))?;
+        Ok(Self {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+        })
     }
 
     /// Sends one line and reads lines until one carries `"id":<id>`.
@@ -90,7 +100,9 @@ pub fn measure(
             samples.push(start.elapsed().as_secs_f64() * 1e6);
         }
         if buf.contains("\"error\"") && i == 0 {
-            return Err(std::io::Error::other(format!("the server answered an error: {buf}")));
+            return Err(std::io::Error::other(format!(
+                "the server answered an error: {buf}"
+            )));
         }
     }
     Ok(summarize(samples))

@@ -26,13 +26,17 @@ struct Shouted {
 }
 
 async fn shout(input: Shout) -> ToolResult<Shouted> {
-    Ok(Shouted { text: input.text.to_uppercase() })
+    Ok(Shouted {
+        text: input.text.to_uppercase(),
+    })
 }
 
 /// The application's own routes, MCP merged in.
 fn app(server: Server) -> Router {
     let mcp = http::router(server, HttpConfig::default());
-    Router::new().route("/health", get(|| async { "ok" })).merge(mcp)
+    Router::new()
+        .route("/health", get(|| async { "ok" }))
+        .merge(mcp)
 }
 
 #[tokio::main]
@@ -41,7 +45,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(Tool::builder("shout").handler(shout))
         .build()?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3002").await?;
-    eprintln!("serving on http://{}/mcp (and /health)", listener.local_addr()?);
+    eprintln!(
+        "serving on http://{}/mcp (and /health)",
+        listener.local_addr()?
+    );
     // `http::serve` bounds connections and lets streams end cleanly on
     // shutdown; any axum-compatible server works too.
     http::serve(listener, app(server.clone()), server, async {

@@ -11,12 +11,18 @@
 use mcp_server::client::Client;
 use mcp_server::protocol::ProtocolVersion;
 use mcp_server::protocol::model::InputRequest;
-use mcp_server::{CallToolResult, InputRequired, RequestContext, Server, Tool, ToolOutcome, ToolResult};
+use mcp_server::{
+    CallToolResult, InputRequired, RequestContext, Server, Tool, ToolOutcome, ToolResult,
+};
 use serde_json::{Map, Value, json};
 
 /// Asks before deleting, then deletes (here: says so) on a yes.
 async fn delete(ctx: RequestContext, args: Map<String, Value>) -> ToolResult<ToolOutcome> {
-    let name = args.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let name = args
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let Some(answer) = ctx.input_response("confirm") else {
         let schema = json!({
             "type": "object",
@@ -25,10 +31,17 @@ async fn delete(ctx: RequestContext, args: Map<String, Value>) -> ToolResult<Too
         });
         let ask = InputRequest::elicit(format!("Delete \"{name}\" for good?"), schema);
         // The state comes back signed on the retry, bound to these arguments.
-        return Ok(InputRequired::new().request("confirm", ask).state(json!({ "name": name })).into());
+        return Ok(InputRequired::new()
+            .request("confirm", ask)
+            .state(json!({ "name": name }))
+            .into());
     };
     let yes = answer["action"] == "accept" && answer["content"]["confirm"] == true;
-    let text = if yes { format!("Deleted \"{name}\".") } else { format!("Kept \"{name}\".") };
+    let text = if yes {
+        format!("Deleted \"{name}\".")
+    } else {
+        format!("Kept \"{name}\".")
+    };
     Ok(CallToolResult::text(text).into())
 }
 
@@ -49,13 +62,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("server asks: {}", request.params["message"]);
         json!({ "action": "accept", "content": { "confirm": true } })
     };
-    let modern = Client::builder(server.clone()).on_input(answer).connect().await?;
-    println!("{}", modern.call_tool("delete-file", json!({ "name": "a.txt" })).await?.text());
+    let modern = Client::builder(server.clone())
+        .on_input(answer)
+        .connect()
+        .await?;
+    println!(
+        "{}",
+        modern
+            .call_tool("delete-file", json!({ "name": "a.txt" }))
+            .await?
+            .text()
+    );
     let legacy = Client::builder(server)
         .on_input(answer)
         .legacy(ProtocolVersion::LATEST_LEGACY)
         .connect()
         .await?;
-    println!("{}", legacy.call_tool("delete-file", json!({ "name": "b.txt" })).await?.text());
+    println!(
+        "{}",
+        legacy
+            .call_tool("delete-file", json!({ "name": "b.txt" }))
+            .await?
+            .text()
+    );
     Ok(())
 }

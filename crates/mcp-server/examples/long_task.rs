@@ -34,13 +34,22 @@ struct Reindexed {
 async fn reindex(ctx: RequestContext, input: Reindex) -> ToolResult<Reindexed> {
     for done in 1..=input.batches {
         if ctx.is_cancelled() {
-            return Err(ToolError::execution("Cancelled; the index is partly rebuilt."));
+            return Err(ToolError::execution(
+                "Cancelled; the index is partly rebuilt.",
+            ));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
         let message = format!("batch {done} of {}", input.batches);
-        ctx.progress(f64::from(done), Some(f64::from(input.batches)), Some(&message)).await;
+        ctx.progress(
+            f64::from(done),
+            Some(f64::from(input.batches)),
+            Some(&message),
+        )
+        .await;
     }
-    Ok(Reindexed { batches: input.batches })
+    Ok(Reindexed {
+        batches: input.batches,
+    })
 }
 
 #[tokio::main]
@@ -64,7 +73,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         params.insert("taskId".into(), id.clone());
         let task = tasks.request("tasks/get", params).await?;
         if task["status"] != "working" {
-            println!("task {}: {}", task["status"], task["result"]["structuredContent"]);
+            println!(
+                "task {}: {}",
+                task["status"], task["result"]["structuredContent"]
+            );
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

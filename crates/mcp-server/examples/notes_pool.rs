@@ -23,11 +23,18 @@ struct Pool(Arc<Mutex<HashMap<String, String>>>);
 
 impl Pool {
     fn put(&self, key: String, text: String) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(key, text);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, text);
     }
 
     fn get(&self, key: &str) -> Option<String> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .cloned()
     }
 }
 
@@ -56,14 +63,20 @@ struct Note {
 
 async fn save(pool: Pool, input: Save) -> ToolResult<Note> {
     pool.put(input.key.clone(), input.text.clone());
-    Ok(Note { key: input.key, text: input.text })
+    Ok(Note {
+        key: input.key,
+        text: input.text,
+    })
 }
 
 async fn read(pool: Pool, input: Read) -> ToolResult<Note> {
-    let text = pool
-        .get(&input.key)
-        .ok_or_else(|| ToolError::execution(format!("No note \"{}\"; save it first.", input.key)))?;
-    Ok(Note { key: input.key, text })
+    let text = pool.get(&input.key).ok_or_else(|| {
+        ToolError::execution(format!("No note \"{}\"; save it first.", input.key))
+    })?;
+    Ok(Note {
+        key: input.key,
+        text,
+    })
 }
 
 #[tokio::main]
@@ -75,10 +88,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
 
     let client = Client::connect(server).await?;
-    client.call_tool("save-note", json!({ "key": "todo", "text": "ship it" })).await?;
-    let note = client.call_tool("read-note", json!({ "key": "todo" })).await?;
+    client
+        .call_tool("save-note", json!({ "key": "todo", "text": "ship it" }))
+        .await?;
+    let note = client
+        .call_tool("read-note", json!({ "key": "todo" }))
+        .await?;
     println!("{}", note.text());
-    let missing = client.call_tool("read-note", json!({ "key": "nope" })).await?;
+    let missing = client
+        .call_tool("read-note", json!({ "key": "nope" }))
+        .await?;
     println!("{} (isError: {})", missing.text(), missing.is_error);
     Ok(())
 }

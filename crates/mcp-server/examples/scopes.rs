@@ -44,7 +44,10 @@ async fn get_person(input: Lookup) -> ToolResult<Person> {
 fn principal(subject: &str, scopes: &[&str]) -> Principal {
     Principal {
         subject: subject.to_owned(),
-        scopes: scopes.iter().map(|s| (*s).to_owned()).collect::<BTreeSet<_>>(),
+        scopes: scopes
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect::<BTreeSet<_>>(),
         client_id: None,
         self_id: Some(subject.to_owned()),
     }
@@ -62,8 +65,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Never write who was looked up into the audit trail.
         .redact_argument("personId")
         .handler(get_person);
-    let access = AccessOptions { enforce_scopes: true, ..AccessOptions::default() };
-    let server = Server::builder("people", "1.0.0").access(access).tool(tool).build()?;
+    let access = AccessOptions {
+        enforce_scopes: true,
+        ..AccessOptions::default()
+    };
+    let server = Server::builder("people", "1.0.0")
+        .access(access)
+        .tool(tool)
+        .build()?;
 
     for (who, scopes, target) in [
         ("ada", &["directory", "contact"][..], "bob"),
@@ -71,8 +80,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("bob", &[][..], "bob"),
         ("bob", &[][..], "ada"),
     ] {
-        let client = Client::builder(server.clone()).extension(principal(who, scopes)).connect().await?;
-        match client.call_tool("get-person", json!({ "personId": target })).await {
+        let client = Client::builder(server.clone())
+            .extension(principal(who, scopes))
+            .connect()
+            .await?;
+        match client
+            .call_tool("get-person", json!({ "personId": target }))
+            .await
+        {
             Ok(r) => println!("{who} {scopes:?} reads {target}: {}", r.text()),
             Err(e) => println!("{who} {scopes:?} reads {target}: refused ({e})"),
         }

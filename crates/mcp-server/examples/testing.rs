@@ -27,13 +27,19 @@ struct Quotient {
 
 async fn divide(input: Divide) -> ToolResult<Quotient> {
     if input.b == 0.0 {
-        return Err(ToolError::execution("Cannot divide by zero; pass a non-zero b."));
+        return Err(ToolError::execution(
+            "Cannot divide by zero; pass a non-zero b.",
+        ));
     }
-    Ok(Quotient { value: input.a / input.b })
+    Ok(Quotient {
+        value: input.a / input.b,
+    })
 }
 
 fn server() -> Server {
-    let tool = Tool::builder("divide").description("Divides a by b.").handler(divide);
+    let tool = Tool::builder("divide")
+        .description("Divides a by b.")
+        .handler(divide);
     match Server::builder("calc", "1.0.0").tool(tool).build() {
         Ok(s) => s,
         Err(e) => panic!("the tool registers: {e}"),
@@ -46,9 +52,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let client = Client::connect(server()).await?;
     let tools = client.list_tools().await?;
     assert_eq!(tools[0].name, "divide");
-    let ok = client.call_tool("divide", json!({ "a": 6, "b": 3 })).await?;
+    let ok = client
+        .call_tool("divide", json!({ "a": 6, "b": 3 }))
+        .await?;
     assert_eq!(ok.structured, Some(json!({ "value": 2.0 })));
-    let err = client.call_tool("divide", json!({ "a": 1, "b": 0 })).await?;
+    let err = client
+        .call_tool("divide", json!({ "a": 1, "b": 0 }))
+        .await?;
     assert!(err.is_error && err.text().contains("non-zero"));
     // Schema violations are reported to the model, naming the field.
     let bad = client.call_tool("divide", json!({ "a": "six" })).await?;
@@ -59,7 +69,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .legacy(ProtocolVersion::V2025_06_18)
         .connect()
         .await?;
-    let ok = legacy.call_tool("divide", json!({ "a": 1, "b": 4 })).await?;
+    let ok = legacy
+        .call_tool("divide", json!({ "a": 1, "b": 4 }))
+        .await?;
     assert_eq!(ok.structured, Some(json!({ "value": 0.25 })));
     println!("all checks passed");
     Ok(())

@@ -8,6 +8,7 @@ mod procstat;
 mod server;
 mod sse;
 mod stats;
+mod stdio;
 mod wire;
 
 use std::io::Write;
@@ -114,6 +115,78 @@ struct Args {
     /// goes to stderr).
     #[arg(long)]
     json: bool,
+
+    /// Instead of HTTP: spawn this stdio server (with --server-arg
+    /// arguments), send sequential tools/call lines (--requests, default
+    /// 5000) and report microseconds per round trip, next to a bare line
+    /// echo measured the same way.
+    #[arg(long, value_name = "BIN", conflicts_with = "url")]
+    stdio: Option<PathBuf>,
+
+    /// Tool the stdio mode calls.
+    #[arg(long, default_value = "greet")]
+    stdio_tool: String,
+
+    /// Its arguments, as JSON.
+    #[arg(long, default_value = r#"{"name":"bench"}"#)]
+    stdio_arguments: String,
+
+    /// Internal: act as the line-echo child of the stdio mode.
+    #[arg(long, hide = true)]
+    echo_child: bool,
+}
+
+/// The stdio round-trip mode: the server, then the echo ceiling.
+fn run_stdio(bin: &std::path::Path, args: &Args) -> ExitCode {
+    let Ok(arguments) = serde_json::from_str::<serde_json::Value>(&args.stdio_arguments) else {
+        eprintln!("mcp-bench: --stdio-arguments is not JSON");
+        return ExitCode::FAILURE;
+    };
+    let n = args.requests.unwrap_or(5000);
+    let warmup = (n / 10).max(100);
+    let server = stdio::measure(
+        bin,
+        &args.server_args,
+        &args.stdio_tool,
+        &arguments,
+        n,
+        warmup,
+    );
+    let exe = std::env::current_exe();
+    let echo = exe.and_then(|me| {
+        stdio::measure(
+            &me,
+            &["--echo-child".to_owned()],
+            &args.stdio_tool,
+            &arguments,
+            n,
+            warmup,
+        )
+    });
+    match (server, echo) {
+        (Ok(s), Ok(e)) => {
+            println!("stdio round trips: {n} sequential tools/call ({warmup} warm-up)");
+            println!(
+                "{:<12} {:>10} {:>10} {:>10}",
+                "", "mean µs", "p50 µs", "p99 µs"
+            );
+            for (name, r) in [("server", &s), ("line echo", &e)] {
+                println!(
+                    "{name:<12} {:>10.1} {:>10.1} {:>10.1}",
+                    r.mean_us, r.p50_us, r.p99_us
+                );
+            }
+            println!(
+                "server cost over the pipe ceiling: {:.1} µs",
+                s.mean_us - e.mean_us
+            );
+            ExitCode::SUCCESS
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("mcp-bench: stdio mode failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn parse_secs(s: &str) -> Result<Duration, String> {
@@ -127,6 +200,15 @@ const EXIT_REQUEST_ERRORS: u8 = 3;
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.echo_child {
+        return match stdio::echo() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::FAILURE,
+        };
+    }
+    if let Some(bin) = &args.stdio {
+        return run_stdio(bin, &args);
+    }
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();
     if let Some(n) = args.threads.filter(|&n| n > 0) {

@@ -8,7 +8,7 @@
 use mcp_server::protocol::model::ToolAnnotations;
 use mcp_server::transport::http::{self, HttpConfig};
 use mcp_server::transport::stdio::{StdioConfig, serve_stdio};
-use mcp_server::{RequestContext, Server, Tool, ToolError};
+use mcp_server::{Server, Tool, ToolError, ToolResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -26,20 +26,23 @@ struct Greeting {
     text: String,
 }
 
+/// The tool itself: a plain async function from input to output.
+async fn greet(input: Greet) -> ToolResult<Greeting> {
+    if input.name.trim().is_empty() {
+        return Err(ToolError::execution("Give a non-empty name."));
+    }
+    Ok(Greeting {
+        text: format!("Hello, {}!", input.name),
+    })
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let greet = Tool::builder("greet")
         .title("Greeter")
         .description("Greets someone by name.")
         .annotations(ToolAnnotations::read_only())
-        .handler(|_ctx: RequestContext, input: Greet| async move {
-            if input.name.trim().is_empty() {
-                return Err(ToolError::execution("Give a non-empty name."));
-            }
-            Ok(Greeting {
-                text: format!("Hello, {}!", input.name),
-            })
-        });
+        .handler(greet);
     let server = Server::builder("greeter", "1.0.0").tool(greet).build()?;
 
     if std::env::args().any(|a| a == "--stdio") {

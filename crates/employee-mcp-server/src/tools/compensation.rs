@@ -2,7 +2,7 @@
 
 use employee_directory::{CompensationBand, Directory, Level};
 use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{RequestContext, Tool, ToolError};
+use mcp_server::{Tool, ToolError, ToolResult};
 
 use crate::scopes;
 use schemars::JsonSchema;
@@ -31,35 +31,39 @@ pub fn tool(directory: Directory) -> Tool {
         )
         .annotations(ToolAnnotations::read_only())
         .required_scopes([scopes::COMPENSATION])
-        .handler(move |_ctx: RequestContext, input: Input| {
-            let directory = directory.clone();
-            async move {
-                if let Some(band) = directory
-                    .compensation_band(&input.role, input.level)
-                    .await
-                    .map_err(super::unavailable)?
-                {
-                    return Ok::<CompensationBand, ToolError>(band);
-                }
-                match directory.role_levels(&input.role).await.map_err(super::unavailable)? {
-                    Some(levels) => {
-                        let list: Vec<&str> = levels.iter().map(|l| l.as_str()).collect();
-                        Err(ToolError::execution(format!(
-                            "Role \"{}\" has no salary band at level \"{}\". Levels with a band: {}.",
-                            input.role,
-                            input.level.as_str(),
-                            list.join(", ")
-                        )))
-                    }
-                    None => {
-                        let roles = directory.roles().await.map_err(super::unavailable)?;
-                        Err(ToolError::execution(format!(
-                            "Unknown role \"{}\". Known roles: {}.",
-                            input.role,
-                            roles.join(", ")
-                        )))
-                    }
-                }
-            }
-        })
+        .state(directory)
+        .handler(compensation_band)
+}
+
+async fn compensation_band(directory: Directory, input: Input) -> ToolResult<CompensationBand> {
+    if let Some(band) = directory
+        .compensation_band(&input.role, input.level)
+        .await
+        .map_err(super::unavailable)?
+    {
+        return Ok(band);
+    }
+    match directory
+        .role_levels(&input.role)
+        .await
+        .map_err(super::unavailable)?
+    {
+        Some(levels) => {
+            let list: Vec<&str> = levels.iter().map(|l| l.as_str()).collect();
+            Err(ToolError::execution(format!(
+                "Role \"{}\" has no salary band at level \"{}\". Levels with a band: {}.",
+                input.role,
+                input.level.as_str(),
+                list.join(", ")
+            )))
+        }
+        None => {
+            let roles = directory.roles().await.map_err(super::unavailable)?;
+            Err(ToolError::execution(format!(
+                "Unknown role \"{}\". Known roles: {}.",
+                input.role,
+                roles.join(", ")
+            )))
+        }
+    }
 }

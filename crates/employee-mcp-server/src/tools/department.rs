@@ -9,7 +9,7 @@
 use chrono::NaiveDate;
 use employee_directory::{DepartmentSummary, Directory, RosterEntry};
 use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{RequestContext, Tool, ToolError};
+use mcp_server::{Tool, ToolError, ToolResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -69,48 +69,55 @@ pub fn tool(directory: Directory, max_result_bytes: usize) -> Tool {
         )
         .annotations(ToolAnnotations::read_only())
         .required_scopes([scopes::DIRECTORY])
-        .handler(move |_ctx: RequestContext, input: Input| {
-            let directory = directory.clone();
-            async move {
-                let roster = match directory.department_employees(&input.department_id).await {
-                    Ok(Some(r)) => r,
-                    Ok(None) => {
-                        let ids = directory.department_ids().await.map_err(super::unavailable)?;
-                        let list: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
-                        return Err(ToolError::execution(format!(
-                            "No department \"{}\". Valid department ids: {}.",
-                            input.department_id,
-                            list.join(", ")
-                        )));
-                    }
-                    Err(e) => return Err(super::unavailable(e)),
-                };
-                let mut employees = roster.employees;
-                if let Some(team) = &input.team_id {
-                    let teams = &roster.department.teams;
-                    let Some(t) = teams.iter().find(|t| {
-                        t.team_id.eq_ignore_ascii_case(team) || t.name.eq_ignore_ascii_case(team)
-                    }) else {
-                        let list: Vec<&str> = teams.iter().map(|t| t.team_id.as_str()).collect();
-                        return Err(ToolError::execution(format!(
-                            "Department \"{}\" has no team \"{team}\". Its teams: {}.",
-                            roster.department.department_id,
-                            list.join(", ")
-                        )));
-                    };
-                    let id = t.team_id.clone();
-                    employees.retain(|e| e.team_id.as_deref() == Some(id.as_str()));
-                }
-                Ok::<RosterPage, ToolError>(page(
-                    roster.department,
-                    roster.as_of,
-                    employees,
-                    input.offset.unwrap_or(0),
-                    input.limit.map(|l| l.min(MAX_LIMIT)),
-                    max_result_bytes,
-                ))
-            }
-        })
+        .state((directory, max_result_bytes))
+        .handler(roster)
+}
+
+async fn roster(
+    (directory, max_result_bytes): (Directory, usize),
+    input: Input,
+) -> ToolResult<RosterPage> {
+    let roster = match directory.department_employees(&input.department_id).await {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            let ids = directory
+                .department_ids()
+                .await
+                .map_err(super::unavailable)?;
+            let list: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
+            return Err(ToolError::execution(format!(
+                "No department \"{}\". Valid department ids: {}.",
+                input.department_id,
+                list.join(", ")
+            )));
+        }
+        Err(e) => return Err(super::unavailable(e)),
+    };
+    let mut employees = roster.employees;
+    if let Some(team) = &input.team_id {
+        let teams = &roster.department.teams;
+        let Some(t) = teams
+            .iter()
+            .find(|t| t.team_id.eq_ignore_ascii_case(team) || t.name.eq_ignore_ascii_case(team))
+        else {
+            let list: Vec<&str> = teams.iter().map(|t| t.team_id.as_str()).collect();
+            return Err(ToolError::execution(format!(
+                "Department \"{}\" has no team \"{team}\". Its teams: {}.",
+                roster.department.department_id,
+                list.join(", ")
+            )));
+        };
+        let id = t.team_id.clone();
+        employees.retain(|e| e.team_id.as_deref() == Some(id.as_str()));
+    }
+    Ok(page(
+        roster.department,
+        roster.as_of,
+        employees,
+        input.offset.unwrap_or(0),
+        input.limit.map(|l| l.min(MAX_LIMIT)),
+        max_result_bytes,
+    ))
 }
 
 /// Cuts one page out of the roster. Without a limit, the page holds as many

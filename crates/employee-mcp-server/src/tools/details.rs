@@ -2,7 +2,7 @@
 
 use employee_directory::{Directory, EmployeeDetails};
 use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{RequestContext, Tool, ToolError};
+use mcp_server::{Tool, ToolResult};
 
 use crate::scopes;
 use schemars::JsonSchema;
@@ -34,14 +34,14 @@ pub fn tool(directory: Directory) -> Tool {
         .field_scope("/email", scopes::CONTACT)
         .field_scope("/phone", scopes::CONTACT)
         .field_scope("/location", scopes::CONTACT)
-        .handler(move |_ctx: RequestContext, input: Input| {
-            let directory = directory.clone();
-            async move {
-                match directory.employee(&input.employee_id).await {
-                    Ok(Some(e)) => Ok::<EmployeeDetails, ToolError>(e),
-                    Ok(None) => Err(super::unknown_employee(&directory, &input.employee_id).await),
-                    Err(e) => Err(super::unavailable(e)),
-                }
-            }
-        })
+        .state(directory)
+        .handler(details)
+}
+
+async fn details(directory: Directory, input: Input) -> ToolResult<EmployeeDetails> {
+    match directory.employee(&input.employee_id).await {
+        Ok(Some(e)) => Ok(e),
+        Ok(None) => Err(super::unknown_employee(&directory, &input.employee_id).await),
+        Err(e) => Err(super::unavailable(e)),
+    }
 }

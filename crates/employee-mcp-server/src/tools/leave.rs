@@ -2,7 +2,7 @@
 
 use employee_directory::{Directory, LeaveBalance, LeaveType};
 use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{RequestContext, Tool, ToolError};
+use mcp_server::{Tool, ToolResult};
 
 use crate::scopes;
 use schemars::JsonSchema;
@@ -35,14 +35,17 @@ pub fn tool(directory: Directory) -> Tool {
         // token names them as this employee may read their own.
         .required_scopes([scopes::LEAVE])
         .self_access("employeeId")
-        .handler(move |_ctx: RequestContext, input: Input| {
-            let directory = directory.clone();
-            async move {
-                match directory.leave_balance(&input.employee_id, input.leave_type).await {
-                    Ok(Some(b)) => Ok::<LeaveBalance, ToolError>(b),
-                    Ok(None) => Err(super::unknown_employee(&directory, &input.employee_id).await),
-                    Err(e) => Err(super::unavailable(e)),
-                }
-            }
-        })
+        .state(directory)
+        .handler(leave_balance)
+}
+
+async fn leave_balance(directory: Directory, input: Input) -> ToolResult<LeaveBalance> {
+    match directory
+        .leave_balance(&input.employee_id, input.leave_type)
+        .await
+    {
+        Ok(Some(b)) => Ok(b),
+        Ok(None) => Err(super::unknown_employee(&directory, &input.employee_id).await),
+        Err(e) => Err(super::unavailable(e)),
+    }
 }

@@ -2,7 +2,7 @@
 
 use employee_directory::{Directory, Report, ReportType};
 use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{RequestContext, Tool};
+use mcp_server::{Tool, ToolResult};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -48,13 +48,13 @@ pub fn tool(directory: Directory) -> Tool {
             COMPENSATION_REPORT.iter().copied(),
         )
         .output_schema(output)
-        .handler(move |_ctx: RequestContext, input: Input| {
-            let directory = directory.clone();
-            async move {
-                directory
-                    .report(input.report_type)
-                    .await
-                    .map_err(super::unavailable)
-            }
-        })
+        .state(directory)
+        .handler(report)
+}
+
+async fn report(directory: Directory, input: Input) -> ToolResult<Report> {
+    directory
+        .report(input.report_type)
+        .await
+        .map_err(super::unavailable)
 }

@@ -2,7 +2,7 @@
 
 use employee_directory::{Directory, SkillSearch};
 use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{RequestContext, Tool, ToolError};
+use mcp_server::{Tool, ToolError, ToolResult};
 
 use crate::scopes;
 use schemars::JsonSchema;
@@ -29,19 +29,22 @@ pub fn tool(directory: Directory) -> Tool {
         )
         .annotations(ToolAnnotations::read_only())
         .required_scopes([scopes::DIRECTORY])
-        .handler(move |_ctx: RequestContext, input: Input| {
-            let directory = directory.clone();
-            async move {
-                let found = directory.search_by_skill(&input.skill).await.map_err(super::unavailable)?;
-                if found.matches.is_empty() {
-                    let skills = directory.skills().await.map_err(super::unavailable)?;
-                    return Err(ToolError::execution(format!(
-                        "No employee has a skill matching \"{}\". Known skills: {}.",
-                        input.skill,
-                        skills.join(", ")
-                    )));
-                }
-                Ok::<SkillSearch, ToolError>(found)
-            }
-        })
+        .state(directory)
+        .handler(search)
+}
+
+async fn search(directory: Directory, input: Input) -> ToolResult<SkillSearch> {
+    let found = directory
+        .search_by_skill(&input.skill)
+        .await
+        .map_err(super::unavailable)?;
+    if found.matches.is_empty() {
+        let skills = directory.skills().await.map_err(super::unavailable)?;
+        return Err(ToolError::execution(format!(
+            "No employee has a skill matching \"{}\". Known skills: {}.",
+            input.skill,
+            skills.join(", ")
+        )));
+    }
+    Ok(found)
 }

@@ -2,7 +2,7 @@
 
 use employee_directory::{Directory, TeamRoster};
 use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{RequestContext, Tool, ToolError};
+use mcp_server::{Tool, ToolError, ToolResult};
 
 use crate::scopes;
 use schemars::JsonSchema;
@@ -33,22 +33,22 @@ pub fn tool(directory: Directory) -> Tool {
         .required_scopes([scopes::DIRECTORY])
         .field_scope("/members/*/email", scopes::CONTACT)
         .field_scope("/members/*/location", scopes::CONTACT)
-        .handler(move |_ctx: RequestContext, input: Input| {
-            let directory = directory.clone();
-            async move {
-                match directory.team_members(&input.team_id).await {
-                    Ok(Some(r)) => Ok::<TeamRoster, ToolError>(r),
-                    Ok(None) => {
-                        let ids = directory.team_ids().await.map_err(super::unavailable)?;
-                        let list: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
-                        Err(ToolError::execution(format!(
-                            "No team \"{}\". Valid team ids: {}.",
-                            input.team_id,
-                            list.join(", ")
-                        )))
-                    }
-                    Err(e) => Err(super::unavailable(e)),
-                }
-            }
-        })
+        .state(directory)
+        .handler(team_members)
+}
+
+async fn team_members(directory: Directory, input: Input) -> ToolResult<TeamRoster> {
+    match directory.team_members(&input.team_id).await {
+        Ok(Some(r)) => Ok(r),
+        Ok(None) => {
+            let ids = directory.team_ids().await.map_err(super::unavailable)?;
+            let list: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
+            Err(ToolError::execution(format!(
+                "No team \"{}\". Valid team ids: {}.",
+                input.team_id,
+                list.join(", ")
+            )))
+        }
+        Err(e) => Err(super::unavailable(e)),
+    }
 }

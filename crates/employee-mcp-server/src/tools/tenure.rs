@@ -2,7 +2,7 @@
 
 use employee_directory::{Directory, Tenure};
 use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{RequestContext, Tool, ToolError};
+use mcp_server::{Tool, ToolResult};
 
 use crate::scopes;
 use schemars::JsonSchema;
@@ -26,14 +26,14 @@ pub fn tool(directory: Directory) -> Tool {
         )
         .annotations(ToolAnnotations::read_only())
         .required_scopes([scopes::DIRECTORY])
-        .handler(move |_ctx: RequestContext, input: Input| {
-            let directory = directory.clone();
-            async move {
-                match directory.tenure(&input.employee_id).await {
-                    Ok(Some(t)) => Ok::<Tenure, ToolError>(t),
-                    Ok(None) => Err(super::unknown_employee(&directory, &input.employee_id).await),
-                    Err(e) => Err(super::unavailable(e)),
-                }
-            }
-        })
+        .state(directory)
+        .handler(tenure)
+}
+
+async fn tenure(directory: Directory, input: Input) -> ToolResult<Tenure> {
+    match directory.tenure(&input.employee_id).await {
+        Ok(Some(t)) => Ok(t),
+        Ok(None) => Err(super::unknown_employee(&directory, &input.employee_id).await),
+        Err(e) => Err(super::unavailable(e)),
+    }
 }

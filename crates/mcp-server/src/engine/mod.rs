@@ -8,11 +8,11 @@
 //! ordering, and panic isolation of every request. Transports only move
 //! bytes and map [`ErrorStatus`] hints to their own status codes.
 //!
-//! - [`wire`] decides which wire a request is on and checks its version
+//! - `wire` decides which wire a request is on and checks its version
 //!   and headers;
-//! - [`connection`] is the per-connection state of stream transports
+//! - `connection` is the per-connection state of stream transports
 //!   (stdio, the 2024-11-05 HTTP+SSE transport);
-//! - [`pending`] is a request accepted and ready to run.
+//! - `pending` is a request accepted and ready to run.
 
 mod connection;
 mod pending;

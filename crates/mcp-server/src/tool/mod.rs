@@ -1,7 +1,11 @@
 //! Tools: how a Rust function becomes an MCP tool.
 //!
+//! A typed tool is a builder plus an async function from its input to its
+//! output; schemas come from the types (`schemars`), and the output is
+//! returned as `structuredContent` with the same JSON as a text block.
+//!
 //! ```
-//! use mcp_server::{RequestContext, Tool, ToolError};
+//! use mcp_server::{Tool, ToolError, ToolResult};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //!
@@ -11,30 +15,45 @@
 //! #[derive(Serialize, JsonSchema)]
 //! struct Greeting { text: String }
 //!
-//! let tool = Tool::builder("greet")
-//!     .description("Greets someone by name.")
-//!     .handler(|_ctx: RequestContext, input: Greet| async move {
-//!         Ok::<_, ToolError>(Greeting { text: format!("Hello, {}!", input.name) })
-//!     });
+//! async fn greet(input: Greet) -> ToolResult<Greeting> {
+//!     if input.name.is_empty() {
+//!         return Err(ToolError::execution("Give a name."));
+//!     }
+//!     Ok(Greeting { text: format!("Hello, {}!", input.name) })
+//! }
+//!
+//! let tool = Tool::builder("greet").description("Greets someone by name.").handler(greet);
 //! assert_eq!(tool.definition().name, "greet");
 //! ```
+//!
+//! The handler forms, all on [`ToolBuilder`]:
+//!
+//! | the handler needs | write |
+//! |---|---|
+//! | only its input | `.handler(\|input: I\| …)` |
+//! | the request too (progress, logs, cancellation, input answers) | `.handler_with_context(\|ctx, input: I\| …)` |
+//! | shared state (a pool, a client) | `.state(pool).handler(\|pool, input: I\| …)` |
+//! | both | `.state(pool).handler_with_context(\|pool, ctx, input: I\| …)` |
+//! | raw JSON in and a [`ToolOutcome`] out (multi round-trip) | `.raw_handler(\|ctx, args\| …)` |
+//!
+//! State is cloned for each call by the library, as axum does with its
+//! `State`: give it a cheap handle (an `Arc`, a pool).
 
 mod outcome;
 pub(crate) mod schema;
 mod simplify;
+mod typed;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use mcp_protocol::model::{Icon, ToolAnnotations, ToolDefinition};
-use schemars::JsonSchema;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 pub use outcome::{CallToolResult, InputRequired, ToolError, ToolOutcome};
 pub use schema::SUPPORTED_DIALECTS;
+pub use typed::{ToolResult, WithState};
 
 use crate::access::{ArgumentScopes, RateLimit, ToolPolicy, unrequire_fields};
 use crate::context::RequestContext;
@@ -86,23 +105,7 @@ impl std::fmt::Debug for Tool {
 impl Tool {
     /// Starts describing a tool.
     pub fn builder(name: impl Into<String>) -> ToolBuilder {
-        ToolBuilder {
-            definition: ToolDefinition {
-                name: name.into(),
-                title: None,
-                description: None,
-                input_schema: Map::new(),
-                output_schema: None,
-                annotations: None,
-                icons: None,
-                meta: None,
-            },
-            input_schema: None,
-            output_schema: None,
-            policy: ToolPolicy::default(),
-            task_support: TaskSupport::Forbidden,
-            defer_task: false,
-        }
+        ToolBuilder::new(name.into())
     }
 
     /// The definition `tools/list` publishes.
@@ -121,18 +124,70 @@ impl Tool {
     }
 }
 
-/// Describes a tool; finish with [`handler`](Self::handler) (typed) or
-/// [`raw_handler`](Self::raw_handler).
-pub struct ToolBuilder {
+/// Describes a tool; finish with one of the handler methods (see the
+/// [module docs](self)). `S` is the shared state given with
+/// [`state`](ToolBuilder::state), `()` until then.
+pub struct ToolBuilder<S = ()> {
     definition: ToolDefinition,
     input_schema: Option<Map<String, Value>>,
     output_schema: Option<Map<String, Value>>,
     policy: ToolPolicy,
     task_support: TaskSupport,
     defer_task: bool,
+    state: S,
 }
 
 impl ToolBuilder {
+    fn new(name: String) -> Self {
+        ToolBuilder {
+            definition: ToolDefinition {
+                name,
+                title: None,
+                description: None,
+                input_schema: Map::new(),
+                output_schema: None,
+                annotations: None,
+                icons: None,
+                meta: None,
+            },
+            input_schema: None,
+            output_schema: None,
+            policy: ToolPolicy::default(),
+            task_support: TaskSupport::Forbidden,
+            defer_task: false,
+            state: (),
+        }
+    }
+}
+
+impl<S> ToolBuilder<S> {
+    /// The same description carrying other state.
+    fn with_state<T>(self, state: T) -> ToolBuilder<T> {
+        ToolBuilder {
+            definition: self.definition,
+            input_schema: self.input_schema,
+            output_schema: self.output_schema,
+            policy: self.policy,
+            task_support: self.task_support,
+            defer_task: self.defer_task,
+            state,
+        }
+    }
+
+    /// The state, and the description without it.
+    fn split_state(self) -> (ToolBuilder, S) {
+        let builder = ToolBuilder {
+            definition: self.definition,
+            input_schema: self.input_schema,
+            output_schema: self.output_schema,
+            policy: self.policy,
+            task_support: self.task_support,
+            defer_task: self.defer_task,
+            state: (),
+        };
+        (builder, self.state)
+    }
+
     /// A display name.
     pub fn title(mut self, title: impl Into<String>) -> Self {
         self.definition.title = Some(title.into());
@@ -178,10 +233,10 @@ impl ToolBuilder {
 
     /// Requires one of these scopes to list and call the tool (enforced
     /// when the server enforces scopes).
-    pub fn required_scopes<I, S>(mut self, scopes: I) -> Self
+    pub fn required_scopes<I, N>(mut self, scopes: I) -> Self
     where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
+        I: IntoIterator<Item = N>,
+        N: Into<String>,
     {
         self.policy.required_scopes = scopes.into_iter().map(Into::into).collect();
         self
@@ -207,15 +262,15 @@ impl ToolBuilder {
     /// Calls where `argument` equals `value` need every one of `all_of`
     /// (on top of the tool's own scopes), e.g. a report type that reveals
     /// salaries.
-    pub fn argument_scopes<I, S>(
+    pub fn argument_scopes<I, N>(
         mut self,
         argument: impl Into<String>,
         value: Value,
         all_of: I,
     ) -> Self
     where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
+        I: IntoIterator<Item = N>,
+        N: Into<String>,
     {
         self.policy.argument_scopes.push(ArgumentScopes {
             argument: argument.into(),
@@ -255,56 +310,7 @@ impl ToolBuilder {
         self
     }
 
-    /// Finishes with a typed handler: the input schema comes from `I`, the
-    /// output schema from `O`, and the output is returned as
-    /// `structuredContent` plus the same JSON as a text block.
-    pub fn handler<I, O, F, Fut>(mut self, f: F) -> Tool
-    where
-        I: DeserializeOwned + JsonSchema + Send + 'static,
-        O: Serialize + JsonSchema + 'static,
-        F: Fn(RequestContext, I) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
-    {
-        let input = self
-            .input_schema
-            .take()
-            .unwrap_or_else(|| schema_object(schemars::schema_for!(I).to_value()));
-        let output = self
-            .output_schema
-            .take()
-            .unwrap_or_else(|| schema_object(schemars::schema_for!(O).to_value()));
-        self.definition.input_schema = input;
-        self.definition.output_schema = Some(output);
-        let f = Arc::new(f);
-        let handler = move |ctx: RequestContext, args: Map<String, Value>| {
-            let f = Arc::clone(&f);
-            async move {
-                let input: I = serde_json::from_value(Value::Object(args))
-                    .map_err(|e| ToolError::execution(format!("Invalid arguments: {e}.")))?;
-                let output = f(ctx, input).await?;
-                let value = serde_json::to_value(output).map_err(ToolError::internal)?;
-                Ok(ToolOutcome::Complete(CallToolResult::structured(value)))
-            }
-        };
-        self.finish(Arc::new(handler))
-    }
-
-    /// Finishes with a raw handler that sees the argument object and builds
-    /// the result itself (content blocks, multi round-trip input…).
-    pub fn raw_handler<F, Fut>(mut self, f: F) -> Tool
-    where
-        F: Fn(RequestContext, Map<String, Value>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<ToolOutcome, ToolError>> + Send + 'static,
-    {
-        self.definition.input_schema = self
-            .input_schema
-            .take()
-            .unwrap_or_else(|| schema_object(json!({ "type": "object" })));
-        self.definition.output_schema = self.output_schema.take();
-        self.finish(Arc::new(f))
-    }
-
-    fn finish(mut self, handler: Arc<dyn ToolHandler>) -> Tool {
+    pub(super) fn finish(mut self, handler: Arc<dyn ToolHandler>) -> Tool {
         if let Some(schema) = self.definition.output_schema.as_mut() {
             for (pointer, _) in &self.policy.field_scopes {
                 unrequire_fields(schema, pointer);
@@ -322,7 +328,7 @@ impl ToolBuilder {
 
 /// A generated schema as an object, without the root `title` (the tool has
 /// its own name and title).
-fn schema_object(schema: Value) -> Map<String, Value> {
+pub(super) fn schema_object(schema: Value) -> Map<String, Value> {
     let mut m = schema.as_object().cloned().unwrap_or_default();
     m.remove("title");
     simplify::simplify(m)

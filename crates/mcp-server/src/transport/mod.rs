@@ -1,11 +1,13 @@
 //! Transports: thin adapters that move bytes to and from the engine
 //! ([`crate::Server::accept`]) and map its answers to their own framing.
 //!
-//! - [`http`]: Streamable HTTP on axum (both wires on one endpoint), and
+//! - `http` (feature `http`): Streamable HTTP on axum (both wires on one endpoint), and
 //!   the 2024-11-05 HTTP+SSE transport beside it.
-//! - [`stdio`]: newline-delimited JSON-RPC on stdin/stdout.
+//! - `stdio` (feature `stdio`): newline-delimited JSON-RPC on stdin/stdout.
 
+#[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "stdio")]
 pub mod stdio;
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM: the usual cue to finish

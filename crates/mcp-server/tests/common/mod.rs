@@ -25,11 +25,11 @@ use tokio::task::JoinHandle;
 
 /// The modern revision.
 pub const V: &str = "2026-07-28";
-pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-pub const META_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
-pub const META_LOG: &str = "io.modelcontextprotocol/logLevel";
-pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-pub const META_SUB: &str = "io.modelcontextprotocol/subscriptionId";
+pub const META_VERSION: &str = mcp_server::protocol::meta::PROTOCOL_VERSION;
+pub const META_CAPS: &str = mcp_server::protocol::meta::CLIENT_CAPABILITIES;
+pub const META_LOG: &str = mcp_server::protocol::meta::LOG_LEVEL;
+pub const META_SERVER_INFO: &str = mcp_server::protocol::meta::SERVER_INFO;
+pub const META_SUB: &str = mcp_server::protocol::meta::SUBSCRIPTION_ID;
 
 /// How long any single wait in a test may take before it fails.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -65,8 +65,8 @@ pub fn echo_tool() -> Tool {
         .title("Echo")
         .description("Echoes the text back.")
         .annotations(ToolAnnotations::read_only())
-        .handler(|_ctx: RequestContext, input: EchoIn| async move {
-            Ok::<_, ToolError>(EchoOut {
+        .handler(|input: EchoIn| async move {
+            Ok(EchoOut {
                 length: input.text.len(),
                 text: input.text,
             })
@@ -75,19 +75,19 @@ pub fn echo_tool() -> Tool {
 
 /// Typed: adds two integers (both required).
 pub fn add_tool() -> Tool {
-    Tool::builder("add").description("Adds a and b.").handler(
-        |_ctx: RequestContext, input: AddIn| async move {
-            Ok::<_, ToolError>(AddOut {
+    Tool::builder("add")
+        .description("Adds a and b.")
+        .handler(|input: AddIn| async move {
+            Ok(AddOut {
                 sum: input.a + input.b,
             })
-        },
-    )
+        })
 }
 
 /// Typed: always fails with an execution error.
 pub fn fail_tool() -> Tool {
     Tool::builder("fail").description("Always fails.").handler(
-        |_ctx: RequestContext, _input: Map<String, Value>| async move {
+        |_input: Map<String, Value>| async move {
             Err::<AddOut, _>(ToolError::execution(
                 "The widget is broken; try again tomorrow.",
             ))

@@ -11,6 +11,7 @@
 //! transport (see `legacy_sse`).
 
 mod activity;
+#[cfg(feature = "auth")]
 pub mod auth;
 mod config;
 mod connection;

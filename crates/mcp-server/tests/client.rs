@@ -1,0 +1,203 @@
+//! The in-memory client (`mcp_server::client`) against the standard test
+//! server, on both wires: calls, paging, input round trips answered by the
+//! client's handler, subscriptions, completions, notifications, principals.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::*;
+use mcp_server::client::{Client, ClientError};
+use mcp_server::protocol::ProtocolVersion;
+use mcp_server::protocol::meta;
+use mcp_server::protocol::model::InputRequest;
+use mcp_server::{AccessOptions, Principal, Server, ServerEvent, Tool, ToolResult};
+use serde_json::{Value, json};
+
+/// Answers elicitations with `ok: true` and sampling with a fixed text.
+async fn answer(request: InputRequest) -> Value {
+    match request.method.as_str() {
+        "elicitation/create" => json!({ "action": "accept", "content": { "ok": true } }),
+        _ => {
+            json!({ "role": "assistant", "content": { "type": "text", "text": "a haiku" }, "model": "m" })
+        }
+    }
+}
+
+async fn both_wires() -> Vec<Client> {
+    let modern = Client::builder(server()).on_input(answer).connect().await;
+    let legacy = Client::builder(server())
+        .on_input(answer)
+        .legacy(ProtocolVersion::LATEST_LEGACY)
+        .connect()
+        .await;
+    vec![
+        modern.expect("modern client"),
+        legacy.expect("legacy client"),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typed_tools_answer_on_both_wires() {
+    for client in both_wires().await {
+        let names: Vec<String> = client
+            .list_tools()
+            .await
+            .expect("tools/list")
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert!(names.contains(&"echo".to_owned()), "{names:?}");
+        let r = client
+            .call_tool("add", json!({ "a": 2, "b": 3 }))
+            .await
+            .unwrap();
+        assert_eq!(r.structured, Some(json!({ "sum": 5 })));
+        assert!(!r.is_error);
+        let r = client.call_tool("fail", json!({})).await.unwrap();
+        assert!(r.is_error);
+        assert!(r.text().contains("tomorrow"), "{}", r.text());
+        let e = client.call_tool("nope", json!({})).await.unwrap_err();
+        assert_eq!(e.code(), Some(-32602), "{e}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn input_requests_go_to_the_handler_on_both_wires() {
+    for client in both_wires().await {
+        let r = client
+            .call_tool("ask", json!({ "topic": "x" }))
+            .await
+            .unwrap();
+        let text: Value = serde_json::from_str(&r.text()).expect("ask answers JSON");
+        assert_eq!(text["answer"]["content"]["ok"], true, "{text}");
+        assert_eq!(text["topic"], "x");
+        let r = client.call_tool("sample", json!({})).await.unwrap();
+        assert!(r.text().contains("a haiku"), "{}", r.text());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_handler_input_is_refused() {
+    let client = Client::connect(server()).await.unwrap();
+    // No elicitation capability declared: the engine refuses the call.
+    let r = client.call_tool("ask", json!({})).await;
+    assert!(matches!(r, Err(ClientError::Rpc { .. })), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_and_logs_arrive_as_notifications() {
+    let client = Client::connect(server()).await.unwrap();
+    let mut params = serde_json::Map::new();
+    params.insert("name".into(), json!("progress"));
+    params.insert("_meta".into(), json!({ meta::PROGRESS_TOKEN: "p1" }));
+    client.request("tools/call", params).await.unwrap();
+    let progress: Vec<f64> = client
+        .take_notifications()
+        .await
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .filter_map(|n| n["params"]["progress"].as_f64())
+        .collect();
+    assert_eq!(progress, vec![1.0, 2.0, 3.0]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn listen_streams_list_changes() {
+    let server = server();
+    let client = Client::connect(server.clone()).await.unwrap();
+    let mut sub = client
+        .listen(json!({ "toolsListChanged": true }))
+        .await
+        .expect("listen");
+    assert_eq!(
+        sub.acknowledgement()["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    server.notify(ServerEvent::ToolsChanged);
+    let n = tokio::time::timeout(WAIT, sub.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n["method"], "notifications/tools/list_changed");
+    assert_eq!(&n["params"]["_meta"][meta::SUBSCRIPTION_ID], sub.id());
+    client.unsubscribe(sub).await;
+    // Legacy sessions have no listen method.
+    let legacy = Client::builder(server)
+        .legacy(ProtocolVersion::LATEST_LEGACY)
+        .connect()
+        .await
+        .unwrap();
+    let e = legacy
+        .listen(json!({ "toolsListChanged": true }))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some(-32601));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn completions_come_back_as_values() {
+    let server = builder()
+        .completion(|_ctx, _r, _name, value| async move {
+            Ok(["alpha", "beta"]
+                .iter()
+                .filter(|c| c.starts_with(value.as_str()))
+                .map(|c| (*c).to_owned())
+                .collect())
+        })
+        .build()
+        .unwrap();
+    let client = Client::connect(server).await.unwrap();
+    let c = client
+        .complete(json!({ "type": "ref/prompt", "name": "p" }), "x", "b")
+        .await
+        .unwrap();
+    assert_eq!(c.values, vec!["beta".to_owned()]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_principal_is_attached_to_every_request() {
+    async fn whoami(_input: serde_json::Map<String, Value>) -> ToolResult<String> {
+        Ok("unused".to_owned())
+    }
+    let tool = Tool::builder("secret")
+        .required_scopes(["s:read"])
+        .handler(whoami);
+    let access = AccessOptions {
+        enforce_scopes: true,
+        ..AccessOptions::default()
+    };
+    let server = Server::builder("t", "1")
+        .access(access)
+        .tool(tool)
+        .build()
+        .unwrap();
+    let principal = |scopes: &[&str]| Principal {
+        subject: "u1".to_owned(),
+        scopes: scopes
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect::<BTreeSet<_>>(),
+        client_id: None,
+        self_id: None,
+    };
+    let allowed = Client::builder(server.clone())
+        .extension(principal(&["s:read"]))
+        .connect()
+        .await
+        .unwrap();
+    assert!(
+        !allowed
+            .call_tool("secret", json!({}))
+            .await
+            .unwrap()
+            .is_error
+    );
+    let denied = Client::builder(server)
+        .extension(principal(&[]))
+        .connect()
+        .await
+        .unwrap();
+    let e = denied.call_tool("secret", json!({})).await.unwrap_err();
+    assert_eq!(e.code(), Some(-31001), "{e}");
+}

@@ -86,10 +86,12 @@ pub(crate) fn parse_date(text: &str) -> Option<NaiveDate> {
             c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
         })
     };
-    if b.len() == 10 && b[4] == b'-' && b[7] == b'-' {
-        if let (Some(y), Some(m), Some(d)) = (digits(0..4), digits(5..7), digits(8..10)) {
-            return NaiveDate::from_ymd_opt(i32::try_from(y).ok()?, m, d);
-        }
+    if b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && let (Some(y), Some(m), Some(d)) = (digits(0..4), digits(5..7), digits(8..10))
+    {
+        return NaiveDate::from_ymd_opt(i32::try_from(y).ok()?, m, d);
     }
     NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()
 }

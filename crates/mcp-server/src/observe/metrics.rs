@@ -13,6 +13,7 @@ use mcp_protocol::ErrorCode;
 use super::histogram::Histogram;
 use super::prometheus::Encoder;
 use crate::registry::RegisteredTool;
+#[cfg(feature = "http")]
 use crate::transport::http::ConnectionStats;
 
 /// How a request ended, as counted (the `outcome` label).
@@ -148,6 +149,7 @@ pub struct Metrics {
     list_changed_session: AtomicU64,
     bodies_too_large: AtomicU64,
     bodies_timed_out: AtomicU64,
+    #[cfg(feature = "http")]
     connections: OnceLock<Arc<ConnectionStats>>,
     collectors: Mutex<Vec<Collector>>,
 }
@@ -222,6 +224,7 @@ impl Metrics {
     }
 
     /// An HTTP body was refused: too large (`true`) or too slow (`false`).
+    #[cfg(feature = "http")]
     pub(crate) fn body_rejected(&self, too_large: bool) {
         let c = if too_large {
             &self.bodies_too_large
@@ -233,6 +236,7 @@ impl Metrics {
 
     /// Includes the HTTP listener's connection counters in scrapes (the
     /// same `Arc` given to `serve_with`).
+    #[cfg(feature = "http")]
     pub fn attach_connections(&self, stats: Arc<ConnectionStats>) {
         let _ = self.connections.set(stats);
     }
@@ -347,6 +351,7 @@ impl Metrics {
                 count(c),
             );
         }
+        #[cfg(feature = "http")]
         if let Some(c) = self.connections.get() {
             render_connections(e, c);
         }
@@ -360,6 +365,7 @@ impl Metrics {
     }
 }
 
+#[cfg(feature = "http")]
 fn render_connections(e: &mut Encoder, c: &ConnectionStats) {
     let count = |a: &AtomicU64| a.load(Ordering::Relaxed);
     e.single(

@@ -11,12 +11,14 @@
 
 pub mod histogram;
 pub mod metrics;
+#[cfg(feature = "http")]
 pub mod probes;
 pub mod prometheus;
 pub mod trace;
 
 pub use histogram::Histogram;
 pub use metrics::{Metrics, Outcome};
+#[cfg(feature = "http")]
 pub use probes::{CheckFuture, ReadinessCheck, metrics_router, probe_router};
 pub use prometheus::Encoder;
 pub use trace::{AdoptParent, HttpTraceHeaders, TraceContext, enable_request_spans};

@@ -18,6 +18,7 @@ use std::sync::{Arc, OnceLock};
 use clap::Parser;
 use mcp_server::protocol::ProtocolError;
 use mcp_server::transport::http::{self, HttpConfig};
+use mcp_server::transport::shutdown_signal;
 use mcp_server::transport::stdio::{StdioConfig, serve_stdio};
 use mcp_server::{RegistrationError, Server};
 use serde_json::Value;
@@ -130,30 +131,6 @@ async fn complete(
         .filter(|c| c.starts_with(&value))
         .map(|c| (*c).to_owned())
         .collect())
-}
-
-/// Resolves on Ctrl-C or SIGTERM (the conformance script stops us with TERM).
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
-    }
 }
 
 #[cfg(test)]

@@ -254,6 +254,15 @@ pub struct LimitArgs {
     )]
     pub initialize_per_minute: u32,
 
+    /// Most messages in one JSON-RPC batch (2025-03-26 sessions only).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_MAX_BATCH_ITEMS",
+        default_value_t = 64,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub max_batch_items: u64,
+
     /// Address of a reverse proxy whose X-Forwarded-For is trusted (repeat or
     /// comma-separate). Without it every client behind a proxy shares the
     /// proxy's address for rate limits.

@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 
 use clap::Parser;
 use employee_directory::{Directory, SystemClock};
-use mcp_server::observe::{self, ReadinessCheck};
+use mcp_server::observe::ReadinessCheck;
 use mcp_server::transport::http::{
     self as mcp_http, ConnectionLimits, ConnectionStats, HttpConfig,
 };
@@ -189,7 +189,7 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     }
     // Probes are merged after `protect` and outside the Host/Origin guard:
     // an orchestrator calls them without a token and by pod IP.
-    router = router.merge(observe::probe_router(server.clone(), Some(readiness)));
+    router = router.merge(mcp_http::probe_router(server.clone(), Some(readiness)));
     let stats = Arc::new(ConnectionStats::default());
     server.metrics().attach_connections(Arc::clone(&stats));
     if let Some(path) = &cli.port_file {
@@ -228,6 +228,7 @@ fn build_server(
         call_timeout: Some(Duration::from_secs(cli.call_timeout_secs.max(1))),
         max_sessions: usize::try_from(limits.max_sessions).unwrap_or(usize::MAX),
         session_idle_timeout: Duration::from_secs(limits.session_idle_timeout_secs.max(1)),
+        max_batch_items: usize::try_from(limits.max_batch_items).unwrap_or(usize::MAX),
         initialize_rate: (limits.initialize_per_minute > 0).then(|| RateLimit {
             per_minute: limits.initialize_per_minute,
             burst: (limits.initialize_per_minute / 5).max(1),

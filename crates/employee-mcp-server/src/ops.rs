@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use employee_directory::Directory;
 use mcp_server::Server;
-use mcp_server::observe::{self, CheckFuture, Encoder, ReadinessCheck};
+use mcp_server::observe::{CheckFuture, Encoder, ReadinessCheck};
+use mcp_server::transport::http::{ConnectionLimits, metrics_router, probe_router, serve_with};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
@@ -67,6 +68,9 @@ pub fn register_collectors(server: &Server, directory: &Directory, audit: &Sqlit
         }));
 }
 
+/// Connections the metrics listener keeps open at once.
+const MAX_CONNECTIONS: usize = 64;
+
 /// The `--metrics-listen` server: `/metrics`, `/healthz`, `/readyz`.
 /// It stops (gracefully) when dropped.
 pub struct MetricsListener {
@@ -84,15 +88,24 @@ impl MetricsListener {
             .await
             .map_err(|e| format!("cannot listen for metrics on {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        let router = observe::metrics_router(server.clone())
-            .merge(observe::probe_router(server.clone(), Some(readiness)));
+        let router =
+            metrics_router(server.clone()).merge(probe_router(server.clone(), Some(readiness)));
         let (stop, stopped) = oneshot::channel::<()>();
+        // The same bounded accept loop as the MCP listener (slow or idle
+        // scrapers cannot pile up), with room for a few scrapers and probes.
+        let limits = ConnectionLimits {
+            max_connections: MAX_CONNECTIONS,
+            ..ConnectionLimits::default()
+        };
+        let server = server.clone();
         tokio::spawn(async move {
-            // A dropped sender resolves `stopped` too.
-            let serving = axum::serve(listener, router).with_graceful_shutdown(async {
+            // A dropped sender resolves `stopped` too; by then the MCP side
+            // has stopped, so the shutdown `serve_with` signals is a no-op.
+            let stopped = async {
                 let _ = stopped.await;
-            });
-            if let Err(e) = serving.await {
+            };
+            let stats = Arc::default();
+            if let Err(e) = serve_with(listener, router, server, stopped, &limits, stats).await {
                 tracing::error!(error = %e, "metrics listener failed");
             }
         });

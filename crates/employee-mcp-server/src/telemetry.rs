@@ -13,6 +13,7 @@
 //! exporter's HTTP client is the workspace's reqwest (rustls on ring), so
 //! no second HTTP or TLS stack is compiled in.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -138,11 +139,14 @@ impl Extractor for Carrier<'_> {
 /// context becomes the span's remote parent; anything else is ignored and
 /// the span starts a new trace.
 fn adopt_parent(span: &tracing::Span, cx: &TraceContext<'_>) {
-    let propagator = TextMapCompositePropagator::new(vec![
-        Box::new(TraceContextPropagator::new()),
-        Box::new(BaggagePropagator::new()),
-    ]);
-    let parent = propagator.extract_with_context(&opentelemetry::Context::new(), &Carrier(cx));
+    // Built once: this runs for every traced request.
+    static PROPAGATOR: LazyLock<TextMapCompositePropagator> = LazyLock::new(|| {
+        TextMapCompositePropagator::new(vec![
+            Box::new(TraceContextPropagator::new()),
+            Box::new(BaggagePropagator::new()),
+        ])
+    });
+    let parent = PROPAGATOR.extract_with_context(&opentelemetry::Context::new(), &Carrier(cx));
     if parent.span().span_context().is_valid() {
         let _ = span.set_parent(parent);
     }

@@ -6,10 +6,9 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Server, modern_body, next_id};
+use common::{Server, modern_body, next_id, sigterm};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -102,15 +101,6 @@ async fn raw_status(addr: &str, request: &str) -> u16 {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no status line: {:?}", closed.received))
-}
-
-fn sigterm(pid: u32) {
-    let status = Command::new("kill")
-        .arg("-TERM")
-        .arg(pid.to_string())
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill -TERM failed");
 }
 
 #[tokio::test]

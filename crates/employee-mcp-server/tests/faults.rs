@@ -7,28 +7,7 @@ mod common;
 use common::{Server, TempDb, tool_error_text};
 use serde_json::{Value, json};
 
-/// Formats defined by JSON Schema 2020-12; Ajv warns about any other.
-const STANDARD_FORMATS: [&str; 19] = [
-    "date-time",
-    "date",
-    "time",
-    "duration",
-    "email",
-    "idn-email",
-    "hostname",
-    "idn-hostname",
-    "ipv4",
-    "ipv6",
-    "uri",
-    "uri-reference",
-    "iri",
-    "iri-reference",
-    "uuid",
-    "uri-template",
-    "json-pointer",
-    "relative-json-pointer",
-    "regex",
-];
+use mcp_server::tool::STANDARD_FORMATS;
 
 /// Every `format` keyword in a schema, with the JSON pointer to it.
 /// Property names are skipped (a property may be called "format").

@@ -365,6 +365,34 @@ async fn batch_in_a_2025_03_26_session() {
     assert_eq!(responses.len(), 2, "{}", reply.text);
 }
 
+/// A batch is bounded in messages: a small body of tiny requests must not
+/// ask for thousands of results in one answer.
+#[tokio::test]
+async fn batch_over_the_limit_is_refused() {
+    let server = Server::start_with(&["--max-batch-items", "3"]).await;
+    let s = server.legacy(Some("2025-03-26")).await;
+    let headers = [
+        ("Accept", "application/json, text/event-stream"),
+        ("Mcp-Session-Id", s.session_id.as_str()),
+        ("MCP-Protocol-Version", "2025-03-26"),
+    ];
+    let batch = |n: u64| -> Value {
+        (0..n)
+            .map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}))
+            .collect()
+    };
+    let reply = server.post_json(&headers, &batch(4)).await;
+    reply.assert_error(400, -32600);
+    assert!(
+        reply.error_message().contains("at most 3"),
+        "{}",
+        reply.text
+    );
+    let reply = server.post_json(&headers, &batch(3)).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.body.as_array().map(Vec::len), Some(3));
+}
+
 #[tokio::test]
 async fn invalid_version_header_in_a_legacy_session() {
     let server = Server::start().await;
@@ -415,6 +443,18 @@ async fn initialize_flood_does_not_evict_a_session_in_use() {
         "session evicted by a flood: {}",
         again.text
     );
+}
+
+/// A session idle past `--session-idle-timeout-secs` is gone (404), even
+/// when the table is far from full.
+#[tokio::test]
+async fn idle_session_expires() {
+    let server = Server::start_with(&["--session-idle-timeout-secs", "1"]).await;
+    let s = server.legacy(Some("2025-06-18")).await;
+    assert_eq!(s.request("ping", Value::Null).await.status, 200);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let reply = s.request("ping", Value::Null).await;
+    assert_eq!(reply.status, 404, "{}", reply.text);
 }
 
 /// `initialize` is rate-limited per client.
@@ -555,6 +595,30 @@ async fn post_message(addr: &str, endpoint: &str, body: &Value) -> u16 {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0)
+}
+
+/// Open HTTP+SSE streams are bounded by `--max-sessions`; one more is
+/// refused with 429, and a slot frees when a stream closes.
+#[tokio::test]
+async fn http_sse_streams_are_bounded() {
+    let server = Server::start_with(&["--max-sessions", "2"]).await;
+    let first = SseReader::open(&server.addr).await;
+    let _second = SseReader::open(&server.addr).await;
+    let refused = common::http_get(&server.addr, "/sse").await;
+    assert!(refused.starts_with("HTTP/1.1 429"), "{refused}");
+    drop(first);
+    let deadline = std::time::Instant::now() + common::TIMEOUT;
+    loop {
+        let again = common::http_get(&server.addr, "/sse").await;
+        if again.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "slot never freed: {again}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test]

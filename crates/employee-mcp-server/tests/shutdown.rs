@@ -3,21 +3,11 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::Server;
+use common::{Server, sigterm};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn sigterm(pid: u32) {
-    let status = Command::new("kill")
-        .arg("-TERM")
-        .arg(pid.to_string())
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill -TERM failed");
-}
 
 /// Opens a connection, completes one keep-alive request on it, and returns
 /// the still-open connection.

@@ -267,6 +267,12 @@ impl Serialize for Response {
     }
 }
 
+/// The answer to a JSON-RPC batch: its responses as one JSON array.
+pub fn batch_json(responses: &[Response]) -> String {
+    let body: Vec<String> = responses.iter().map(Response::to_json).collect();
+    format!("[{}]", body.join(","))
+}
+
 /// Builds a notification message as JSON text.
 pub fn notification_json(method: &str, params: Value) -> String {
     serde_json::json!({ "jsonrpc": "2.0", "method": method, "params": params }).to_string()

@@ -1,5 +1,7 @@
 //! Server-wide events that open subscriptions fan out to clients.
 
+use crate::observe::metrics::StreamKind;
+
 /// Something changed that clients may want to know about.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ServerEvent {
@@ -24,8 +26,6 @@ impl ServerEvent {
         }
     }
 }
-
-use crate::observe::metrics::StreamKind;
 
 impl crate::Server {
     /// Forwards server events to a legacy session as unsolicited

@@ -52,6 +52,10 @@ pub struct ServerOptions {
     /// New legacy HTTP sessions per caller (token subject, else client
     /// address); `None` for no limit.
     pub initialize_rate: Option<RateLimit>,
+    /// Most messages in one JSON-RPC batch (2025-03-26 sessions). Every
+    /// request of a batch is answered in one body, so without a bound a
+    /// body of tiny requests could ask for thousands of large results.
+    pub max_batch_items: usize,
 }
 
 impl Default for ServerOptions {
@@ -68,6 +72,7 @@ impl Default for ServerOptions {
                 per_minute: 600,
                 burst: 120,
             }),
+            max_batch_items: 64,
         }
     }
 }

@@ -281,11 +281,20 @@ impl SessionStore {
         Ok(())
     }
 
+    /// The session by id; one idle past the timeout is gone (expired
+    /// sessions are otherwise only swept when the table is full).
     pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
-        let s = lock(&self.sessions).get(id).cloned()?;
+        let mut map = lock(&self.sessions);
+        let s = map.get(id)?;
+        if s.idle_for() >= self.idle_timeout {
+            if let Some(s) = map.remove(id) {
+                s.close();
+            }
+            return None;
+        }
         s.touch();
         s.used.store(true, Ordering::Relaxed);
-        Some(s)
+        Some(Arc::clone(s))
     }
 
     pub(crate) fn remove(&self, id: &str) -> bool {

@@ -344,3 +344,32 @@ async fn legacy_mrtr_bridge_over_stdio() {
     io.drain().await;
     io.join().await.expect("serve returns Ok");
 }
+
+/// A client that keeps sending requests gets at most
+/// `engine::MAX_IN_FLIGHT` of them running; the rest are answered at once
+/// with -31002, and the connection keeps serving.
+#[tokio::test]
+async fn requests_in_flight_per_connection_are_bounded() {
+    let max = mcp_server::engine::MAX_IN_FLIGHT;
+    let mut s = spawn_stdio(server());
+    for id in 0..max + 5 {
+        s.send(&call(id, "slow", json!({ "ms": 1500 }))).await;
+    }
+    let mut limited = 0;
+    let mut answered = 0;
+    while answered < max + 5 {
+        let m = s.recv().await;
+        if m.get("id").is_none() {
+            continue;
+        }
+        answered += 1;
+        if error_code(&m) == Some(-31002) {
+            limited += 1;
+        }
+    }
+    assert_eq!(limited, 5, "over the bound are refused at once");
+    s.send(&call("after", "add", json!({ "a": 1, "b": 2 })))
+        .await;
+    let (_, reply) = s.recv_response(&json!("after")).await;
+    assert!(reply.get("result").is_some(), "{reply}");
+}

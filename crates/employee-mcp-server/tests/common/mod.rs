@@ -756,3 +756,28 @@ impl StdioServer {
         (rest, status)
     }
 }
+
+/// The first bytes of the answer to `GET path` (status line and headers;
+/// a stream answer is not read to its end).
+pub async fn http_get(addr: &str, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.expect("write");
+    let mut buf = vec![0u8; 1024];
+    let n = tokio::time::timeout(TIMEOUT, stream.read(&mut buf))
+        .await
+        .expect("answer in time")
+        .expect("read");
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// Sends SIGTERM to a process.
+pub fn sigterm(pid: u32) {
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -TERM failed");
+}

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::SystemTime;
 
+use mcp_protocol::ErrorCode;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -27,7 +28,29 @@ pub enum CallOutcome {
 }
 
 impl CallOutcome {
-    /// The stored spelling.
+    /// Every outcome, in declaration order (the index of each is its
+    /// discriminant).
+    pub const ALL: [CallOutcome; 6] = [
+        Self::Success,
+        Self::ToolError,
+        Self::Denied,
+        Self::RateLimited,
+        Self::ProtocolError,
+        Self::Cancelled,
+    ];
+
+    /// The outcome a JSON-RPC error code stands for.
+    pub fn of_error(code: i64) -> CallOutcome {
+        if code == ErrorCode::AccessDenied.code() {
+            Self::Denied
+        } else if code == ErrorCode::RateLimited.code() {
+            Self::RateLimited
+        } else {
+            Self::ProtocolError
+        }
+    }
+
+    /// The stored spelling (also the `outcome` metric label).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Success => "success",

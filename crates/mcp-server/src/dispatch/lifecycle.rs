@@ -14,11 +14,13 @@ use crate::session::Session;
 
 impl Server {
     /// Answers a legacy `initialize`: negotiates the revision and creates
-    /// a session. `store` keeps it in the server's session table (HTTP);
-    /// stream transports keep their one session on the connection.
+    /// a session bound to `owner` (the authenticated subject). `store`
+    /// keeps it in the server's session table (HTTP); stream transports
+    /// keep their one session on the connection.
     pub(crate) fn initialize(
         &self,
         request: &Request,
+        owner: Option<&str>,
         store: bool,
     ) -> (Option<Arc<Session>>, Response) {
         let params = &request.params;
@@ -42,7 +44,13 @@ impl Server {
             kept_capabilities(params.get("capabilities")),
             kept_client_info(params.get("clientInfo")),
         ) {
-            Ok(s) => Arc::new(s),
+            Ok(s) => {
+                // Bound before it is findable: no other principal may use it.
+                if let Some(owner) = owner {
+                    s.bind_owner(owner);
+                }
+                Arc::new(s)
+            }
             Err(e) => {
                 tracing::error!(error = %e, "no OS randomness for a session id");
                 return fail(ProtocolError::internal(

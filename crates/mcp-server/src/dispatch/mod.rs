@@ -26,8 +26,9 @@ use tracing::Instrument;
 pub use listen::Listener;
 pub(crate) use tools::tool_outcome;
 
+use crate::access::CallOutcome;
 use crate::context::RequestContext;
-use crate::observe::metrics::{self, CallNote, Outcome};
+use crate::observe::metrics::{self, CallNote};
 use crate::observe::trace;
 use crate::server::Server;
 use crate::session::Session;
@@ -111,7 +112,7 @@ impl Server {
         let call = match self.prepare(inbound) {
             Ok(call) => call,
             Err(e) => {
-                let outcome = Outcome::of_error(e.code);
+                let outcome = CallOutcome::of_error(e.code);
                 metrics.record(method, &CallNote::default(), outcome, started.elapsed());
                 return Reply::Response(Response::error(Some(id), e));
             }
@@ -120,12 +121,12 @@ impl Server {
         let reply = self.run(&call).instrument(span.clone()).await;
         let (outcome, error) = match &reply {
             Reply::Response(r) => match &r.body {
-                Ok(_) if call.note.tool_error() => (Outcome::ToolError, None),
-                Ok(_) => (Outcome::Success, None),
-                Err(e) => (Outcome::of_error(e.code), Some(e)),
+                Ok(_) if call.note.tool_error() => (CallOutcome::ToolError, None),
+                Ok(_) => (CallOutcome::Success, None),
+                Err(e) => (CallOutcome::of_error(e.code), Some(e)),
             },
-            Reply::Cancelled => (Outcome::Cancelled, None),
-            Reply::Listen(_) | Reply::Batch(_) => (Outcome::Success, None),
+            Reply::Cancelled => (CallOutcome::Cancelled, None),
+            Reply::Listen(_) | Reply::Batch(_) => (CallOutcome::Success, None),
         };
         trace::record_outcome(&span, outcome, error);
         metrics.record(method, &call.note, outcome, started.elapsed());

@@ -9,7 +9,6 @@ use tracing::Instrument;
 
 use std::time::{Instant, SystemTime};
 
-use mcp_protocol::ErrorCode;
 use mcp_protocol::model::Content;
 
 use super::Call;
@@ -88,13 +87,7 @@ impl Server {
         let (outcome, detail) = match &result {
             Ok(_) if draft.tool_error => (CallOutcome::ToolError, draft.detail),
             Ok(_) => (CallOutcome::Success, None),
-            Err(e) if e.code == ErrorCode::AccessDenied.code() => {
-                (CallOutcome::Denied, Some(e.message.clone()))
-            }
-            Err(e) if e.code == ErrorCode::RateLimited.code() => {
-                (CallOutcome::RateLimited, Some(e.message.clone()))
-            }
-            Err(e) => (CallOutcome::ProtocolError, Some(e.message.clone())),
+            Err(e) => (CallOutcome::of_error(e.code), Some(e.message.clone())),
         };
         let principal = call.ctx.extension::<Principal>();
         let record = AuditRecord {

@@ -5,15 +5,20 @@
 //! Messages are taken in the order they arrive: [`Connection::receive`]
 //! applies `initialize`, notifications and responses before it returns,
 //! so the next message always sees the session; only requests run
-//! concurrently.
+//! concurrently, at most [`MAX_IN_FLIGHT`] at once: a client that sends
+//! requests without reading the answers cannot make the server hold an
+//! unbounded number of them. Past the bound a request is answered at once
+//! with a rate-limit error instead of waiting, so the reader never blocks
+//! on it (it may be the client's answer to one of our requests that frees
+//! a slot).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use mcp_protocol::jsonrpc::{Notification, notification_json};
-use mcp_protocol::{RequestId, Response};
+use mcp_protocol::jsonrpc::{Notification, batch_json, notification_json};
+use mcp_protocol::{ProtocolError, RequestId, Response};
 use serde_json::json;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -21,6 +26,9 @@ use super::{Accepted, MessageLimits, Origin, Pending, too_large};
 use crate::dispatch::{Listener, Reply};
 use crate::server::Server;
 use crate::session::{Session, lock};
+
+/// Requests one connection may have running at once.
+pub const MAX_IN_FLIGHT: usize = 64;
 
 /// A stream transport's connection; create one per client stream.
 pub struct Connection {
@@ -35,6 +43,8 @@ pub struct Connection {
     closing: CancellationToken,
     /// The requests running, so the transport can wait for them.
     tasks: TaskTracker,
+    /// Free request slots (see [`MAX_IN_FLIGHT`]).
+    slots: Arc<Semaphore>,
     /// Attached to every request (e.g. the stdio principal).
     extensions: Arc<http::Extensions>,
     limits: MessageLimits,
@@ -61,6 +71,7 @@ impl Connection {
             out,
             closing: CancellationToken::new(),
             tasks: TaskTracker::new(),
+            slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             extensions,
             limits,
         })
@@ -78,10 +89,25 @@ impl Connection {
         match self.server.accept(bytes, origin) {
             Accepted::Answer(a) => self.send(a.response.to_json()).await,
             Accepted::Taken => {}
-            Accepted::Request(p) => {
-                let me = Arc::clone(self);
-                self.tasks.spawn(async move { me.run(p).await });
-            }
+            Accepted::Request(p) => match Arc::clone(&self.slots).try_acquire_owned() {
+                Ok(slot) => {
+                    let me = Arc::clone(self);
+                    self.tasks.spawn(async move {
+                        me.run(p).await;
+                        drop(slot);
+                    });
+                }
+                Err(_) => {
+                    let e = ProtocolError::rate_limited(
+                        format!(
+                            "Too many requests in flight on this connection (limit {MAX_IN_FLIGHT}); read the answers before sending more."
+                        ),
+                        1,
+                    );
+                    self.send(Response::error(p.id().cloned(), e).to_json())
+                        .await;
+                }
+            },
         }
     }
 
@@ -89,12 +115,6 @@ impl Connection {
     /// size limit); the connection keeps going.
     pub async fn reject_too_large(&self) {
         let e = too_large(self.limits.max_bytes);
-        self.send(Response::error(None, e).to_json()).await;
-    }
-
-    /// Answers a message that is not valid UTF-8 text.
-    pub async fn reject_unreadable(&self, why: &str) {
-        let e = mcp_protocol::ProtocolError::parse_error(why);
         self.send(Response::error(None, e).to_json()).await;
     }
 
@@ -117,11 +137,6 @@ impl Connection {
         if let Some(s) = lock(&self.session).take() {
             s.close();
         }
-    }
-
-    /// Fires when the connection is closing.
-    pub fn closing(&self) -> CancellationToken {
-        self.closing.clone()
     }
 
     pub(crate) fn session(&self) -> Option<Arc<Session>> {
@@ -167,8 +182,7 @@ impl Connection {
         match pending.serve(Some(self.out.clone()), cancel.clone()).await {
             Reply::Response(r) => self.send(r.to_json()).await,
             Reply::Batch(responses) if !responses.is_empty() => {
-                let body: Vec<String> = responses.iter().map(Response::to_json).collect();
-                self.send(format!("[{}]", body.join(","))).await;
+                self.send(batch_json(&responses)).await;
             }
             Reply::Batch(_) | Reply::Cancelled => {}
             Reply::Listen(listener) => {

@@ -27,7 +27,7 @@ use mcp_protocol::jsonrpc::Message;
 use mcp_protocol::{ProtocolError, ProtocolVersion, RequestId, Response, depth};
 use serde_json::Value;
 
-pub use connection::Connection;
+pub use connection::{Connection, MAX_IN_FLIGHT};
 pub use pending::Pending;
 
 use crate::access::Principal;
@@ -105,7 +105,7 @@ impl Answer {
 /// The HTTP status hint of an error. The modern wire maps errors to the
 /// statuses the spec names; legacy clients expect 200 for any JSON-RPC
 /// error except a malformed message.
-pub fn status_hint(e: &ProtocolError, modern: bool) -> ErrorStatus {
+pub(crate) fn status_hint(e: &ProtocolError, modern: bool) -> ErrorStatus {
     match (e.status, modern) {
         (
             s @ (ErrorStatus::TooLarge | ErrorStatus::Forbidden | ErrorStatus::TooManyRequests),
@@ -120,7 +120,7 @@ pub fn status_hint(e: &ProtocolError, modern: bool) -> ErrorStatus {
 }
 
 /// The status hint of a whole response (200 for results).
-pub fn response_status(response: &Response, modern: bool) -> ErrorStatus {
+pub(crate) fn response_status(response: &Response, modern: bool) -> ErrorStatus {
     match &response.body {
         Ok(_) => ErrorStatus::Answered,
         Err(e) => status_hint(e, modern),
@@ -220,6 +220,14 @@ impl Server {
         };
         if items.is_empty() {
             let e = ProtocolError::invalid_request("Invalid request: the batch is empty.");
+            return Err(bad(None, e));
+        }
+        let max = self.inner.options.max_batch_items;
+        if items.len() > max {
+            let e = ProtocolError::invalid_request(format!(
+                "Invalid request: a batch may hold at most {max} messages; this one has {}. Send the rest in another batch.",
+                items.len()
+            ));
             return Err(bad(None, e));
         }
         Ok(Accepted::Request(Pending::batch(

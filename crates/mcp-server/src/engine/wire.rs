@@ -178,7 +178,6 @@ impl Server {
     /// A legacy `initialize`: a new session, kept in the session table
     /// (HTTP) or on the connection (stream transports).
     fn accept_initialize(&self, request: Request, origin: &Origin<'_>) -> Answer {
-        let subject = origin.principal().map(|p| p.subject.clone());
         if let Some(c) = origin.connection
             && c.session().is_some()
         {
@@ -192,14 +191,10 @@ impl Server {
         {
             return Answer::from_error(Some(request.id), e, false);
         }
-        let (session, response) = self.initialize(&request, origin.connection.is_none());
-        if let Some(s) = &session {
-            if let Some(sub) = &subject {
-                s.bind_owner(sub);
-            }
-            if let Some(c) = origin.connection {
-                c.open_session(Arc::clone(s));
-            }
+        let owner = origin.principal().map(|p| p.subject.as_str());
+        let (session, response) = self.initialize(&request, owner, origin.connection.is_none());
+        if let (Some(s), Some(c)) = (&session, origin.connection) {
+            c.open_session(Arc::clone(s));
         }
         let status = super::response_status(&response, false);
         Answer {

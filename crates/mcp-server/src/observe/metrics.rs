@@ -8,65 +8,12 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use mcp_protocol::ErrorCode;
-
 use super::histogram::Histogram;
 use super::prometheus::Encoder;
+use crate::access::CallOutcome;
 use crate::registry::RegisteredTool;
 #[cfg(feature = "http")]
 use crate::transport::http::ConnectionStats;
-
-/// How a request ended, as counted (the `outcome` label).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// A result.
-    Success,
-    /// A `tools/call` result with `isError: true`.
-    ToolError,
-    /// A JSON-RPC error other than the two below.
-    ProtocolError,
-    /// Refused by scope checks (-31001).
-    Denied,
-    /// Refused by rate or concurrency limits (-31002).
-    RateLimited,
-    /// The client cancelled or went away before the answer.
-    Cancelled,
-}
-
-impl Outcome {
-    /// Every outcome, in label order.
-    pub const ALL: [Outcome; 6] = [
-        Outcome::Success,
-        Outcome::ToolError,
-        Outcome::ProtocolError,
-        Outcome::Denied,
-        Outcome::RateLimited,
-        Outcome::Cancelled,
-    ];
-
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Success => "success",
-            Outcome::ToolError => "tool_error",
-            Outcome::ProtocolError => "protocol_error",
-            Outcome::Denied => "denied",
-            Outcome::RateLimited => "rate_limited",
-            Outcome::Cancelled => "cancelled",
-        }
-    }
-
-    /// The outcome of a JSON-RPC error code.
-    pub fn of_error(code: i64) -> Outcome {
-        if code == ErrorCode::AccessDenied.code() {
-            Outcome::Denied
-        } else if code == ErrorCode::RateLimited.code() {
-            Outcome::RateLimited
-        } else {
-            Outcome::ProtocolError
-        }
-    }
-}
 
 /// Methods with their own series; anything else is counted as `_OTHER`
 /// (the semantic conventions' value for an unknown method), so a client
@@ -100,12 +47,12 @@ pub(crate) fn method_index(method: &str) -> usize {
         .unwrap_or(METHODS.len() - 1)
 }
 
-/// One duration histogram per [`Outcome`].
+/// One duration histogram per [`CallOutcome`].
 #[derive(Debug, Default)]
-pub(crate) struct OutcomeSeries([Histogram; 6]);
+pub(crate) struct OutcomeSeries([Histogram; CallOutcome::ALL.len()]);
 
 impl OutcomeSeries {
-    fn of(&self, outcome: Outcome) -> &Histogram {
+    fn of(&self, outcome: CallOutcome) -> &Histogram {
         &self.0[outcome as usize]
     }
 }
@@ -188,7 +135,7 @@ impl Metrics {
         &self,
         method: usize,
         note: &CallNote,
-        outcome: Outcome,
+        outcome: CallOutcome,
         elapsed: Duration,
     ) {
         let series = match note.tool.get() {
@@ -266,7 +213,7 @@ impl Metrics {
             "MCP request duration as observed by the server (OpenTelemetry mcp.server.operation.duration), by method, tool and outcome. Series without observations are omitted.",
         );
         for (method, series) in METHODS.iter().zip(&self.methods) {
-            for outcome in Outcome::ALL {
+            for outcome in CallOutcome::ALL {
                 let s = series.of(outcome).snapshot();
                 if s.count > 0 {
                     let labels = [("mcp_method_name", *method), ("outcome", outcome.as_str())];
@@ -275,7 +222,7 @@ impl Metrics {
             }
         }
         for tool in tools {
-            for outcome in Outcome::ALL {
+            for outcome in CallOutcome::ALL {
                 let s = tool.stats.of(outcome).snapshot();
                 if s.count > 0 {
                     let labels = [

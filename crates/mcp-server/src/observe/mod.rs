@@ -7,20 +7,19 @@
 //! - [`trace`]: one SERVER span per request, parented on the W3C trace
 //!   context of `params._meta` (or the HTTP headers), when the
 //!   application turned spans on.
-//! - [`probes`]: `/healthz`, `/readyz` and `/metrics` routes.
+//! - [`readiness`]: whether the application can serve now, cached for
+//!   probes (the HTTP routes are in `transport::http::probes`).
 
 pub mod histogram;
 pub mod metrics;
-#[cfg(feature = "http")]
-pub mod probes;
 pub mod prometheus;
+pub mod readiness;
 pub mod trace;
 
 pub use histogram::Histogram;
-pub use metrics::{Metrics, Outcome};
-#[cfg(feature = "http")]
-pub use probes::{CheckFuture, ReadinessCheck, metrics_router, probe_router};
+pub use metrics::Metrics;
 pub use prometheus::Encoder;
+pub use readiness::{CheckFuture, Readiness, ReadinessCheck};
 pub use trace::{AdoptParent, HttpTraceHeaders, TraceContext, enable_request_spans};
 
 use std::sync::Arc;

@@ -17,7 +17,7 @@ use mcp_protocol::ProtocolError;
 use serde_json::Value;
 use tracing::Span;
 
-use super::metrics::Outcome;
+use crate::access::CallOutcome;
 use crate::dispatch::Call;
 
 /// W3C trace context of one request: from its `params._meta`
@@ -146,12 +146,12 @@ fn meta_context(meta: &Value) -> Option<TraceContext<'_>> {
 }
 
 /// Records how the request ended on its span.
-pub(crate) fn record_outcome(span: &Span, outcome: Outcome, error: Option<&ProtocolError>) {
+pub(crate) fn record_outcome(span: &Span, outcome: CallOutcome, error: Option<&ProtocolError>) {
     if span.is_disabled() {
         return;
     }
     match (outcome, error) {
-        (Outcome::Success, _) => {}
+        (CallOutcome::Success, _) => {}
         (_, Some(e)) => {
             let code = e.code.to_string();
             span.record("error.type", code.as_str());

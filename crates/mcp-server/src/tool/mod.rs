@@ -53,6 +53,7 @@ use serde_json::{Map, Value};
 
 pub use outcome::{CallToolResult, InputRequired, ToolError, ToolOutcome};
 pub use schema::SUPPORTED_DIALECTS;
+pub use simplify::STANDARD_FORMATS;
 pub use typed::{ToolResult, WithState};
 
 use crate::access::{ArgumentScopes, RateLimit, ToolPolicy, unrequire_fields};
@@ -161,21 +162,8 @@ impl ToolBuilder {
 }
 
 impl<S> ToolBuilder<S> {
-    /// The same description carrying other state.
-    fn with_state<T>(self, state: T) -> ToolBuilder<T> {
-        ToolBuilder {
-            definition: self.definition,
-            input_schema: self.input_schema,
-            output_schema: self.output_schema,
-            policy: self.policy,
-            task_support: self.task_support,
-            defer_task: self.defer_task,
-            state,
-        }
-    }
-
-    /// The state, and the description without it.
-    fn split_state(self) -> (ToolBuilder, S) {
+    /// The same description carrying `state`, and the state it had.
+    fn replace_state<T>(self, state: T) -> (ToolBuilder<T>, S) {
         let builder = ToolBuilder {
             definition: self.definition,
             input_schema: self.input_schema,
@@ -183,7 +171,7 @@ impl<S> ToolBuilder<S> {
             policy: self.policy,
             task_support: self.task_support,
             defer_task: self.defer_task,
-            state: (),
+            state,
         };
         (builder, self.state)
     }

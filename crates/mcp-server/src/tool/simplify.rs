@@ -135,8 +135,10 @@ fn enum_from_consts(m: &mut Map<String, Value>) {
     }
 }
 
-/// The formats defined by JSON Schema 2020-12 (a superset of draft-07's).
-const STANDARD_FORMATS: [&str; 19] = [
+/// The formats defined by JSON Schema 2020-12 (a superset of draft-07's):
+/// the only ones published schemas carry (validators such as Ajv warn about
+/// any other).
+pub const STANDARD_FORMATS: [&str; 19] = [
     "date-time",
     "date",
     "time",

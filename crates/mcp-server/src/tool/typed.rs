@@ -35,7 +35,7 @@ impl ToolBuilder {
     where
         T: Clone + Send + Sync + 'static,
     {
-        self.with_state(WithState(state))
+        self.replace_state(WithState(state)).0
     }
 
     /// Finishes with a typed handler that needs only its input: the input
@@ -90,7 +90,7 @@ impl<T: Clone + Send + Sync + 'static> ToolBuilder<WithState<T>> {
         F: Fn(T, I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResult<O>> + Send + 'static,
     {
-        let (builder, WithState(state)) = self.split_state();
+        let (builder, WithState(state)) = self.replace_state(());
         builder.typed(move |_ctx, input| f(state.clone(), input))
     }
 
@@ -103,7 +103,7 @@ impl<T: Clone + Send + Sync + 'static> ToolBuilder<WithState<T>> {
         F: Fn(T, RequestContext, I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResult<O>> + Send + 'static,
     {
-        let (builder, WithState(state)) = self.split_state();
+        let (builder, WithState(state)) = self.replace_state(());
         builder.typed(move |ctx, input| f(state.clone(), ctx, input))
     }
 }

@@ -14,7 +14,10 @@ pub mod stdio;
 /// in-flight requests and exit.
 pub async fn shutdown_signal() {
     let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
+        // Without a handler there is no Ctrl-C to wait for: never resolve.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     };
     #[cfg(unix)]
     let terminate = async {

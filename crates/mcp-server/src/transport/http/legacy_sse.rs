@@ -5,25 +5,23 @@
 //! [`Connection`], exactly like a stdio process.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{ConnectInfo, State};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::extract::State;
+use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use futures_util::stream::{self, StreamExt};
-use http::{HeaderValue, StatusCode};
+use http::StatusCode;
 use mcp_protocol::ProtocolError;
 use mcp_protocol::error::ErrorStatus;
 use tokio::sync::mpsc;
 
 use super::AppState;
-use super::post::{check_content_type, client_ip, read_body};
-use super::reply::error_response;
-use crate::access::{ClientAddress, Principal};
+use super::post::{add_client_address, check_content_type, read_body};
+use super::reply::{add_error_headers, error_response, message_event, sse_response};
+use crate::access::Principal;
 use crate::engine::Connection;
 use crate::session::lock;
 
@@ -31,6 +29,8 @@ use crate::session::lock;
 pub(crate) const MESSAGES_PATH: &str = "/messages";
 /// Where clients open the stream.
 pub(crate) const SSE_PATH: &str = "/sse";
+/// Longest a POST waits for room on its stream.
+const STREAM_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One open stream.
 struct Entry {
@@ -66,9 +66,7 @@ pub(crate) async fn open(
 ) -> Response {
     let (parts, _) = request.into_parts();
     let mut extensions = parts.extensions;
-    if let Some(ConnectInfo(addr)) = extensions.get::<ConnectInfo<SocketAddr>>().copied() {
-        extensions.insert(ClientAddress(client_ip(&state, addr.ip(), &parts.headers)));
-    }
+    add_client_address(&state, &mut extensions, &parts.headers);
     let mut raw = [0u8; 18];
     if getrandom::fill(&mut raw).is_err() {
         let e = ProtocolError::internal("Internal error: no randomness for a session id.");
@@ -86,8 +84,13 @@ pub(crate) async fn open(
     {
         let mut map = lock(&state.sse.map);
         if map.len() >= state.server.options().max_sessions {
-            let e = ProtocolError::rate_limited("Too many open SSE sessions; retry later.", 30);
-            return error_response(StatusCode::SERVICE_UNAVAILABLE, None, e);
+            let e = ProtocolError::rate_limited(
+                "Too many open SSE sessions; retry later or use the Streamable HTTP endpoint.",
+                30,
+            );
+            let mut r = error_response(StatusCode::TOO_MANY_REQUESTS, None, e.clone());
+            add_error_headers(&mut r, &e, &state.config);
+            return r;
         }
         map.insert(id.clone(), Entry { connection, owner });
     }
@@ -96,20 +99,13 @@ pub(crate) async fn open(
         id: id.clone(),
     };
     let endpoint = format!("{MESSAGES_PATH}?sessionId={id}");
-    let first = Event::default().event("endpoint").data(endpoint);
+    let first = Ok(Event::default().event("endpoint").data(endpoint));
     let rest = stream::unfold((rx, closer), |(mut rx, closer)| async move {
         let m = rx.recv().await?;
-        Some((Event::default().event("message").data(m), (rx, closer)))
+        Some((message_event(m), (rx, closer)))
     });
-    let body = stream::once(async move { first })
-        .chain(rest)
-        .map(Ok::<_, Infallible>);
-    let mut r = Sse::new(body)
-        .keep_alive(KeepAlive::new().interval(state.config.keep_alive))
-        .into_response();
-    r.headers_mut()
-        .insert("x-accel-buffering", HeaderValue::from_static("no"));
-    r
+    let body = stream::once(async move { first }).chain(rest);
+    sse_response(body, Some(state.config.keep_alive))
 }
 
 /// `POST /messages?sessionId=…`: one message for that stream's
@@ -148,6 +144,16 @@ pub(crate) async fn message(
         Ok(b) => b,
         Err(r) => return *r,
     };
-    connection.receive(&bytes).await;
+    // Taking the message may wait for room on the stream; a client that
+    // does not read its stream must not hold this request open forever.
+    if tokio::time::timeout(STREAM_WAIT, connection.receive(&bytes))
+        .await
+        .is_err()
+    {
+        let e = ProtocolError::invalid_request(
+            "The event stream of this session is not being read; read it (GET /sse) before posting more.",
+        );
+        return error_response(StatusCode::SERVICE_UNAVAILABLE, None, e);
+    }
     StatusCode::ACCEPTED.into_response()
 }

@@ -18,6 +18,7 @@ mod connection;
 mod legacy_sse;
 mod listener;
 mod post;
+mod probes;
 mod reply;
 pub(crate) mod resume;
 mod security;
@@ -33,6 +34,7 @@ use tokio::net::TcpListener;
 
 pub use config::{ConnectionLimits, HttpConfig};
 pub use listener::{ConnectionStats, serve_with};
+pub use probes::{metrics_router, probe_router};
 
 use crate::engine::MessageLimits;
 use crate::server::Server;

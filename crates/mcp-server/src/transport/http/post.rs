@@ -7,32 +7,33 @@
 //! or, for a request, raced against the request's stream.
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, State};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures_util::stream::{self, Stream, StreamExt};
+use futures_util::stream::{self, StreamExt};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use mcp_protocol::ProtocolError;
 use mcp_protocol::ProtocolVersion;
-use mcp_protocol::error::ErrorStatus;
 use mcp_protocol::headers::SESSION_ID;
+use mcp_protocol::jsonrpc::batch_json;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
-use super::reply::{add_error_headers, error_response, http_status, json_response, rpc_response};
+use super::reply::{
+    accepts_event_stream, add_error_headers, error_response, http_status, json_response,
+    message_event, rpc_response, sse_response,
+};
 use super::resume::{self, StreamRecord};
 use super::sessions::HttpSession;
 use crate::access::ClientAddress;
 use crate::context::SseStreamCloser;
 use crate::dispatch::{Listener, Reply};
-use crate::engine::{Accepted, Answer, Origin, Pending};
+use crate::engine::{Accepted, Answer, Origin, Pending, too_large};
 use crate::observe::HttpTraceHeaders;
 
 /// Handles one POST.
@@ -49,10 +50,7 @@ pub(crate) async fn handle(
         Ok(b) => b,
         Err(r) => return *r,
     };
-    if let Some(ConnectInfo(addr)) = extensions.get::<ConnectInfo<SocketAddr>>().copied() {
-        let ip = client_ip(&state, addr.ip(), &headers);
-        extensions.insert(ClientAddress(ip));
-    }
+    add_client_address(&state, &mut extensions, &headers);
     if let Some(t) = HttpTraceHeaders::from_headers(&headers) {
         extensions.insert(t);
     }
@@ -70,10 +68,22 @@ pub(crate) async fn handle(
     }
 }
 
+/// Records where a request comes from, for rate limits and the audit.
+pub(super) fn add_client_address(
+    state: &AppState,
+    extensions: &mut http::Extensions,
+    headers: &HeaderMap,
+) {
+    if let Some(ConnectInfo(addr)) = extensions.get::<ConnectInfo<SocketAddr>>().copied() {
+        let ip = client_ip(state, addr.ip(), headers);
+        extensions.insert(ClientAddress(ip));
+    }
+}
+
 /// The address a request comes from: the peer, or, when the peer is a
 /// proxy the operator trusts, the nearest untrusted `X-Forwarded-For`
 /// hop (so clients behind one proxy are not lumped together).
-pub(super) fn client_ip(state: &AppState, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+fn client_ip(state: &AppState, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
     let trusted = &state.config.trusted_proxies;
     if !trusted.contains(&peer) {
         return peer;
@@ -107,11 +117,7 @@ fn answer(state: &AppState, a: Answer) -> Response {
 async fn batch(pending: Pending) -> Response {
     match pending.serve(None, CancellationToken::new()).await {
         Reply::Batch(responses) if !responses.is_empty() => {
-            let body: Vec<String> = responses
-                .iter()
-                .map(mcp_protocol::Response::to_json)
-                .collect();
-            json_response(StatusCode::OK, format!("[{}]", body.join(",")))
+            json_response(StatusCode::OK, batch_json(&responses))
         }
         _ => StatusCode::ACCEPTED.into_response(),
     }
@@ -119,10 +125,7 @@ async fn batch(pending: Pending) -> Response {
 
 /// Runs a request: JSON if it only answers, SSE if it sends something first.
 async fn run(state: AppState, headers: &HeaderMap, mut pending: Pending) -> Response {
-    let accepts_sse = headers
-        .get(header::ACCEPT)
-        .and_then(|a| a.to_str().ok())
-        .is_none_or(|a| a.contains("text/event-stream") || a.contains("*/*"));
+    let accepts_sse = accepts_event_stream(headers);
     let modern = pending.is_modern();
     // 2025-11-25 sessions get resumable streams (priming event, ids, the
     // server may close the connection, the client resumes with GET).
@@ -167,11 +170,7 @@ pub(super) async fn read_body(
 ) -> Result<Bytes, Box<Response>> {
     let limit = state.config.max_body_bytes;
     let too_large = || {
-        let e = ProtocolError::invalid_request(format!(
-            "Request body too large: the limit is {limit} bytes."
-        ))
-        .with_status(ErrorStatus::TooLarge);
-        let mut r = error_response(StatusCode::PAYLOAD_TOO_LARGE, None, e);
+        let mut r = error_response(StatusCode::PAYLOAD_TOO_LARGE, None, too_large(limit));
         // The rest of the body is not read, so this connection cannot carry
         // another request; say so instead of resetting it silently.
         r.headers_mut()
@@ -331,24 +330,6 @@ fn resumable_stream(
     resume::response(record, 0, connection, r.closed, true)
 }
 
-fn sse<S>(body: S, keep_alive: Option<std::time::Duration>) -> Response
-where
-    S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
-{
-    let sse = Sse::new(body);
-    let mut r = match keep_alive {
-        Some(k) => sse.keep_alive(KeepAlive::new().interval(k)).into_response(),
-        None => sse.into_response(),
-    };
-    r.headers_mut()
-        .insert("x-accel-buffering", HeaderValue::from_static("no"));
-    r
-}
-
-fn event(data: String) -> Result<Event, Infallible> {
-    Ok(Event::default().event("message").data(data))
-}
-
 /// A request-scoped stream: messages the handler sent, then its response.
 fn request_stream(
     first: String,
@@ -373,11 +354,11 @@ fn request_stream(
     let rest = stream::unfold(st, |mut st| async move {
         let Some(task) = st.task.as_mut() else {
             let m = st.tail.pop_front()?;
-            return Some((event(m), st));
+            return Some((message_event(m), st));
         };
         tokio::select! {
             biased;
-            Some(m) = st.rx.recv() => Some((event(m), st)),
+            Some(m) = st.rx.recv() => Some((message_event(m), st)),
             reply = task => {
                 st.task = None;
                 // Flush what was queued before the reply, then the reply.
@@ -390,12 +371,12 @@ fn request_stream(
                     Err(e) => tracing::error!(error = %e, "request handler panicked"),
                 }
                 let m = st.tail.pop_front()?;
-                Some((event(m), st))
+                Some((message_event(m), st))
             }
         }
     });
-    let body = stream::once(async move { event(first) }).chain(rest);
-    sse(body, None)
+    let body = stream::once(async move { message_event(first) }).chain(rest);
+    sse_response(body, None)
 }
 
 /// The long-lived stream of `subscriptions/listen`.
@@ -408,10 +389,10 @@ fn listen_stream(
     let rest = stream::unfold(Some((listener, guard)), |st| async move {
         let (mut l, guard) = st?;
         match l.next().await {
-            Some(m) => Some((event(m), Some((l, guard)))),
-            None => Some((event(l.final_response().to_json()), None)),
+            Some(m) => Some((message_event(m), Some((l, guard)))),
+            None => Some((message_event(l.final_response().to_json()), None)),
         }
     });
-    let body = stream::once(async move { event(ack) }).chain(rest);
-    sse(body, Some(state.config.keep_alive))
+    let body = stream::once(async move { message_event(ack) }).chain(rest);
+    sse_response(body, Some(state.config.keep_alive))
 }

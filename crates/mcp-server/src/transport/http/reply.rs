@@ -1,8 +1,13 @@
 //! Turning replies into HTTP responses: JSON bodies, SSE streams, status codes.
 
+use std::convert::Infallible;
+use std::time::Duration;
+
 use axum::body::Body;
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, StatusCode, header};
+use futures_util::Stream;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 use mcp_protocol::error::ErrorStatus;
 use mcp_protocol::{ProtocolError, RequestId};
 
@@ -84,4 +89,33 @@ pub(crate) fn add_error_headers(r: &mut Response, e: &ProtocolError, config: &Ht
         }
         _ => {}
     }
+}
+
+/// Whether the client takes an SSE answer (no `Accept` counts as yes).
+pub(crate) fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_none_or(|a| a.contains("text/event-stream") || a.contains("*/*"))
+}
+
+/// One JSON-RPC message as an SSE `message` event.
+pub(crate) fn message_event(data: String) -> Result<Event, Infallible> {
+    Ok(Event::default().event("message").data(data))
+}
+
+/// An SSE response, with keep-alive comments on long-lived streams and
+/// proxy buffering turned off (nginx would hold events back otherwise).
+pub(crate) fn sse_response<S>(body: S, keep_alive: Option<Duration>) -> Response
+where
+    S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    let sse = Sse::new(body);
+    let mut r = match keep_alive {
+        Some(k) => sse.keep_alive(KeepAlive::new().interval(k)).into_response(),
+        None => sse.into_response(),
+    };
+    r.headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
 }

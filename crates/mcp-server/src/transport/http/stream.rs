@@ -1,10 +1,7 @@
 //! `GET` (a legacy session's standalone stream) and `DELETE` (end a legacy
 //! session). The modern wire has neither: 405.
 
-use std::convert::Infallible;
-
 use axum::extract::State;
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use http::{HeaderValue, StatusCode, header};
@@ -13,7 +10,7 @@ use mcp_protocol::{ProtocolError, ProtocolVersion};
 use tokio::sync::mpsc;
 
 use super::AppState;
-use super::reply::error_response;
+use super::reply::{accepts_event_stream, error_response, message_event, sse_response};
 use super::resume;
 use crate::access::Principal;
 
@@ -58,11 +55,7 @@ pub(crate) async fn get(
     let Some(session) = state.server.session(&id).filter(|s| s.owner() == subject) else {
         return session_not_found();
     };
-    let accepts_sse = headers
-        .get(header::ACCEPT)
-        .and_then(|a| a.to_str().ok())
-        .is_none_or(|a| a.contains("text/event-stream") || a.contains("*/*"));
-    if !accepts_sse {
+    if !accepts_event_stream(&headers) {
         return error_response(
             StatusCode::NOT_ACCEPTABLE,
             None,
@@ -104,17 +97,9 @@ pub(crate) async fn get(
     );
     let body = stream::unfold(rx, |mut rx| async move {
         let m = rx.recv().await?;
-        Some((
-            Ok::<_, Infallible>(Event::default().event("message").data(m)),
-            rx,
-        ))
+        Some((message_event(m), rx))
     });
-    let mut r = Sse::new(body)
-        .keep_alive(KeepAlive::new().interval(state.config.keep_alive))
-        .into_response();
-    r.headers_mut()
-        .insert("x-accel-buffering", HeaderValue::from_static("no"));
-    r
+    sse_response(body, Some(state.config.keep_alive))
 }
 
 /// Ends a legacy session; later requests with its id get 404.

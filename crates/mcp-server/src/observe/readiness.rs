@@ -1,0 +1,80 @@
+//! Readiness: whether the application can serve requests now (its
+//! database, its audit writer…), checked at most once per [`READY_CACHE`]
+//! however often probes poll. The HTTP routes that expose it are in
+//! `transport::http::probes`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+use crate::server::Server;
+
+/// How long a readiness result is reused.
+pub const READY_CACHE: Duration = Duration::from_secs(1);
+/// A check slower than this counts as failed.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The future a [`ReadinessCheck`] returns: `Err` holds a short reason
+/// that is safe to show unauthenticated callers (no paths, no data).
+pub type CheckFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+
+/// The application's readiness: its database, its audit writer…
+pub trait ReadinessCheck: Send + Sync {
+    /// Checks that requests can be served now.
+    fn check(&self) -> CheckFuture<'_>;
+}
+
+/// The server's readiness: not while shutting down, else the
+/// application's check, cached; concurrent callers share one check.
+pub struct Readiness {
+    server: Server,
+    check: Option<Arc<dyn ReadinessCheck>>,
+    /// The last result and when it was taken; also serialises checks.
+    last: Mutex<Option<(Instant, Result<(), String>)>>,
+}
+
+impl Readiness {
+    /// Readiness of `server`, with the application's `check` if any.
+    pub fn new(server: Server, check: Option<Arc<dyn ReadinessCheck>>) -> Self {
+        Self {
+            server,
+            check,
+            last: Mutex::new(None),
+        }
+    }
+
+    /// `Err` with a short reason when requests cannot be served now.
+    pub async fn ready(&self) -> Result<(), String> {
+        // Not cached: the orchestrator must see this on its next probe.
+        if self.server.shutdown_token().is_cancelled() {
+            return Err("shutting down".to_owned());
+        }
+        let Some(check) = &self.check else {
+            return Ok(());
+        };
+        let mut last = self.last.lock().await;
+        if let Some((at, result)) = last.as_ref()
+            && at.elapsed() < READY_CACHE
+        {
+            return result.clone();
+        }
+        let result = match tokio::time::timeout(READY_TIMEOUT, check.check()).await {
+            Ok(r) => r,
+            Err(_) => Err(format!("readiness check took over {READY_TIMEOUT:?}")),
+        };
+        // Log changes only (and a failure at the first check).
+        let before = last.as_ref().map_or(Some(true), |(_, r)| Some(r.is_ok()));
+        if before != Some(result.is_ok()) {
+            match &result {
+                Ok(()) => tracing::info!("ready"),
+                Err(why) => tracing::warn!(reason = %why, "not ready"),
+            }
+        }
+        *last = Some((Instant::now(), result.clone()));
+        result
+    }
+}

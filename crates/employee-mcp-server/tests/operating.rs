@@ -6,10 +6,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{BIN, Server, TIMEOUT, TempDb, modern_body, modern_headers, next_id, temp_path};
+use common::{Server, TIMEOUT, TempDb, modern_body, modern_headers, next_id};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
@@ -287,57 +287,14 @@ async fn metrics_count_calls_by_tool_and_outcome() {
     assert!(value(&samples, "employee_directory_pool_waits_total", &[]).is_some());
 }
 
-/// The binary with extra environment, killed on drop.
-struct Traced {
-    child: Child,
-    addr: String,
-    _db: TempDb,
-}
-
-impl Drop for Traced {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn start_traced(collector: &str) -> Traced {
-    let db = TempDb::seeded();
-    let port_file = temp_path("port", "txt");
-    let child = Command::new(BIN)
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--database",
-            &db.url(),
-            "--port-file",
-        ])
-        .arg(&port_file)
-        .env("RUST_LOG", "warn")
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{collector}"))
-        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut traced = Traced {
-        child,
-        addr: String::new(),
-        _db: db,
-    };
-    let deadline = Instant::now() + TIMEOUT;
-    while traced.addr.is_empty() {
-        if let Ok(text) = std::fs::read_to_string(&port_file)
-            && text.trim().parse::<std::net::SocketAddr>().is_ok()
-        {
-            traced.addr = text.trim().to_owned();
-        }
-        assert!(Instant::now() < deadline, "server did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let _ = std::fs::remove_file(&port_file);
-    traced
+/// The binary exporting its traces to `collector`.
+async fn start_traced(collector: &str) -> Server {
+    let endpoint = format!("http://{collector}");
+    let env = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+    ];
+    Server::start_with_env(TempDb::seeded(), &[], &env).await
 }
 
 /// An OTLP/HTTP receiver: every span of every export, on a channel.

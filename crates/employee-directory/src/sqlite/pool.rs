@@ -22,7 +22,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
@@ -123,62 +122,17 @@ impl Pool {
         }
     }
 
-    /// Runs read-only `work` with a pooled connection.
-    ///
-    /// When a slot and an idle connection to the current file are free,
-    /// the work runs right here on the caller's thread, with the busy
-    /// handler off: reads of a WAL database that is not locked by another
-    /// process never wait, and a handoff to a blocking thread (two thread
-    /// wake-ups per query) costs more than the query itself. If the
-    /// database is busy, or no idle connection is ready, the work runs (again,
-    /// which is safe because it only reads) on a blocking thread with the
-    /// configured busy timeout.
+    /// Runs read-only `work` with a pooled connection on a blocking thread
+    /// (never on the caller's: a heavy report would stall every request
+    /// sharing that runtime worker).
     pub(crate) async fn run<T, F>(self: &Arc<Self>, work: F) -> Result<T, DirectoryError>
     where
-        F: Fn(&mut Connection) -> Result<T, DirectoryError> + Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, DirectoryError> + Send + 'static,
         T: Send + 'static,
     {
-        let span = query_span();
-        match span.in_scope(|| self.try_run_here(&work)) {
-            Some(result) => result,
-            None => self.run_with(Open::Existing, work).instrument(span).await,
-        }
-    }
-
-    /// The fast path of [`Pool::run`]; `None` if the work must go to a
-    /// blocking thread.
-    fn try_run_here<T, F>(&self, work: &F) -> Option<Result<T, DirectoryError>>
-    where
-        F: Fn(&mut Connection) -> Result<T, DirectoryError>,
-    {
-        let _permit = Arc::clone(&self.permits).try_acquire_owned().ok()?;
-        let mut pooled = match self.checkout_idle() {
-            Ok(Some(pooled)) => pooled,
-            Ok(None) => return None,
-            Err(e) => return Some(Err(e)),
-        };
-        // Never wait for a lock on this thread (it serves other requests).
-        let result = match pooled.conn.busy_timeout(Duration::ZERO) {
-            Ok(()) => work(&mut pooled.conn),
-            Err(e) => Err(configure_error(e)),
-        };
-        let restored = set_busy_timeout(&pooled.conn, &self.options);
-        if restored.is_ok() {
-            self.checkin(pooled);
-        }
-        match result {
-            Err(e) if is_busy(&e) => None,
-            other => Some(other.map_err(|e| self.explain(e))),
-        }
-    }
-
-    /// An idle connection to the current file (or the in-memory database),
-    /// closing stale ones; `Ok(None)` if none is idle.
-    fn checkout_idle(&self) -> Result<Option<Pooled>, DirectoryError> {
-        match &self.target {
-            Target::Memory => Ok(self.lock_idle().pop()),
-            Target::File(path) => self.idle_for(path).map(|(_, idle)| idle),
-        }
+        self.run_with(Open::Existing, work)
+            .instrument(query_span())
+            .await
     }
 
     /// Runs `work` (migrations, seeding) on a new connection that may create
@@ -416,23 +370,6 @@ impl Pool {
             source,
         }
     }
-}
-
-/// Whether `error` is a lock held by someone else (worth waiting for on a
-/// blocking thread).
-fn is_busy(error: &DirectoryError) -> bool {
-    let source = match error {
-        DirectoryError::Database { source, .. } => source,
-        DirectoryError::Unavailable {
-            source: Some(source),
-            ..
-        } => source,
-        _ => return false,
-    };
-    matches!(
-        source.sqlite_error_code(),
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-    )
 }
 
 /// The error for a database file that is gone.

@@ -356,6 +356,11 @@ impl Server {
 
     /// A server on `db` (which may not exist yet).
     pub async fn start_on(db: TempDb, args: &[&str]) -> Server {
+        Server::start_with_env(db, args, &[]).await
+    }
+
+    /// A server on `db` with extra flags and environment variables.
+    pub async fn start_with_env(db: TempDb, args: &[&str], env: &[(&str, &str)]) -> Server {
         let port_file = temp_path("port", "txt");
         let mut child = Command::new(BIN)
             .arg("--listen")
@@ -366,6 +371,7 @@ impl Server {
             .arg(&port_file)
             .args(args)
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -16,6 +16,10 @@
 
 #![allow(dead_code)]
 
+/// A fresh PostgreSQL database per test (shared with employee-directory).
+#[path = "../../../employee-directory/tests/common/pg.rs"]
+pub mod pg;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;

@@ -1,0 +1,69 @@
+//! A fresh PostgreSQL database per test, on the throwaway cluster of
+//! `scripts/pg-scratch` (started here on first use, so `cargo test` alone
+//! runs the PostgreSQL tests; the script installs Debian's package when the
+//! server is missing). Shared by the test harnesses of `employee-directory`
+//! and `employee-mcp-server` (the latter includes this file by path).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The workspace root (two levels above this crate's manifest).
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `postgres://…/employee` of the scratch cluster, started once per process.
+pub fn cluster_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        let out = Command::new(workspace().join("scripts/pg-scratch"))
+            .arg("start")
+            .output()
+            .expect("run scripts/pg-scratch");
+        assert!(
+            out.status.success(),
+            "scripts/pg-scratch start failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .expect("utf-8 url")
+            .trim()
+            .to_owned()
+    })
+}
+
+/// Runs one SQL statement on the cluster's `employee` database with psql.
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args([url, "-v", "ON_ERROR_STOP=1", "-Atqc", sql])
+        .output()
+        .expect("run psql");
+    assert!(
+        out.status.success(),
+        "psql {sql:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A new, empty database on the scratch cluster; returns its URL. Names are
+/// unique per process and call; they are left behind for post-mortems and
+/// go away with `scripts/pg-scratch destroy`.
+pub fn fresh_database() -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let base = cluster_url();
+    let name = format!(
+        "t_{}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0)
+    );
+    psql(base, &format!("CREATE DATABASE {name}"));
+    let root = base.rsplit_once('/').map(|(r, _)| r).unwrap_or(base);
+    format!("{root}/{name}")
+}

@@ -72,12 +72,8 @@ async fn a_session_opened_on_one_replica_is_served_by_the_other() {
     assert_eq!(p.sessions.len(), 1);
     assert!(p.b.server.session(&sid).is_none(), "B holds no copy yet");
 
-    let list = p.b.legacy(
-        &raw_req(1, "tools/list", json!({})),
-        Some(&sid),
-        Some(VERSION),
-    );
-    let list = list.await;
+    let list = raw_req(1, "tools/list", json!({}));
+    let list = p.b.legacy(&list, Some(&sid), Some(VERSION)).await;
     assert_eq!(list.status, 200, "{}", list.raw);
     assert!(
         list.response()["result"]["tools"].is_array(),
@@ -99,9 +95,9 @@ async fn a_session_opened_on_one_replica_is_served_by_the_other() {
     assert_eq!(copy.version().as_str(), VERSION);
 
     // Unknown ids stay 404 on both.
-    let r =
-        p.b.legacy(&raw_req(3, "ping", json!({})), Some("nope"), Some(VERSION));
-    assert_eq!(r.await.status, 404);
+    let ping = raw_req(3, "ping", json!({}));
+    let r = p.b.legacy(&ping, Some("nope"), Some(VERSION)).await;
+    assert_eq!(r.status, 404);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -116,12 +112,9 @@ async fn delete_on_one_replica_ends_the_session_on_the_other() {
     assert!(p.sessions.is_empty(), "the record is gone");
 
     assert!(stream.next().await.is_none(), "A's GET stream ends");
-    let r = p.a.legacy(
-        &raw_req(1, "tools/list", json!({})),
-        Some(&sid),
-        Some(VERSION),
-    );
-    assert_eq!(r.await.status, 404);
+    let list = raw_req(1, "tools/list", json!({}));
+    let r = p.a.legacy(&list, Some(&sid), Some(VERSION)).await;
+    assert_eq!(r.status, 404);
     let del = p.a.client.delete(&p.a.url).header("Mcp-Session-Id", &sid);
     assert_eq!(del.send().await.expect("DELETE").status().as_u16(), 404);
 }
@@ -205,8 +198,9 @@ async fn the_session_bound_is_cluster_wide() {
     let (s2, _) = p.b.initialize(Some(VERSION), json!({})).await;
     // Both in use (the client came back), so neither may be evicted.
     for (h, sid) in [(&p.b, &s1), (&p.a, &s2)] {
-        let r = h.legacy(&raw_req(1, "ping", json!({})), Some(sid), Some(VERSION));
-        assert_eq!(r.await.status, 200);
+        let ping = raw_req(1, "ping", json!({}));
+        let r = h.legacy(&ping, Some(sid), Some(VERSION)).await;
+        assert_eq!(r.status, 200, "{}", r.raw);
     }
     let init = raw_req(
         0,

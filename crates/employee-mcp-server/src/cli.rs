@@ -272,6 +272,18 @@ pub struct LimitArgs {
         value_delimiter = ','
     )]
     pub trusted_proxies: Vec<std::net::IpAddr>,
+
+    /// With a PostgreSQL --database: milliseconds one read or write of the
+    /// state shared by replicas (tasks, rate limits) may take. Past it the
+    /// call is refused with an internal error (-32603) rather than admitted
+    /// unchecked or left hanging.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_SHARED_STATE_TIMEOUT_MS",
+        default_value_t = 2000,
+        value_parser = clap::value_parser!(u64).range(50..=60_000)
+    )]
+    pub shared_state_timeout_ms: u64,
 }
 
 /// Bounds on HTTP connections (slow clients, idle keep-alive, shutdown).

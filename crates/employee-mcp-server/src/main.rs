@@ -5,6 +5,7 @@ mod audit;
 mod audit_stats;
 mod auth;
 mod cli;
+mod cluster;
 mod ops;
 mod scopes;
 mod telemetry;
@@ -115,6 +116,7 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         }
         (None, _) => None,
     };
+    let shared = shared_state(&cli).await?;
     let audit_location = audit::Location::from_url(&cli.database)?;
     let directory = Directory::open(&cli.database, Arc::new(SystemClock))
         .await
@@ -124,7 +126,13 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         retention: cli.audit_retention.0,
     };
     let sink = audit::SqliteAudit::open(&audit_location, audit_options)?;
-    let server = build_server(&directory, &cli, enforce_scopes, Arc::new(sink.clone()))?;
+    let server = build_server(
+        &directory,
+        &cli,
+        enforce_scopes,
+        Arc::new(sink.clone()),
+        shared,
+    )?;
     ops::register_collectors(&server, &directory, &sink);
     let readiness: Arc<dyn ReadinessCheck> = Arc::new(ops::Readiness {
         directory: directory.clone(),
@@ -217,11 +225,40 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// What replicas on one PostgreSQL database share.
+struct Shared {
+    tasks: Arc<dyn mcp_server::tasks::TaskBackend>,
+    limiter: Arc<dyn mcp_server::access::CallLimiter>,
+}
+
+/// With a PostgreSQL `--database`: the shared-state tables (created if
+/// missing), tasks and limits on them. `None` on SQLite (one process).
+async fn shared_state(cli: &ServeArgs) -> Result<Option<Shared>, String> {
+    if !cluster::is_postgres(&cli.database) {
+        return Ok(None);
+    }
+    let timeout = Duration::from_millis(cli.limits.shared_state_timeout_ms);
+    let pool = cluster::pool(&cli.database, 16, timeout)?;
+    cluster::migrate(&pool).await?;
+    let limits = cluster::limits::PgLimitOptions {
+        timeout,
+        idle_ttl: AccessOptions::default().idle_bucket_ttl,
+        max_buckets: AccessOptions::default().max_tracked_callers,
+    };
+    Ok(Some(Shared {
+        tasks: Arc::new(cluster::tasks::PgTasks::new(pool.clone(), timeout)),
+        limiter: Arc::new(cluster::limits::SharedLimiter(
+            cluster::limits::PgLimiter::new(pool, limits),
+        )),
+    }))
+}
+
 fn build_server(
     directory: &Directory,
     cli: &ServeArgs,
     enforce_scopes: bool,
     sink: Arc<dyn mcp_server::AuditSink>,
+    shared: Option<Shared>,
 ) -> Result<Server, String> {
     let limits = &cli.limits;
     let options = ServerOptions {
@@ -257,6 +294,9 @@ fn build_server(
         .options(options)
         .access(access)
         .audit(sink);
+    if let Some(shared) = shared {
+        builder = builder.task_backend(shared.tasks).limiter(shared.limiter);
+    }
     for tool in tools::all(directory, settings) {
         builder = builder.tool(tool);
     }

@@ -6,11 +6,46 @@
 //! Each concern is one file; each owns its tables, created by
 //! [`migrate`] in order.
 
-use deadpool_postgres::Pool;
+pub mod limits;
+pub mod tasks;
+
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 
 /// `CREATE … IF NOT EXISTS` statements of every shared-state table, applied
 /// in order at startup (idempotent, so replicas may start together).
-const MIGRATIONS: &[&str] = &[];
+const MIGRATIONS: &[&str] = &[tasks::MIGRATION, limits::MIGRATION];
+
+/// Whether `--database` names a PostgreSQL database.
+pub fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+/// A pool of at most `size` connections for the shared state; getting a
+/// connection (or making one) fails after `timeout` rather than hanging
+/// when the database is down.
+pub fn pool(url: &str, size: usize, timeout: Duration) -> Result<Pool, String> {
+    let mut config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e| format!("invalid PostgreSQL URL for the shared state: {e}"))?;
+    config.connect_timeout(timeout);
+    let manager = Manager::from_config(
+        config,
+        tokio_postgres::NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size.max(1))
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(timeout))
+        .create_timeout(Some(timeout))
+        .recycle_timeout(Some(timeout))
+        .build()
+        .map_err(|e| format!("cannot set up the PostgreSQL pool for the shared state: {e}"))
+}
 
 /// Creates the shared-state tables if missing.
 pub async fn migrate(pool: &Pool) -> Result<(), String> {

@@ -96,16 +96,30 @@ pub async fn connect(url: &str, size: usize, timeout: Duration) -> Result<Replic
     })
 }
 
+/// The server's own words for a database error (tokio-postgres prints
+/// only "db error"), else the driver's.
+pub fn db_message(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => e.to_string(),
+    }
+}
+
 /// Creates the shared-state tables if missing.
 pub async fn migrate(pool: &Pool) -> Result<(), String> {
     let mut client = pool
         .get()
         .await
         .map_err(|e| format!("cannot reach PostgreSQL for the shared state: {e}"))?;
-    let failed = |e: tokio_postgres::Error| format!("creating the shared-state tables failed: {e}");
+    let failed = |e: tokio_postgres::Error| {
+        format!(
+            "creating the shared-state tables failed: {}",
+            db_message(&e)
+        )
+    };
     let tx = client.transaction().await.map_err(failed)?;
     // Replicas starting together would race on `CREATE … IF NOT EXISTS`.
-    tx.batch_execute("SELECT pg_advisory_xact_lock(7_402_117_001)")
+    tx.batch_execute("SELECT pg_advisory_xact_lock(7402117001)")
         .await
         .map_err(failed)?;
     for sql in MIGRATIONS {

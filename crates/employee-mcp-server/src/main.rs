@@ -238,15 +238,22 @@ async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
         Some(path) => Some(cluster::key::from_file(path)?),
         None => None,
     };
-    if !cluster::is_postgres(&cli.database) {
-        return Ok(Replicated {
-            shared: None,
-            key: file_key,
-        });
-    }
+    let url = match &args.shared_state_url {
+        Some(url) if cluster::is_postgres(url) => url,
+        Some(_) => {
+            return Err("--shared-state-url must be a postgres:// or postgresql:// URL".to_owned());
+        }
+        None if cluster::is_postgres(&cli.database) => &cli.database,
+        None => {
+            return Ok(Replicated {
+                shared: None,
+                key: file_key,
+            });
+        }
+    };
     let size = usize::try_from(args.shared_pool_size).unwrap_or(8);
     let timeout = Duration::from_secs(args.shared_store_timeout_secs);
-    let r = cluster::connect(&cli.database, size, timeout).await?;
+    let r = cluster::connect(url, size, timeout).await?;
     tracing::info!("sharing sessions and events with other replicas through PostgreSQL");
     Ok(Replicated {
         shared: Some(r.shared),

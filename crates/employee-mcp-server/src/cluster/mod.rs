@@ -67,10 +67,16 @@ pub async fn migrate(pool: &Pool) -> Result<(), String> {
         .get()
         .await
         .map_err(|e| format!("cannot reach PostgreSQL for the shared state: {e}"))?;
-    let failed = |e: tokio_postgres::Error| format!("creating the shared-state tables failed: {e}");
+    let failed = |e: tokio_postgres::Error| {
+        // The driver's Display of a server error is only "db error".
+        let detail = e
+            .as_db_error()
+            .map_or_else(|| e.to_string(), |d| d.message().to_owned());
+        format!("creating the shared-state tables failed: {detail}")
+    };
     let tx = client.transaction().await.map_err(failed)?;
     // Replicas starting together would race on `CREATE … IF NOT EXISTS`.
-    tx.batch_execute("SELECT pg_advisory_xact_lock(7_402_117_001)")
+    tx.batch_execute("SELECT pg_advisory_xact_lock(7402117001)")
         .await
         .map_err(failed)?;
     for sql in MIGRATIONS {

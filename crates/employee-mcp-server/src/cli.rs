@@ -281,6 +281,12 @@ pub struct LimitArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Replicas (PostgreSQL)")]
 pub struct ClusterArgs {
+    /// PostgreSQL URL where replicas share legacy sessions, events and the
+    /// request-state key. Defaults to --database when that is PostgreSQL;
+    /// without either, the process keeps them in memory (one replica).
+    #[arg(long, env = "EMPLOYEE_MCP_SHARED_STATE_URL", value_name = "URL")]
+    pub shared_state_url: Option<String>,
+
     /// File holding the requestState signing key: at least 32 random bytes,
     /// raw or hex (`openssl rand -hex 32`). Give every replica the same
     /// file. Without it: a random key per process on SQLite, one key shared

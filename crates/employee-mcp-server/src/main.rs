@@ -241,15 +241,22 @@ async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
         Some(path) => Some(cluster::key::from_file(path)?),
         None => None,
     };
-    if !cluster::is_postgres(&cli.database) {
-        return Ok(Replicated {
-            key: file_key,
-            ..Replicated::default()
-        });
-    }
+    let url = match &args.shared_state_url {
+        Some(url) if cluster::is_postgres(url) => url,
+        Some(_) => {
+            return Err("--shared-state-url must be a postgres:// or postgresql:// URL".to_owned());
+        }
+        None if cluster::is_postgres(&cli.database) => &cli.database,
+        None => {
+            return Ok(Replicated {
+                key: file_key,
+                ..Replicated::default()
+            });
+        }
+    };
     let size = usize::try_from(args.shared_pool_size).unwrap_or(8);
     let timeout = Duration::from_millis(args.shared_state_timeout_ms);
-    let r = cluster::connect(&cli.database, size, timeout).await?;
+    let r = cluster::connect(url, size, timeout).await?;
     tracing::info!(
         "sharing sessions, events, tasks and limits with other replicas through PostgreSQL"
     );

@@ -240,3 +240,36 @@ async fn a_log_level_set_on_one_replica_is_seen_by_the_other() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_state_from_one_replica_is_accepted_by_the_other() {
+    let p = pair().await;
+    // A replica with its own key: what replicas without a shared key do.
+    let stranger = spawn_http(server()).await;
+    let caps = json!({ "elicitation": {} });
+    let mut first = call(1, "ask", json!({ "topic": "deploy" }));
+    first["params"]["_meta"] = meta_with(caps.clone());
+    let r = p.a.modern(&first).await;
+    let res = &r.response()["result"];
+    assert_eq!(res["resultType"], "input_required", "{}", r.raw);
+    let state = res["requestState"].clone();
+    assert!(state.is_string(), "{}", r.raw);
+
+    let answer = json!({ "action": "accept", "content": { "ok": true } });
+    let mut retry = call(2, "ask", json!({ "topic": "deploy" }));
+    retry["params"]["_meta"] = meta_with(caps);
+    retry["params"]["inputResponses"] = json!({ "confirm": answer });
+    retry["params"]["requestState"] = state;
+    let r = p.b.modern(&retry).await;
+    assert_eq!(
+        r.response()["result"]["resultType"],
+        "complete",
+        "{}",
+        r.raw
+    );
+    let seen: serde_json::Value = serde_json::from_str(&text_of(r.response())).expect("json");
+    assert_eq!(seen["state"], json!({ "step": 1 }));
+
+    let r = stranger.modern(&retry).await;
+    assert!(r.response()["error"].is_object(), "{}", r.raw);
+}

@@ -157,8 +157,13 @@ impl PgSessions {
 }
 
 /// A driver or pool failure: the store is unavailable for now.
-pub fn unavailable(e: impl std::fmt::Display) -> SharedError {
-    SharedError::Unavailable(e.to_string())
+pub fn unavailable(e: impl std::error::Error + 'static) -> SharedError {
+    // A server error's Display is only "db error": show its message.
+    let detail = (&e as &dyn std::error::Error)
+        .downcast_ref::<tokio_postgres::Error>()
+        .and_then(tokio_postgres::Error::as_db_error)
+        .map_or_else(|| e.to_string(), |d| d.message().to_owned());
+    SharedError::Unavailable(detail)
 }
 
 impl SessionBackend for PgSessions {

@@ -791,3 +791,78 @@ pub fn sigterm(pid: u32) {
         .expect("run kill");
     assert!(status.success(), "kill -TERM failed");
 }
+
+/// A legacy session's standalone GET stream on a raw connection.
+pub struct SessionStream {
+    reader: tokio::io::BufReader<tokio::net::TcpStream>,
+}
+
+impl SessionStream {
+    /// Opens `GET /mcp` for `session_id` on `addr`; returns the status and,
+    /// for 200, the stream (its headers read).
+    pub async fn open(addr: &str, session_id: &str) -> (u16, Option<SessionStream>) {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let head = format!(
+            "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session_id}\r\nConnection: close\r\n\r\n"
+        );
+        stream.write_all(head.as_bytes()).await.expect("write");
+        let mut reader = tokio::io::BufReader::new(stream);
+        let mut status = String::new();
+        tokio::time::timeout(TIMEOUT, reader.read_line(&mut status))
+            .await
+            .expect("status line in time")
+            .expect("status line");
+        let code: u16 = status
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line {status:?}"));
+        if code != 200 {
+            return (code, None);
+        }
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).await.expect("header");
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+        }
+        (code, Some(SessionStream { reader }))
+    }
+
+    /// The next `data:` message within [`TIMEOUT`]; `None` when the
+    /// stream ended (chunk framing and keep-alive comments are skipped).
+    pub async fn next(&mut self) -> Option<Value> {
+        use tokio::io::AsyncBufReadExt;
+        loop {
+            let mut line = String::new();
+            let n = tokio::time::timeout(TIMEOUT, self.reader.read_line(&mut line))
+                .await
+                .expect("an SSE message or the end of the stream in time")
+                .unwrap_or(0);
+            if n == 0 {
+                return None;
+            }
+            if let Some(data) = line.trim_end().strip_prefix("data:") {
+                return Some(serde_json::from_str(data.trim()).expect("SSE data is JSON"));
+            }
+        }
+    }
+}
+
+/// Runs `scripts/pg-scratch CMD NAME` (a dedicated cluster for tests that
+/// stop it); returns its output (the URL for `start`).
+pub fn pg_scratch(cmd: &str, name: &str) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pg-scratch");
+    let out = Command::new(script)
+        .args([cmd, name])
+        .output()
+        .expect("run scripts/pg-scratch");
+    assert!(
+        out.status.success(),
+        "pg-scratch {cmd} {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}

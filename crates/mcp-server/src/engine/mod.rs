@@ -283,6 +283,9 @@ pub(crate) type Looked = Result<Option<Arc<Session>>, ProtocolError>;
 /// An envelope error: 400, or the error's own stronger hint (404, 413).
 fn bad(id: Option<RequestId>, e: ProtocolError) -> Box<Answer> {
     let status = match e.status {
+        // The server's own failure (e.g. the shared session store is
+        // down), not a bad message: answered like any -32603.
+        ErrorStatus::Answered if e.code == -32603 => ErrorStatus::Answered,
         ErrorStatus::Answered => ErrorStatus::BadRequest,
         s => s,
     };

@@ -244,6 +244,7 @@ async fn shared_state(cli: &ServeArgs) -> Result<Option<Shared>, String> {
         timeout,
         idle_ttl: AccessOptions::default().idle_bucket_ttl,
         max_buckets: AccessOptions::default().max_tracked_callers,
+        lease_ttl: cluster::limits::LEASE_TTL,
     };
     Ok(Some(Shared {
         tasks: Arc::new(cluster::tasks::PgTasks::new(pool.clone(), timeout)),

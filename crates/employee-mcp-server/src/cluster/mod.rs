@@ -8,6 +8,8 @@
 
 pub mod limits;
 pub mod tasks;
+#[cfg(test)]
+mod tests;
 
 use std::time::Duration;
 
@@ -16,6 +18,18 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 /// `CREATE … IF NOT EXISTS` statements of every shared-state table, applied
 /// in order at startup (idempotent, so replicas may start together).
 const MIGRATIONS: &[&str] = &[tasks::MIGRATION, limits::MIGRATION];
+
+/// A driver error with the server's message (its `Display` alone says
+/// only "db error").
+pub fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => match std::error::Error::source(e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
+    }
+}
 
 /// Whether `--database` names a PostgreSQL database.
 pub fn is_postgres(url: &str) -> bool {
@@ -53,10 +67,12 @@ pub async fn migrate(pool: &Pool) -> Result<(), String> {
         .get()
         .await
         .map_err(|e| format!("cannot reach PostgreSQL for the shared state: {e}"))?;
-    let failed = |e: tokio_postgres::Error| format!("creating the shared-state tables failed: {e}");
+    let failed = |e: tokio_postgres::Error| {
+        format!("creating the shared-state tables failed: {}", describe(&e))
+    };
     let tx = client.transaction().await.map_err(failed)?;
     // Replicas starting together would race on `CREATE … IF NOT EXISTS`.
-    tx.batch_execute("SELECT pg_advisory_xact_lock(7_402_117_001)")
+    tx.batch_execute("SELECT pg_advisory_xact_lock(7402117001)")
         .await
         .map_err(failed)?;
     for sql in MIGRATIONS {

@@ -116,7 +116,6 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         }
         (None, _) => None,
     };
-    let shared = shared_state(&cli).await?;
     let audit_location = audit::Location::from_url(&cli.database)?;
     let directory = Directory::open(&cli.database, Arc::new(SystemClock))
         .await
@@ -126,12 +125,13 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         retention: cli.audit_retention.0,
     };
     let sink = audit::SqliteAudit::open(&audit_location, audit_options)?;
+    let replication = replication(&cli).await?;
     let server = build_server(
         &directory,
         &cli,
         enforce_scopes,
         Arc::new(sink.clone()),
-        shared,
+        replication,
     )?;
     ops::register_collectors(&server, &directory, &sink);
     let readiness: Arc<dyn ReadinessCheck> = Arc::new(ops::Readiness {
@@ -225,33 +225,40 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// What replicas on one PostgreSQL database share.
-struct Shared {
-    tasks: Arc<dyn mcp_server::tasks::TaskBackend>,
-    limiter: Arc<dyn mcp_server::access::CallLimiter>,
+/// What replicas share: on PostgreSQL, sessions, the bus, a cluster key,
+/// tasks and limits; the key file, when given, wins over the database's key.
+#[derive(Default)]
+struct Replicated {
+    shared: Option<mcp_server::shared::Shared>,
+    key: Option<[u8; 32]>,
+    tasks: Option<Arc<dyn mcp_server::tasks::TaskBackend>>,
+    limiter: Option<Arc<dyn mcp_server::access::CallLimiter>>,
 }
 
-/// With a PostgreSQL `--database`: the shared-state tables (created if
-/// missing), tasks and limits on them. `None` on SQLite (one process).
-async fn shared_state(cli: &ServeArgs) -> Result<Option<Shared>, String> {
-    if !cluster::is_postgres(&cli.database) {
-        return Ok(None);
-    }
-    let timeout = Duration::from_millis(cli.limits.shared_state_timeout_ms);
-    let pool = cluster::pool(&cli.database, 16, timeout)?;
-    cluster::migrate(&pool).await?;
-    let limits = cluster::limits::PgLimitOptions {
-        timeout,
-        idle_ttl: AccessOptions::default().idle_bucket_ttl,
-        max_buckets: AccessOptions::default().max_tracked_callers,
-        lease_ttl: cluster::limits::LEASE_TTL,
+async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
+    let args = &cli.cluster;
+    let file_key = match &args.request_state_key_file {
+        Some(path) => Some(cluster::key::from_file(path)?),
+        None => None,
     };
-    Ok(Some(Shared {
-        tasks: Arc::new(cluster::tasks::PgTasks::new(pool.clone(), timeout)),
-        limiter: Arc::new(cluster::limits::SharedLimiter(
-            cluster::limits::PgLimiter::new(pool, limits),
-        )),
-    }))
+    if !cluster::is_postgres(&cli.database) {
+        return Ok(Replicated {
+            key: file_key,
+            ..Replicated::default()
+        });
+    }
+    let size = usize::try_from(args.shared_pool_size).unwrap_or(8);
+    let timeout = Duration::from_millis(args.shared_state_timeout_ms);
+    let r = cluster::connect(&cli.database, size, timeout).await?;
+    tracing::info!(
+        "sharing sessions, events, tasks and limits with other replicas through PostgreSQL"
+    );
+    Ok(Replicated {
+        shared: Some(r.shared),
+        key: Some(file_key.unwrap_or(r.key)),
+        tasks: Some(r.tasks),
+        limiter: Some(r.limiter),
+    })
 }
 
 fn build_server(
@@ -259,7 +266,7 @@ fn build_server(
     cli: &ServeArgs,
     enforce_scopes: bool,
     sink: Arc<dyn mcp_server::AuditSink>,
-    shared: Option<Shared>,
+    replicated: Replicated,
 ) -> Result<Server, String> {
     let limits = &cli.limits;
     let options = ServerOptions {
@@ -295,11 +302,20 @@ fn build_server(
         .options(options)
         .access(access)
         .audit(sink);
-    if let Some(shared) = shared {
-        builder = builder.task_backend(shared.tasks).limiter(shared.limiter);
+    if let Some(tasks) = replicated.tasks {
+        builder = builder.task_backend(tasks);
+    }
+    if let Some(limiter) = replicated.limiter {
+        builder = builder.limiter(limiter);
     }
     for tool in tools::all(directory, settings) {
         builder = builder.tool(tool);
+    }
+    if let Some(key) = replicated.key {
+        builder = builder.request_state_key(key);
+    }
+    if let Some(shared) = replicated.shared {
+        builder = builder.shared(shared);
     }
     builder
         .build()

@@ -1,245 +1,242 @@
-//! Two replicas in one process: two `Server`s on their own sockets sharing
-//! one task backend and one limiter behave as one server. A task created
-//! on A (its handler runs on A) is read, answered and cancelled on B; rate
-//! and concurrency limits hold for A and B together.
+//! Two replicas in one process sharing sessions and events through the
+//! in-memory implementations of the shared traits, each on its own real
+//! HTTP listener: a legacy client may hit either one for any request.
 
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
 use common::*;
-use mcp_server::access::{CallLimiter, MemoryLimiter};
-use mcp_server::protocol::model::InputRequest;
-use mcp_server::tasks::{MemoryTasks, TaskBackend};
-use mcp_server::{
-    AccessOptions, CallToolResult, InputRequired, RateLimit, RequestContext, Server, TaskSupport,
-    Tool, ToolError, ToolOutcome,
-};
-use serde_json::{Map, Value, json};
+use mcp_server::shared::{MemoryBus, MemorySessions, Shared};
+use mcp_server::{ServerEvent, ServerOptions};
+use serde_json::json;
 
-const EXT: &str = "io.modelcontextprotocol/tasks";
+const VERSION: &str = "2025-06-18";
 
-/// What one replica's handlers saw.
-#[derive(Default)]
-struct Seen {
-    /// Handler runs started on this replica.
-    runs: AtomicUsize,
-    /// A handler's token fired on this replica.
-    cancelled: AtomicBool,
+struct Pair {
+    a: Http,
+    b: Http,
+    bus: MemoryBus,
+    sessions: MemorySessions,
 }
 
-/// `wait`: sleeps `ms` unless cancelled. `ask`: asks one question, then
-/// echoes the answer.
-fn tools(seen: &Arc<Seen>) -> Vec<Tool> {
-    let s = Arc::clone(seen);
-    let wait = Tool::builder("wait")
-        .task_support(TaskSupport::Optional)
-        .raw_handler(move |ctx: RequestContext, args: Map<String, Value>| {
-            let s = Arc::clone(&s);
-            async move {
-                s.runs.fetch_add(1, Ordering::SeqCst);
-                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(10);
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_millis(ms)) => {}
-                    () = ctx.cancelled() => {
-                        s.cancelled.store(true, Ordering::SeqCst);
-                        return Err(ToolError::execution("cancelled"));
-                    }
-                }
-                Ok::<ToolOutcome, ToolError>(CallToolResult::text(format!("waited {ms}")).into())
-            }
-        });
-    let s = Arc::clone(seen);
-    let ask = Tool::builder("ask")
-        .task_support(TaskSupport::Optional)
-        .raw_handler(move |ctx: RequestContext, _args: Map<String, Value>| {
-            let s = Arc::clone(&s);
-            async move {
-                s.runs.fetch_add(1, Ordering::SeqCst);
-                let name = ctx
-                    .input_response("who")
-                    .and_then(|a| a["content"]["name"].as_str())
-                    .map(str::to_owned);
-                let outcome = match name {
-                    Some(n) => CallToolResult::text(format!("hello {n}")).into(),
-                    None => InputRequired::new()
-                        .request(
-                            "who",
-                            InputRequest::elicit("Who?", json!({"type": "object"})),
-                        )
-                        .into(),
-                };
-                Ok::<ToolOutcome, ToolError>(outcome)
-            }
-        });
-    vec![wait, ask]
-}
-
-/// One replica on its own socket, sharing `backend` and `limiter`.
-async fn replica(
-    backend: &Arc<MemoryTasks>,
-    limiter: &Arc<MemoryLimiter>,
-    access: AccessOptions,
-) -> (Http, Arc<Seen>) {
-    let seen = Arc::new(Seen::default());
-    let mut b = Server::builder("replica", "1")
-        .task_backend(Arc::clone(backend) as Arc<dyn TaskBackend>)
-        .limiter(Arc::clone(limiter) as Arc<dyn CallLimiter>)
-        .access(access);
-    for t in tools(&seen) {
-        b = b.tool(t);
+async fn pair_with(options: ServerOptions) -> Pair {
+    let sessions = MemorySessions::new();
+    let bus = MemoryBus::new();
+    let replica = || {
+        let shared = Shared::new(Arc::new(sessions.clone()), Arc::new(bus.clone()));
+        builder()
+            .options(options.clone())
+            .request_state_key([7; 32])
+            .shared(shared)
+            .build()
+            .expect("server builds")
+    };
+    let (a, b) = (spawn_http(replica()).await, spawn_http(replica()).await);
+    Pair {
+        a,
+        b,
+        bus,
+        sessions,
     }
-    (spawn_http(b.build().expect("builds")).await, seen)
 }
 
-async fn pair(access: AccessOptions) -> ((Http, Arc<Seen>), (Http, Arc<Seen>)) {
-    let backend = Arc::new(MemoryTasks::new());
-    let limiter = Arc::new(MemoryLimiter::new(1000, Duration::from_secs(60)));
-    let a = replica(&backend, &limiter, access.clone()).await;
-    let b = replica(&backend, &limiter, access).await;
-    (a, b)
+async fn pair() -> Pair {
+    pair_with(ServerOptions::default()).await
 }
 
-fn caps() -> Value {
-    json!({ "elicitation": {}, "extensions": { EXT: {} } })
+fn session_headers(sid: &str) -> Vec<(String, String)> {
+    vec![
+        ("Mcp-Session-Id".to_owned(), sid.to_owned()),
+        ("MCP-Protocol-Version".to_owned(), VERSION.to_owned()),
+    ]
 }
 
-async fn create(h: &Http, tool: &str, arguments: Value) -> String {
-    let body = req(
-        1,
-        "tools/call",
-        json!({ "name": tool, "arguments": arguments, "_meta": meta_with(caps()) }),
-    );
-    let r = h.modern(&body).await;
-    let res = &r.response()["result"];
-    assert_eq!(res["resultType"], "task", "{}", r.raw);
-    res["taskId"].as_str().expect("taskId").to_owned()
-}
-
-async fn task_rpc(h: &Http, method: &str, id: &str, extra: Value) -> Value {
-    let mut params = extra.as_object().cloned().unwrap_or_default();
-    params.insert("taskId".into(), json!(id));
-    params.insert("_meta".into(), meta_with(caps()));
-    let body = req(2, method, Value::Object(params));
-    h.modern_plus(&body, &[("Mcp-Name", id)])
+async fn open_get(h: &Http, sid: &str) -> SseStream {
+    let resp = h
+        .client
+        .get(&h.url)
+        .header("accept", "text/event-stream")
+        .header("Mcp-Session-Id", sid)
+        .send()
         .await
-        .response()
-        .clone()
-}
-
-/// Polls `tasks/get` on `h` until the status is one of `want`.
-async fn wait_for(h: &Http, id: &str, want: &[&str]) -> Value {
-    let start = Instant::now();
-    loop {
-        let r = task_rpc(h, "tasks/get", id, json!({})).await;
-        let res = r["result"].clone();
-        if want.contains(&res["status"].as_str().unwrap_or("")) {
-            return res;
-        }
-        assert!(start.elapsed() < WAIT, "task stuck: {r}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        .expect("GET");
+    assert_eq!(resp.status().as_u16(), 200);
+    SseStream::new(resp)
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_task_created_on_a_is_read_and_cancelled_on_b() {
-    let ((a, seen_a), (b, seen_b)) = pair(AccessOptions::default()).await;
-    let id = create(&a, "wait", json!({ "ms": 60_000 })).await;
-    let working = wait_for(&b, &id, &["working"]).await;
-    assert_eq!(working["taskId"], id.as_str());
-    assert_eq!(seen_a.runs.load(Ordering::SeqCst), 1);
-    assert_eq!(seen_b.runs.load(Ordering::SeqCst), 0);
+async fn a_session_opened_on_one_replica_is_served_by_the_other() {
+    let p = pair().await;
+    let (sid, _) = p.a.initialize(Some(VERSION), json!({})).await;
+    assert_eq!(p.sessions.len(), 1);
+    assert!(p.b.server.session(&sid).is_none(), "B holds no copy yet");
 
-    let ack = task_rpc(&b, "tasks/cancel", &id, json!({})).await;
-    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
-    let done = wait_for(&a, &id, &["cancelled", "completed", "failed"]).await;
-    assert_eq!(done["status"], "cancelled", "{done}");
-    // A's handler saw its token fire, though the cancel went to B.
-    let start = Instant::now();
-    while !seen_a.cancelled.load(Ordering::SeqCst) {
-        assert!(start.elapsed() < WAIT, "A's handler was never cancelled");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(!seen_b.cancelled.load(Ordering::SeqCst));
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_result_finished_on_a_is_fetched_on_b() {
-    let ((a, _), (b, _)) = pair(AccessOptions::default()).await;
-    let id = create(&a, "wait", json!({ "ms": 50 })).await;
-    let done = wait_for(&b, &id, &["completed", "failed"]).await;
-    assert_eq!(done["result"]["content"][0]["text"], "waited 50", "{done}");
-    // Unknown ids stay unknown on every replica.
-    let r = task_rpc(&b, "tasks/get", "nope", json!({})).await;
-    assert_eq!(error_code(&r), Some(-32602), "{r}");
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn input_answered_through_b_reaches_the_runner_on_a() {
-    let ((a, seen_a), (b, seen_b)) = pair(AccessOptions::default()).await;
-    let id = create(&a, "ask", json!({})).await;
-    let parked = wait_for(&b, &id, &["input_required"]).await;
-    assert!(parked["inputRequests"]["who"].is_object(), "{parked}");
-    let answer = json!({ "who": { "action": "accept", "content": { "name": "Bo" } } });
-    let r = task_rpc(&b, "tasks/update", &id, json!({ "inputResponses": answer })).await;
-    assert_eq!(r["result"]["resultType"], "complete", "{r}");
-    let done = wait_for(&b, &id, &["completed", "failed"]).await;
-    assert_eq!(done["result"]["content"][0]["text"], "hello Bo", "{done}");
-    // Both rounds ran on A, where the task was created.
-    assert_eq!(seen_a.runs.load(Ordering::SeqCst), 2);
-    assert_eq!(seen_b.runs.load(Ordering::SeqCst), 0);
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_rate_limit_holds_for_both_replicas_together() {
-    let access = AccessOptions {
-        rate_limit: Some(RateLimit {
-            per_minute: 1,
-            burst: 4,
-        }),
-        ..AccessOptions::default()
-    };
-    let ((a, _), (b, _)) = pair(access).await;
-    let mut admitted = 0;
-    let mut limited = 0;
-    for i in 0..10 {
-        let h = if i % 2 == 0 { &a } else { &b };
-        let r = h.modern(&call(i, "wait", json!({ "ms": 1 }))).await;
-        match error_code(r.response()) {
-            None => admitted += 1,
-            Some(-31002) => limited += 1,
-            other => panic!("unexpected {other:?}: {}", r.raw),
-        }
-    }
-    // One bucket of 4 for the pair, not 4 per replica.
-    assert_eq!((admitted, limited), (4, 6));
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_concurrency_cap_holds_for_both_replicas_together() {
-    let access = AccessOptions {
-        max_concurrent_calls: Some(1),
-        ..AccessOptions::default()
-    };
-    let ((a, _), (b, _)) = pair(access).await;
-    let slow_body = call(1, "wait", json!({ "ms": 1_500 }));
-    let slow = a.modern(&slow_body);
-    let second = async {
-        // Let A's call take the slot first.
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        b.modern(&call(2, "wait", json!({ "ms": 1 }))).await
-    };
-    let (first, second) = tokio::join!(slow, second);
-    assert_eq!(text_of(first.response()), "waited 1500", "{}", first.raw);
-    assert_eq!(
-        error_code(second.response()),
-        Some(-31002),
+    let list = raw_req(1, "tools/list", json!({}));
+    let list = p.b.legacy(&list, Some(&sid), Some(VERSION)).await;
+    assert_eq!(list.status, 200, "{}", list.raw);
+    assert!(
+        list.response()["result"]["tools"].is_array(),
         "{}",
-        second.raw
+        list.raw
     );
-    // The slot is free again once A's call finished.
-    let r = b.modern(&call(3, "wait", json!({ "ms": 1 }))).await;
-    assert_eq!(text_of(r.response()), "waited 1", "{}", r.raw);
+
+    let body = raw_req(
+        2,
+        "tools/call",
+        json!({ "name": "echo", "arguments": { "text": "hi" } }),
+    );
+    let r = p.b.legacy(&body, Some(&sid), Some(VERSION)).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert!(text_of(r.response()).contains("hi"), "{}", r.raw);
+
+    // The copy on B keeps what A negotiated.
+    let copy = p.b.server.session(&sid).expect("B now holds a copy");
+    assert_eq!(copy.version().as_str(), VERSION);
+
+    // Unknown ids stay 404 on both.
+    let ping = raw_req(3, "ping", json!({}));
+    let r = p.b.legacy(&ping, Some("nope"), Some(VERSION)).await;
+    assert_eq!(r.status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_on_one_replica_ends_the_session_on_the_other() {
+    let p = pair().await;
+    let (sid, _) = p.a.initialize(Some(VERSION), json!({})).await;
+    let mut stream = open_get(&p.a, &sid).await;
+
+    let del = p.b.client.delete(&p.b.url).header("Mcp-Session-Id", &sid);
+    let del = del.send().await.expect("DELETE");
+    assert_eq!(del.status().as_u16(), 204);
+    assert!(p.sessions.is_empty(), "the record is gone");
+
+    assert!(stream.next().await.is_none(), "A's GET stream ends");
+    let list = raw_req(1, "tools/list", json!({}));
+    let r = p.a.legacy(&list, Some(&sid), Some(VERSION)).await;
+    assert_eq!(r.status, 404);
+    let del = p.a.client.delete(&p.a.url).header("Mcp-Session-Id", &sid);
+    assert_eq!(del.send().await.expect("DELETE").status().as_u16(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn events_fan_out_but_catalogue_changes_stay_local() {
+    let p = pair().await;
+    let (sid, _) = p.a.initialize(Some(VERSION), json!({})).await;
+    let mut on_b = open_get(&p.b, &sid).await;
+
+    // Each replica applies catalogue changes itself: not sent on the bus.
+    p.a.server.add_tool(plain_tool("only_on_a")).expect("adds");
+    // An event published on A reaches B's clients, after nothing else.
+    p.a.server.notify(ServerEvent::PromptsChanged);
+    let m = on_b.expect_next().await;
+    assert_eq!(m["method"], "notifications/prompts/list_changed", "{m}");
+
+    // B applying the same change notifies its own clients.
+    p.b.server.add_tool(plain_tool("only_on_a")).expect("adds");
+    let m = on_b.expect_next().await;
+    assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bus_reconnect_refreshes_every_list() {
+    let p = pair().await;
+    let (sid, _) = p.a.initialize(Some(VERSION), json!({})).await;
+    let mut on_b = open_get(&p.b, &sid).await;
+    p.bus.resync();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let m = on_b.expect_next().await;
+        seen.push(m["method"].as_str().unwrap_or_default().to_owned());
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            "notifications/prompts/list_changed",
+            "notifications/resources/list_changed",
+            "notifications/tools/list_changed"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_answer_posted_to_the_other_replica_is_relayed() {
+    let p = pair().await;
+    let (sid, _) =
+        p.a.initialize(Some(VERSION), json!({ "elicitation": {} }))
+            .await;
+    let headers = session_headers(&sid);
+    let body = raw_req(
+        7,
+        "tools/call",
+        json!({ "name": "ask", "arguments": { "topic": "deploy" } }),
+    );
+    let mut s = p.a.open_stream(&body, &headers).await;
+    let ask = s.expect_next().await;
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+
+    let answer = json!({ "action": "accept", "content": { "ok": true } });
+    let reply = json!({ "jsonrpc": "2.0", "id": ask["id"], "result": answer });
+    let r = p.b.post_with(&reply, &headers).await;
+    assert_eq!(r.status, 202, "{}", r.raw);
+
+    let done = s.expect_next().await;
+    assert_eq!(done["id"], 7, "{done}");
+    let seen: serde_json::Value = serde_json::from_str(&text_of(&done)).expect("JSON text");
+    assert_eq!(seen["answer"], answer, "{done}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_session_bound_is_cluster_wide() {
+    let p = pair_with(ServerOptions {
+        max_sessions: 2,
+        ..ServerOptions::default()
+    })
+    .await;
+    let (s1, _) = p.a.initialize(Some(VERSION), json!({})).await;
+    let (s2, _) = p.b.initialize(Some(VERSION), json!({})).await;
+    // Both in use (the client came back), so neither may be evicted.
+    for (h, sid) in [(&p.b, &s1), (&p.a, &s2)] {
+        let ping = raw_req(1, "ping", json!({}));
+        let r = h.legacy(&ping, Some(sid), Some(VERSION)).await;
+        assert_eq!(r.status, 200, "{}", r.raw);
+    }
+    let init = raw_req(
+        0,
+        "initialize",
+        json!({ "protocolVersion": VERSION, "capabilities": {}, "clientInfo": { "name": "x", "version": "1" } }),
+    );
+    let r = p.a.post_with(&init, &[]).await;
+    assert_eq!(r.status, 429, "{}", r.raw);
+    assert!(r.raw.contains("Too many open sessions"), "{}", r.raw);
+    assert_eq!(p.sessions.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_log_level_set_on_one_replica_is_seen_by_the_other() {
+    let p = pair().await;
+    let (sid, _) = p.a.initialize(Some(VERSION), json!({})).await;
+    // Before setLevel: no log messages on A.
+    let body = raw_req(1, "tools/call", json!({ "name": "log", "arguments": {} }));
+    let before = p.a.legacy(&body, Some(&sid), Some(VERSION)).await;
+    assert!(before.before_response().is_empty(), "{}", before.raw);
+
+    let set = raw_req(2, "logging/setLevel", json!({ "level": "debug" }));
+    let r = p.b.legacy(&set, Some(&sid), Some(VERSION)).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+
+    // A's copy learns the level (through the bus and the record).
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let r = p.a.legacy(&body, Some(&sid), Some(VERSION)).await;
+        if r.before_response()
+            .iter()
+            .any(|m| m["method"] == "notifications/message")
+        {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{}", r.raw);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }

@@ -321,5 +321,5 @@ impl CallLimiter for SharedLimiter {
 }
 
 fn pg_failed(e: tokio_postgres::Error) -> LimitError {
-    unavailable(super::describe(&e))
+    unavailable(super::db_message(&e))
 }

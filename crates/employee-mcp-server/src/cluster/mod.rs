@@ -6,30 +6,32 @@
 //! Each concern is one file; each owns its tables, created by
 //! [`migrate`] in order.
 
+pub mod bus;
+pub mod key;
 pub mod limits;
+pub mod sessions;
 pub mod tasks;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use mcp_server::AccessOptions;
+use mcp_server::access::CallLimiter;
+use mcp_server::shared::Shared;
+use mcp_server::tasks::TaskBackend;
 
 /// `CREATE … IF NOT EXISTS` statements of every shared-state table, applied
 /// in order at startup (idempotent, so replicas may start together).
-const MIGRATIONS: &[&str] = &[tasks::MIGRATION, limits::MIGRATION];
-
-/// A driver error with the server's message (its `Display` alone says
-/// only "db error").
-pub fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => match std::error::Error::source(e) {
-            Some(cause) => format!("{e}: {cause}"),
-            None => e.to_string(),
-        },
-    }
-}
+const MIGRATIONS: &[&str] = &[
+    sessions::MIGRATION,
+    bus::MIGRATION,
+    key::MIGRATION,
+    tasks::MIGRATION,
+    limits::MIGRATION,
+];
 
 /// Whether `--database` names a PostgreSQL database.
 pub fn is_postgres(url: &str) -> bool {
@@ -61,6 +63,51 @@ pub fn pool(url: &str, size: usize, timeout: Duration) -> Result<Pool, String> {
         .map_err(|e| format!("cannot set up the PostgreSQL pool for the shared state: {e}"))
 }
 
+/// What a replica shares with the others through PostgreSQL.
+pub struct Replication {
+    /// Sessions and the bus, for `ServerBuilder::shared`.
+    pub shared: Shared,
+    /// The cluster's request-state key (unless a key file is given).
+    pub key: [u8; 32],
+    /// Task records, for `ServerBuilder::task_backend`.
+    pub tasks: Arc<dyn TaskBackend>,
+    /// Rate and concurrency limits, for `ServerBuilder::limiter`.
+    pub limiter: Arc<dyn CallLimiter>,
+}
+
+/// Connects the shared state on PostgreSQL: tables, key, sessions, bus,
+/// tasks and limits, on one pool of `size` connections.
+pub async fn connect(url: &str, size: usize, timeout: Duration) -> Result<Replication, String> {
+    let pool = pool(url, size, timeout)?;
+    migrate(&pool).await?;
+    let key = key::shared(&pool).await?;
+    let bus = bus::PgBus::start(url, pool.clone())?;
+    let mut shared = Shared::new(Arc::new(sessions::PgSessions::new(pool.clone())), bus);
+    shared.timeout = timeout;
+    let defaults = AccessOptions::default();
+    let limits = limits::PgLimitOptions {
+        timeout,
+        idle_ttl: defaults.idle_bucket_ttl,
+        max_buckets: defaults.max_tracked_callers,
+        lease_ttl: limits::LEASE_TTL,
+    };
+    Ok(Replication {
+        shared,
+        key,
+        tasks: Arc::new(tasks::PgTasks::new(pool.clone(), timeout)),
+        limiter: Arc::new(limits::SharedLimiter(limits::PgLimiter::new(pool, limits))),
+    })
+}
+
+/// The server's own words for a database error (tokio-postgres prints
+/// only "db error"), else the driver's.
+pub fn db_message(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => e.to_string(),
+    }
+}
+
 /// Creates the shared-state tables if missing.
 pub async fn migrate(pool: &Pool) -> Result<(), String> {
     let mut client = pool
@@ -68,7 +115,10 @@ pub async fn migrate(pool: &Pool) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot reach PostgreSQL for the shared state: {e}"))?;
     let failed = |e: tokio_postgres::Error| {
-        format!("creating the shared-state tables failed: {}", describe(&e))
+        format!(
+            "creating the shared-state tables failed: {}",
+            db_message(&e)
+        )
     };
     let tx = client.transaction().await.map_err(failed)?;
     // Replicas starting together would race on `CREATE … IF NOT EXISTS`.
@@ -79,4 +129,32 @@ pub async fn migrate(pool: &Pool) -> Result<(), String> {
         tx.batch_execute(sql).await.map_err(failed)?;
     }
     tx.commit().await.map_err(failed)
+}
+
+#[cfg(test)]
+#[path = "../../../employee-directory/tests/common/pg.rs"]
+#[allow(dead_code)]
+mod pg;
+
+/// Test helpers: a migrated pool on a fresh database of the scratch cluster.
+#[cfg(test)]
+pub mod testing {
+    pub use super::pg::{fresh_database, psql};
+
+    /// A fresh database's URL and a migrated pool on it.
+    pub async fn fresh_pool() -> (String, deadpool_postgres::Pool) {
+        let url = tokio::task::spawn_blocking(fresh_database)
+            .await
+            .expect("fresh database");
+        let pool = super::pool(&url, 4, std::time::Duration::from_secs(5)).expect("pool");
+        super::migrate(&pool).await.expect("migrate");
+        (url, pool)
+    }
+
+    /// Rows in a table.
+    pub fn psql_count(url: &str, table: &str) -> i64 {
+        psql(url, &format!("SELECT count(*) FROM {table}"))
+            .parse()
+            .expect("a count")
+    }
 }

@@ -327,5 +327,5 @@ impl TaskBackend for PgTasks {
 }
 
 fn pg_failed(e: tokio_postgres::Error) -> TaskBackendError {
-    unavailable(super::describe(&e))
+    unavailable(super::db_message(&e))
 }

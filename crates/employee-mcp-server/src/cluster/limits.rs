@@ -40,8 +40,8 @@ CREATE TABLE IF NOT EXISTS mcp_call_leases (
 CREATE INDEX IF NOT EXISTS mcp_call_leases_caller ON mcp_call_leases (caller, expires_at);
 ";
 
-/// How long a lease outlives its last refresh (a crashed replica's calls
-/// stop counting after this).
+/// How long a lease outlives its last refresh by default (a crashed
+/// replica's calls stop counting after this).
 pub const LEASE_TTL: Duration = Duration::from_secs(30);
 
 /// How often idle buckets and lapsed leases are pruned (at most).
@@ -76,6 +76,9 @@ pub struct PgLimitOptions {
     pub idle_ttl: Duration,
     /// Most bucket rows kept; the least recently used go first.
     pub max_buckets: usize,
+    /// How long a lease outlives its last refresh ([`LEASE_TTL`]); the
+    /// holder refreshes it every third of this.
+    pub lease_ttl: Duration,
 }
 
 /// Limits kept in one PostgreSQL database.
@@ -131,7 +134,7 @@ impl PgLimiter {
         let row = client
             .query_one(TAKE, &[&caller, &tool, &burst, &rate])
             .await
-            .map_err(unavailable)?;
+            .map_err(pg_failed)?;
         let admitted: bool = row.get(0);
         let tokens: f64 = row.get(1);
         if admitted {
@@ -143,20 +146,20 @@ impl PgLimiter {
 
     async fn acquire_now(&self, caller: &str, max: usize) -> Result<Option<i64>, LimitError> {
         let mut client = self.pool.get().await.map_err(unavailable)?;
-        let tx = client.transaction().await.map_err(unavailable)?;
+        let tx = client.transaction().await.map_err(pg_failed)?;
         // Count-then-insert must not interleave for one caller.
         tx.execute(
             "SELECT pg_advisory_xact_lock($1, hashtext($2))",
             &[&LEASE_LOCK_SPACE, &caller],
         )
         .await
-        .map_err(unavailable)?;
+        .map_err(pg_failed)?;
         tx.execute(
             "DELETE FROM mcp_call_leases WHERE caller = $1 AND expires_at <= now()",
             &[&caller],
         )
         .await
-        .map_err(unavailable)?;
+        .map_err(pg_failed)?;
         let max = i64::try_from(max).unwrap_or(i64::MAX);
         let row = tx
             .query_opt(
@@ -164,11 +167,11 @@ impl PgLimiter {
                  SELECT $1, now() + make_interval(secs => $3) \
                  WHERE (SELECT count(*) FROM mcp_call_leases WHERE caller = $1) < $2 \
                  RETURNING id",
-                &[&caller, &max, &LEASE_TTL.as_secs_f64()],
+                &[&caller, &max, &self.options.lease_ttl.as_secs_f64()],
             )
             .await
-            .map_err(unavailable)?;
-        tx.commit().await.map_err(unavailable)?;
+            .map_err(pg_failed)?;
+        tx.commit().await.map_err(pg_failed)?;
         Ok(row.map(|r| r.get(0)))
     }
 
@@ -204,7 +207,7 @@ impl PgLimiter {
                 &[&idle],
             )
             .await
-            .map_err(unavailable)?;
+            .map_err(pg_failed)?;
         client
             .execute(
                 "DELETE FROM mcp_rate_buckets WHERE (caller, tool) IN (SELECT caller, tool \
@@ -212,11 +215,11 @@ impl PgLimiter {
                 &[&max],
             )
             .await
-            .map_err(unavailable)?;
+            .map_err(pg_failed)?;
         client
             .execute("DELETE FROM mcp_call_leases WHERE expires_at <= now()", &[])
             .await
-            .map_err(unavailable)?;
+            .map_err(pg_failed)?;
         Ok(())
     }
 }
@@ -231,12 +234,13 @@ struct Lease {
 }
 
 impl Lease {
-    fn start(id: i64, pool: Pool, timeout: Duration) -> Self {
+    fn start(id: i64, pool: Pool, options: &PgLimitOptions) -> Self {
         let p = pool.clone();
+        let (ttl, timeout) = (options.lease_ttl, options.timeout);
         let refresher = tokio::spawn(async move {
             let mut tick = tokio::time::interval_at(
-                tokio::time::Instant::from_std(Instant::now() + LEASE_TTL / 3),
-                LEASE_TTL / 3,
+                tokio::time::Instant::from_std(Instant::now() + ttl / 3),
+                ttl / 3,
             );
             loop {
                 tick.tick().await;
@@ -244,10 +248,10 @@ impl Lease {
                     let c = p.get().await.map_err(unavailable)?;
                     c.execute(
                         "UPDATE mcp_call_leases SET expires_at = now() + make_interval(secs => $2) WHERE id = $1",
-                        &[&id, &LEASE_TTL.as_secs_f64()],
+                        &[&id, &ttl.as_secs_f64()],
                     )
                     .await
-                    .map_err(unavailable)
+                    .map_err(pg_failed)
                 };
                 // A missed refresh only shortens the lease; the next may land.
                 if let Ok(Err(e)) | Err(e) = tokio::time::timeout(timeout, refresh)
@@ -279,7 +283,7 @@ impl Drop for Lease {
                 let c = pool.get().await.map_err(unavailable)?;
                 c.execute("DELETE FROM mcp_call_leases WHERE id = $1", &[&id])
                     .await
-                    .map_err(unavailable)
+                    .map_err(pg_failed)
             };
             if let Ok(Err(e)) | Err(e) = tokio::time::timeout(timeout, release)
                 .await
@@ -311,7 +315,11 @@ impl CallLimiter for SharedLimiter {
         let me = &self.0;
         Box::pin(async move {
             let id = me.bounded(me.acquire_now(caller, max)).await?;
-            Ok(id.map(|id| Permit::new(Lease::start(id, me.pool.clone(), me.options.timeout))))
+            Ok(id.map(|id| Permit::new(Lease::start(id, me.pool.clone(), &me.options))))
         })
     }
+}
+
+fn pg_failed(e: tokio_postgres::Error) -> LimitError {
+    unavailable(super::db_message(&e))
 }

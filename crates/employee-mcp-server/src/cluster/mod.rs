@@ -11,6 +11,8 @@ pub mod key;
 pub mod limits;
 pub mod sessions;
 pub mod tasks;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,6 +89,7 @@ pub async fn connect(url: &str, size: usize, timeout: Duration) -> Result<Replic
         timeout,
         idle_ttl: defaults.idle_bucket_ttl,
         max_buckets: defaults.max_tracked_callers,
+        lease_ttl: limits::LEASE_TTL,
     };
     Ok(Replication {
         shared,

@@ -95,24 +95,24 @@ fn object(v: Option<Value>) -> Map<String, Value> {
 }
 
 fn record(row: &Row) -> Result<TaskRecord, TaskBackendError> {
-    let status: String = row.try_get("status").map_err(unavailable)?;
+    let status: String = row.try_get("status").map_err(pg_failed)?;
     let status = TaskStatus::parse(&status)
         .ok_or_else(|| unavailable(format!("unknown task status {status:?} in mcp_tasks")))?;
-    let result: Option<Value> = row.try_get("result").map_err(unavailable)?;
+    let result: Option<Value> = row.try_get("result").map_err(pg_failed)?;
     Ok(TaskRecord {
-        id: row.try_get("id").map_err(unavailable)?,
-        owner: row.try_get("owner").map_err(unavailable)?,
+        id: row.try_get("id").map_err(pg_failed)?,
+        owner: row.try_get("owner").map_err(pg_failed)?,
         status,
         created: row
             .try_get::<_, SystemTime>("created_at")
-            .map_err(unavailable)?,
+            .map_err(pg_failed)?,
         updated: row
             .try_get::<_, SystemTime>("updated_at")
-            .map_err(unavailable)?,
+            .map_err(pg_failed)?,
         result: result.map(|r| object(Some(r))),
-        error: row.try_get("error").map_err(unavailable)?,
-        pending: object(row.try_get("pending").map_err(unavailable)?),
-        answers: object(row.try_get("answers").map_err(unavailable)?),
+        error: row.try_get("error").map_err(pg_failed)?,
+        pending: object(row.try_get("pending").map_err(pg_failed)?),
+        answers: object(row.try_get("answers").map_err(pg_failed)?),
     })
 }
 
@@ -125,18 +125,18 @@ impl TaskBackend for PgTasks {
         max_tasks: usize,
     ) -> TaskFuture<'a, TaskRecord> {
         self.run(move |mut client| async move {
-            let tx = client.transaction().await.map_err(unavailable)?;
+            let tx = client.transaction().await.map_err(pg_failed)?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CREATE_LOCK])
                 .await
-                .map_err(unavailable)?;
+                .map_err(pg_failed)?;
             tx.execute("DELETE FROM mcp_tasks WHERE expires_at <= now()", &[])
                 .await
-                .map_err(unavailable)?;
+                .map_err(pg_failed)?;
             let max = i64::try_from(max_tasks.max(1)).unwrap_or(i64::MAX);
             let count: i64 = tx
                 .query_one("SELECT count(*) FROM mcp_tasks", &[])
                 .await
-                .map_err(unavailable)?
+                .map_err(pg_failed)?
                 .get(0);
             if count >= max {
                 // Make room: the oldest finished tasks go first.
@@ -147,7 +147,7 @@ impl TaskBackend for PgTasks {
                 let evicted = tx
                     .execute(&sql, &[&(count - max + 1)])
                     .await
-                    .map_err(unavailable)?;
+                    .map_err(pg_failed)?;
                 if count - i64::try_from(evicted).unwrap_or(0) >= max {
                     return Err(TaskBackendError::Full);
                 }
@@ -160,8 +160,8 @@ impl TaskBackend for PgTasks {
             let row = tx
                 .query_one(&sql, &[&id, &owner, &secs(ttl)])
                 .await
-                .map_err(unavailable)?;
-            tx.commit().await.map_err(unavailable)?;
+                .map_err(pg_failed)?;
+            tx.commit().await.map_err(pg_failed)?;
             record(&row)
         })
     }
@@ -170,7 +170,7 @@ impl TaskBackend for PgTasks {
         self.run(move |client| async move {
             let sql =
                 format!("SELECT {COLUMNS} FROM mcp_tasks WHERE id = $1 AND expires_at > now()");
-            let row = client.query_opt(&sql, &[&id]).await.map_err(unavailable)?;
+            let row = client.query_opt(&sql, &[&id]).await.map_err(pg_failed)?;
             row.as_ref().map(record).transpose()
         })
     }
@@ -183,7 +183,7 @@ impl TaskBackend for PgTasks {
         ttl: Duration,
     ) -> TaskFuture<'a, bool> {
         self.run(move |mut client| async move {
-            let tx = client.transaction().await.map_err(unavailable)?;
+            let tx = client.transaction().await.map_err(pg_failed)?;
             let sql = format!(
                 "SELECT {COLUMNS} FROM mcp_tasks WHERE id = $1 AND expires_at > now() \
                  AND owner IS NOT DISTINCT FROM $2 FOR UPDATE"
@@ -191,7 +191,7 @@ impl TaskBackend for PgTasks {
             let Some(row) = tx
                 .query_opt(&sql, &[&id, &owner])
                 .await
-                .map_err(unavailable)?
+                .map_err(pg_failed)?
             else {
                 return Ok(false);
             };
@@ -221,8 +221,8 @@ impl TaskBackend for PgTasks {
                 ],
             )
             .await
-            .map_err(unavailable)?;
-            tx.commit().await.map_err(unavailable)?;
+            .map_err(pg_failed)?;
+            tx.commit().await.map_err(pg_failed)?;
             Ok(true)
         })
     }
@@ -243,7 +243,7 @@ impl TaskBackend for PgTasks {
             let changed = client
                 .execute(&sql, &[&id, &owner, &secs(ttl)])
                 .await
-                .map_err(unavailable)?;
+                .map_err(pg_failed)?;
             if changed > 0 {
                 return Ok(true);
             }
@@ -255,7 +255,7 @@ impl TaskBackend for PgTasks {
                     &[&id, &owner],
                 )
                 .await
-                .map_err(unavailable)?;
+                .map_err(pg_failed)?;
             Ok(row.get(0))
         })
     }
@@ -276,7 +276,7 @@ impl TaskBackend for PgTasks {
             let changed = client
                 .execute(&sql, &[&id, &requests, &secs(ttl)])
                 .await
-                .map_err(unavailable)?;
+                .map_err(pg_failed)?;
             Ok(changed > 0)
         })
     }
@@ -298,7 +298,7 @@ impl TaskBackend for PgTasks {
                     &[&id, &secs(ttl)],
                 )
                 .await
-                .map_err(unavailable)?;
+                .map_err(pg_failed)?;
             Ok(row.map(|r| object(r.get(0))))
         })
     }
@@ -320,8 +320,12 @@ impl TaskBackend for PgTasks {
                     &[&id, &status.as_str(), &result, &error, &secs(ttl)],
                 )
                 .await
-                .map_err(unavailable)?;
+                .map_err(pg_failed)?;
             Ok(())
         })
     }
+}
+
+fn pg_failed(e: tokio_postgres::Error) -> TaskBackendError {
+    unavailable(super::db_message(&e))
 }

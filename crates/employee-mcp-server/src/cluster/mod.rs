@@ -93,7 +93,7 @@ mod pg;
 /// Test helpers: a migrated pool on a fresh database of the scratch cluster.
 #[cfg(test)]
 pub mod testing {
-    pub use super::pg::{cluster_url, fresh_database, psql};
+    pub use super::pg::{fresh_database, psql};
 
     /// A fresh database's URL and a migrated pool on it.
     pub async fn fresh_pool() -> (String, deadpool_postgres::Pool) {

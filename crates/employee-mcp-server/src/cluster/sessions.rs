@@ -157,7 +157,7 @@ impl PgSessions {
 }
 
 /// A driver or pool failure: the store is unavailable for now.
-pub fn unavailable(e: impl std::fmt::Display + std::error::Error + 'static) -> SharedError {
+pub fn unavailable(e: impl std::error::Error + 'static) -> SharedError {
     // A server error's Display is only "db error": show its message.
     let detail = (&e as &dyn std::error::Error)
         .downcast_ref::<tokio_postgres::Error>()

@@ -65,12 +65,7 @@ impl Cluster {
             .arg("--bin")
             .arg(BIN);
         match db {
-            Database::Fresh => cmd.arg("--database").arg(
-                std::env::var("HACK_DB")
-                    .ok()
-                    .map(|d| format!("{d}-{}.db", N.load(Ordering::Relaxed)))
-                    .unwrap_or_else(pg::fresh_database),
-            ),
+            Database::Fresh => cmd.arg("--database").arg(pg::fresh_database()),
             Database::Own(name) => cmd.arg("--pg").arg(name),
         };
         let out = cmd

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -31,6 +32,10 @@ pub enum Database {
 /// PostgreSQL + replicas + nginx. Replicas and the balancer are
 /// [`Server::at`] endpoints, so every harness helper works on them.
 pub struct Cluster {
+    /// One cluster at a time per test process: three replicas, nginx and
+    /// the test's own load already fill two cores, and the fault tests
+    /// time what they measure.
+    _turn: MutexGuard<'static, ()>,
     prefix: PathBuf,
     /// The `--database` URL every replica uses.
     pub database: String,
@@ -50,6 +55,9 @@ impl Cluster {
     /// Same, on the given database.
     pub fn start_on(db: Database, replicas: usize, flags: &[&str]) -> Cluster {
         static N: AtomicU32 = AtomicU32::new(0);
+        static TURN: Mutex<()> = Mutex::new(());
+        // A failed test poisons the lock; the next one still gets its turn.
+        let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
         let prefix = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
             "cluster-{}-{}",
             std::process::id(),
@@ -106,6 +114,7 @@ impl Cluster {
             })
             .collect();
         Cluster {
+            _turn: turn,
             database: read("database"),
             balancer: Server::at(&balancer_addr),
             replicas: replicas_addr.iter().map(|a| Server::at(a)).collect(),

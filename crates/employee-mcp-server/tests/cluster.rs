@@ -534,10 +534,16 @@ async fn killing_a_replica_under_load_loses_no_answered_call() {
         "{audited} audit records for {answered} answered and {} failed calls",
         failed.len()
     );
-    // The survivors still serve.
+    // The survivors still serve, and `scripts/cluster status` says which
+    // one is gone.
     for i in [0, 2] {
         cluster.replicas[i].assert_alive().await;
     }
+    let (healthy, report) = cluster.status();
+    assert!(!healthy, "status missed the dead replica:\n{report}");
+    let down: Vec<&str> = report.lines().filter(|l| l.contains("DOWN")).collect();
+    assert_eq!(down.len(), 1, "{report}");
+    assert!(down[0].starts_with("replica 2 "), "{report}");
 }
 
 fn pg_scratch(action: &str, name: &str) {

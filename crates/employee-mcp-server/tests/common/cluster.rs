@@ -123,6 +123,20 @@ impl Cluster {
         }
     }
 
+    /// `scripts/cluster status` of this cluster: whether every part runs,
+    /// and its report.
+    pub fn status(&self) -> (bool, String) {
+        let out = Command::new(workspace().join("scripts/cluster"))
+            .args(["status", "--prefix"])
+            .arg(&self.prefix)
+            .output()
+            .expect("run scripts/cluster status");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+
     /// The process id of replica `i` (0-based).
     pub fn replica_pid(&self, i: usize) -> u32 {
         self.pids[i]

@@ -6,10 +6,12 @@
 
 use crate::error::DirectoryError;
 use crate::options::DirectoryOptions;
+use crate::postgres::{self, PostgresBackend};
 use crate::sqlite::{self, SqliteBackend};
 
 pub(crate) enum Backend {
     Sqlite(SqliteBackend),
+    Postgres(PostgresBackend),
 }
 
 impl Backend {
@@ -23,6 +25,11 @@ impl Backend {
                 SqliteBackend::open(target?, options).await?,
             ));
         }
+        if postgres::is_url(url) {
+            return Ok(Backend::Postgres(
+                PostgresBackend::open(url.trim(), options).await?,
+            ));
+        }
         Err(DirectoryError::UnsupportedUrl {
             url: url.to_string(),
         })
@@ -32,6 +39,7 @@ impl Backend {
     pub(crate) fn name(&self) -> &'static str {
         match self {
             Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => "postgres",
         }
     }
 }

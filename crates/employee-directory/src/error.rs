@@ -11,7 +11,8 @@ pub enum DirectoryError {
     /// The database URL uses a scheme this build does not support.
     #[error(
         "unsupported database URL `{url}`: supported forms are `sqlite://PATH` \
-         (file, created if missing) and `sqlite::memory:` (in-memory, for tests)"
+         (file, created if missing), `sqlite::memory:` (in-memory, for tests) and \
+         `postgres://USER@HOST:PORT/DATABASE` (an existing PostgreSQL database)"
     )]
     UnsupportedUrl {
         /// The URL as given by the caller.
@@ -27,7 +28,7 @@ pub enum DirectoryError {
         message: String,
         /// The underlying driver error, when there is one.
         #[source]
-        source: Option<rusqlite::Error>,
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 
     /// A query failed.
@@ -38,6 +39,17 @@ pub enum DirectoryError {
         /// The underlying driver error.
         #[source]
         source: rusqlite::Error,
+    },
+
+    /// A PostgreSQL query failed (not a connection problem: those are
+    /// [`DirectoryError::Unavailable`]).
+    #[error("employee database query failed ({context}): {}", pg_detail(.source))]
+    Postgres {
+        /// Which operation failed.
+        context: &'static str,
+        /// The underlying driver error.
+        #[source]
+        source: tokio_postgres::Error,
     },
 
     /// Applying a schema migration failed.
@@ -78,8 +90,14 @@ pub enum UnavailableReason {
     /// No pooled connection became free within the acquire timeout (the
     /// server is overloaded or a query is stuck).
     Overloaded,
+    /// The database server cannot be reached or dropped the connection
+    /// (stopped, restarting, network down). Calls succeed again once it is
+    /// back; the pool reconnects by itself.
+    Unreachable,
+    /// A query ran longer than the statement timeout and was cancelled.
+    TimedOut,
     /// Anything else: the file cannot be opened or created, the pool shut
-    /// down, the in-memory database was lost.
+    /// down, the in-memory database was lost, the server refused the login.
     Other,
 }
 
@@ -89,7 +107,10 @@ impl UnavailableReason {
     pub fn is_transient(self) -> bool {
         matches!(
             self,
-            UnavailableReason::Locked | UnavailableReason::Overloaded
+            UnavailableReason::Locked
+                | UnavailableReason::Overloaded
+                | UnavailableReason::Unreachable
+                | UnavailableReason::TimedOut
         )
     }
 }
@@ -112,8 +133,25 @@ impl DirectoryError {
         }
     }
 
+    /// Wraps a PostgreSQL error raised by the named operation; connection
+    /// failures become [`DirectoryError::Unavailable`].
+    pub(crate) fn pg(
+        context: &'static str,
+    ) -> impl FnOnce(tokio_postgres::Error) -> DirectoryError {
+        move |source| crate::postgres::classify(context, source)
+    }
+
     /// Wraps a driver error raised by the named operation.
     pub(crate) fn db(context: &'static str) -> impl FnOnce(rusqlite::Error) -> DirectoryError {
         move |source| DirectoryError::Database { context, source }
+    }
+}
+
+/// The server's message for a PostgreSQL error (its `Display` only says
+/// "db error").
+fn pg_detail(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => error.to_string(),
     }
 }

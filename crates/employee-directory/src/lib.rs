@@ -41,8 +41,10 @@ mod backend;
 mod clock;
 mod error;
 mod ids;
+mod lookup;
 pub mod model;
 mod options;
+mod postgres;
 mod seed;
 mod sqlite;
 mod tenure;
@@ -54,7 +56,10 @@ use chrono::NaiveDate;
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::{DirectoryError, UnavailableReason};
 pub use model::*;
-pub use options::{DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_BUSY_TIMEOUT, DirectoryOptions};
+pub use options::{
+    DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_STATEMENT_TIMEOUT, DirectoryOptions,
+};
 
 use backend::Backend;
 
@@ -66,6 +71,7 @@ macro_rules! dispatch {
     ($self:ident, $db:ident => $call:expr) => {
         match &$self.inner.backend {
             Backend::Sqlite($db) => $call.await,
+            Backend::Postgres($db) => $call.await,
         }
     };
 }
@@ -103,9 +109,11 @@ impl Directory {
     /// Opens (and if needed creates, migrates and seeds) a directory.
     ///
     /// Supported URLs: `sqlite://PATH` (relative or absolute; the file and its
-    /// directory are created if missing) and `sqlite::memory:` (a private
-    /// in-memory database, for tests). Anything else fails with
-    /// [`DirectoryError::UnsupportedUrl`].
+    /// directory are created if missing), `sqlite::memory:` (a private
+    /// in-memory database, for tests) and `postgres://` / `postgresql://`
+    /// (an existing PostgreSQL database; tables are created and seeded if
+    /// missing, safely when several servers start at once). Anything else
+    /// fails with [`DirectoryError::UnsupportedUrl`].
     ///
     /// Only this call creates the file: if it is deleted while serving,
     /// queries fail with [`UnavailableReason::Missing`] until it is restored.
@@ -257,6 +265,7 @@ impl Directory {
     pub fn pool_stats(&self) -> PoolStats {
         match &self.inner.backend {
             Backend::Sqlite(db) => db.pool_stats(),
+            Backend::Postgres(db) => db.pool_stats(),
         }
     }
 }

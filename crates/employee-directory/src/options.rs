@@ -8,12 +8,19 @@ pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default for [`DirectoryOptions::acquire_timeout`].
 pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Default for [`DirectoryOptions::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
+
+/// Default for [`DirectoryOptions::statement_timeout`].
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Bounds on how long a query may wait before it fails with
 /// [`crate::DirectoryError::Unavailable`], so that calls never stall
 /// indefinitely behind another process or stuck work.
 ///
 /// A call waits at most `acquire_timeout` for a pooled connection, then at
-/// most `busy_timeout` for each SQLite lock it needs.
+/// most `busy_timeout` for each SQLite lock it needs (SQLite) or at most
+/// `statement_timeout` per query (PostgreSQL).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DirectoryOptions {
     /// How long a query waits on a database locked by another connection or
@@ -22,6 +29,15 @@ pub struct DirectoryOptions {
     /// How long a query waits for a free pooled connection before failing
     /// with [`crate::UnavailableReason::Overloaded`].
     pub acquire_timeout: Duration,
+    /// Most connections the pool opens. SQLite uses fewer when the machine
+    /// has fewer cores (at most 8); PostgreSQL opens up to this many per
+    /// server process, so replicas × this must stay below the server's
+    /// `max_connections`.
+    pub max_connections: usize,
+    /// PostgreSQL only: the server cancels a query running longer than this
+    /// (`statement_timeout` of every connection), and the client gives up
+    /// on an unresponsive server after it.
+    pub statement_timeout: Duration,
 }
 
 impl Default for DirectoryOptions {
@@ -29,6 +45,8 @@ impl Default for DirectoryOptions {
         DirectoryOptions {
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
             acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
         }
     }
 }

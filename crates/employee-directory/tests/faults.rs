@@ -197,6 +197,7 @@ async fn waiting_for_a_connection_is_bounded() {
     let options = DirectoryOptions {
         busy_timeout: Duration::from_millis(1500),
         acquire_timeout: Duration::from_millis(200),
+        ..DirectoryOptions::default()
     };
     let directory = open(&db, options).await;
 

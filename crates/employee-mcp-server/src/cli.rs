@@ -288,7 +288,8 @@ pub struct ClusterArgs {
     #[arg(long, env = "EMPLOYEE_MCP_REQUEST_STATE_KEY_FILE", value_name = "PATH")]
     pub request_state_key_file: Option<PathBuf>,
 
-    /// Connections of the pool for shared sessions and the bus (PostgreSQL).
+    /// Connections of the pool for the shared state: sessions, the bus,
+    /// tasks and limits (PostgreSQL).
     #[arg(
         long,
         env = "EMPLOYEE_MCP_SHARED_POOL_SIZE",
@@ -297,16 +298,17 @@ pub struct ClusterArgs {
     )]
     pub shared_pool_size: u64,
 
-    /// Longest wait (seconds) for the shared session store on a request;
-    /// past it the request fails (-32603, or 503 on GET/DELETE) instead of
-    /// hanging.
+    /// Milliseconds one read or write of the state shared by replicas
+    /// (sessions, tasks, rate limits) may take. Past it the request fails
+    /// (-32603, or 503 on GET/DELETE) rather than being admitted unchecked
+    /// or left hanging.
     #[arg(
         long,
-        env = "EMPLOYEE_MCP_SHARED_STORE_TIMEOUT_SECS",
-        default_value_t = 5,
-        value_parser = clap::value_parser!(u64).range(1..=300)
+        env = "EMPLOYEE_MCP_SHARED_STATE_TIMEOUT_MS",
+        default_value_t = 2000,
+        value_parser = clap::value_parser!(u64).range(50..=60_000)
     )]
-    pub shared_store_timeout_secs: u64,
+    pub shared_state_timeout_ms: u64,
 }
 
 /// Bounds on HTTP connections (slow clients, idle keep-alive, shutdown).

@@ -225,11 +225,14 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// What replicas share: on PostgreSQL, sessions, the bus and a cluster
-/// key; the key file, when given, wins over the database's key.
+/// What replicas share: on PostgreSQL, sessions, the bus, a cluster key,
+/// tasks and limits; the key file, when given, wins over the database's key.
+#[derive(Default)]
 struct Replicated {
     shared: Option<mcp_server::shared::Shared>,
     key: Option<[u8; 32]>,
+    tasks: Option<Arc<dyn mcp_server::tasks::TaskBackend>>,
+    limiter: Option<Arc<dyn mcp_server::access::CallLimiter>>,
 }
 
 async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
@@ -240,17 +243,21 @@ async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
     };
     if !cluster::is_postgres(&cli.database) {
         return Ok(Replicated {
-            shared: None,
             key: file_key,
+            ..Replicated::default()
         });
     }
     let size = usize::try_from(args.shared_pool_size).unwrap_or(8);
-    let timeout = Duration::from_secs(args.shared_store_timeout_secs);
+    let timeout = Duration::from_millis(args.shared_state_timeout_ms);
     let r = cluster::connect(&cli.database, size, timeout).await?;
-    tracing::info!("sharing sessions and events with other replicas through PostgreSQL");
+    tracing::info!(
+        "sharing sessions, events, tasks and limits with other replicas through PostgreSQL"
+    );
     Ok(Replicated {
         shared: Some(r.shared),
         key: Some(file_key.unwrap_or(r.key)),
+        tasks: Some(r.tasks),
+        limiter: Some(r.limiter),
     })
 }
 
@@ -295,6 +302,12 @@ fn build_server(
         .options(options)
         .access(access)
         .audit(sink);
+    if let Some(tasks) = replicated.tasks {
+        builder = builder.task_backend(tasks);
+    }
+    if let Some(limiter) = replicated.limiter {
+        builder = builder.limiter(limiter);
+    }
     for tool in tools::all(directory, settings) {
         builder = builder.tool(tool);
     }

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::access::{AccessOptions, AuditSink, ConcurrencyLimiter, RateLimit, RateLimiter};
+use crate::access::{AccessOptions, AuditSink, CallLimiter, MemoryLimiter, RateLimit, RateLimiter};
 use crate::context::RequestContext;
 use crate::engine::Replicas;
 use crate::events::ServerEvent;
@@ -23,7 +23,7 @@ use crate::request_state::StateSigner;
 use crate::resource::{Resource, ResourceTemplate};
 use crate::session::{Session, SessionStore};
 use crate::shared::Shared;
-use crate::tasks::{TaskOptions, TaskStore, TaskSupport};
+use crate::tasks::{MemoryTasks, TaskBackend, TaskOptions, TaskStore, TaskSupport};
 use crate::tool::Tool;
 
 /// The future a completion handler returns: candidate values.
@@ -95,9 +95,28 @@ pub struct ServerBuilder {
     audit: Option<Arc<dyn AuditSink>>,
     tasks: Option<TaskOptions>,
     shared: Option<Shared>,
+    task_backend: Option<Arc<dyn TaskBackend>>,
+    limiter: Option<Arc<dyn CallLimiter>>,
 }
 
 impl ServerBuilder {
+    /// Where task records live; [`MemoryTasks`] of this server by default.
+    /// Replicas given one shared backend serve each other's tasks (see
+    /// [`crate::tasks`]). Does not by itself enable the extension.
+    pub fn task_backend(mut self, backend: Arc<dyn TaskBackend>) -> Self {
+        self.task_backend = Some(backend);
+        self
+    }
+
+    /// The `tools/call` rate and concurrency limiter; a [`MemoryLimiter`]
+    /// of this server by default. Replicas given one shared limiter
+    /// enforce the limits together. (The `initialize` rate of
+    /// [`ServerOptions::initialize_rate`] stays per process.)
+    pub fn limiter(mut self, limiter: Arc<dyn CallLimiter>) -> Self {
+        self.limiter = Some(limiter);
+        self
+    }
+
     /// Shares legacy sessions and events with other replicas through
     /// `shared` (see [`crate::shared`]). Build the server inside a Tokio
     /// runtime: it starts a task that receives the other replicas'
@@ -271,10 +290,20 @@ impl ServerBuilder {
                     self.access.max_tracked_callers,
                     self.access.idle_bucket_ttl,
                 ),
-                concurrency: ConcurrencyLimiter::default(),
+                limiter: self.limiter.unwrap_or_else(|| {
+                    Arc::new(MemoryLimiter::new(
+                        self.access.max_tracked_callers,
+                        self.access.idle_bucket_ttl,
+                    ))
+                }),
                 access: self.access,
                 audit: self.audit,
-                tasks: tasks.map(|o| Arc::new(TaskStore::new(o))),
+                tasks: tasks.map(|o| {
+                    let backend = self
+                        .task_backend
+                        .unwrap_or_else(|| Arc::new(MemoryTasks::new()));
+                    Arc::new(TaskStore::new(backend, o))
+                }),
                 metrics: Arc::default(),
                 replicas: self.shared.map(Replicas::new).transpose()?,
             }),
@@ -309,10 +338,10 @@ pub(crate) struct ServerInner {
     pub(crate) list_policy: ListPolicy,
     pub(crate) options: ServerOptions,
     pub(crate) access: AccessOptions,
-    /// Token buckets per (caller, tool).
+    /// Token buckets per caller for `initialize`.
     pub(crate) rate_limiter: RateLimiter,
-    /// Calls running per caller.
-    pub(crate) concurrency: ConcurrencyLimiter,
+    /// `tools/call` rate and concurrency limits.
+    pub(crate) limiter: Arc<dyn CallLimiter>,
     pub(crate) audit: Option<Arc<dyn AuditSink>>,
     /// The task store, when the tasks extension is enabled.
     pub(crate) tasks: Option<Arc<TaskStore>>,
@@ -357,6 +386,8 @@ impl Server {
             audit: None,
             tasks: None,
             shared: None,
+            task_backend: None,
+            limiter: None,
         }
     }
 

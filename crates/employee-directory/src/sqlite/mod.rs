@@ -22,10 +22,17 @@ use crate::model::{
 };
 use crate::options::DirectoryOptions;
 use pool::{Pool, Target};
+pub(crate) use row::make_location;
 
 /// The schema version this build migrates to.
 pub(crate) fn latest_schema_version() -> u32 {
     migrate::latest_version()
+}
+
+/// The SQLite migrations (for the PostgreSQL backend's consistency test).
+#[cfg(test)]
+pub(crate) fn migrations() -> &'static [migrate::Migration] {
+    migrate::MIGRATIONS
 }
 
 /// Most connections a file database keeps open.
@@ -66,7 +73,8 @@ impl SqliteBackend {
         }
         let size = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
-            .clamp(2, MAX_CONNECTIONS);
+            .clamp(2, MAX_CONNECTIONS)
+            .min(options.max_connections.max(1));
         let pool = Arc::new(Pool::new(target, size, options)?);
         let described = pool.describe();
         // The only place the file may be created: later connections refuse

@@ -323,7 +323,7 @@ impl Pool {
                  is writable",
                 path.display()
             ),
-            source: Some(source),
+            source: Some(Box::new(source)),
         }
     }
 
@@ -332,12 +332,14 @@ impl Pool {
     /// [`DirectoryError::Unavailable`] with a clear message.
     fn explain(&self, error: DirectoryError) -> DirectoryError {
         let code = match &error {
-            DirectoryError::Database { source, .. }
-            | DirectoryError::Unavailable {
+            DirectoryError::Database { source, .. } => source.sqlite_error_code(),
+            DirectoryError::Unavailable {
                 reason: UnavailableReason::Other,
                 source: Some(source),
                 ..
-            } => source.sqlite_error_code(),
+            } => source
+                .downcast_ref::<rusqlite::Error>()
+                .and_then(rusqlite::Error::sqlite_error_code),
             _ => None,
         };
         let (reason, message) = match code {
@@ -360,7 +362,9 @@ impl Pool {
             _ => return error,
         };
         let source = match error {
-            DirectoryError::Database { source, .. } => Some(source),
+            DirectoryError::Database { source, .. } => {
+                Some(Box::new(source) as Box<dyn std::error::Error + Send + Sync>)
+            }
             DirectoryError::Unavailable { source, .. } => source,
             _ => None,
         };
@@ -462,7 +466,7 @@ fn open_memory(options: &DirectoryOptions) -> Result<Pooled, DirectoryError> {
         DirectoryError::Unavailable {
             reason: UnavailableReason::Other,
             message: format!("cannot open an in-memory SQLite database: {source}"),
-            source: Some(source),
+            source: Some(Box::new(source)),
         }
     })?;
     configure_common(&conn, options)?;
@@ -514,6 +518,6 @@ fn configure_error(source: rusqlite::Error) -> DirectoryError {
     DirectoryError::Unavailable {
         reason: UnavailableReason::Other,
         message: format!("cannot configure SQLite connection: {source}"),
-        source: Some(source),
+        source: Some(Box::new(source)),
     }
 }

@@ -9,6 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use super::row::{CachedRow, count, date, date_opt, location, parsed, parsed_opt};
 use crate::error::DirectoryError;
 use crate::ids::{compact, slugify};
+use crate::lookup::{LEVEL_RANK, like_pattern, strip_level_prefix};
 use crate::model::{
     CompensationBand, DepartmentRoster, DepartmentSummary, EmployeeDetails, EmployeeSkill,
     EmploymentStatus, EmploymentType, Health, HistoryEntry, HistoryEvent, LeaveBalance, LeaveType,
@@ -19,11 +20,6 @@ use crate::seed::job_title;
 use crate::tenure;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
-
-/// SQL ordering key for levels, highest first when sorted descending.
-const LEVEL_RANK: &str = "CASE e.level WHEN 'junior' THEN 1 WHEN 'mid' THEN 2 \
-     WHEN 'senior' THEN 3 WHEN 'staff' THEN 4 WHEN 'principal' THEN 5 \
-     WHEN 'director' THEN 6 WHEN 'executive' THEN 7 ELSE 0 END";
 
 /// Finds an employee's canonical id from an id (any case), a name written
 /// with spaces ("alice johnson") or an email address.
@@ -395,20 +391,6 @@ pub(crate) fn team_roster(conn: &Connection, input: &str) -> Result<Option<TeamR
     }))
 }
 
-/// Escapes LIKE wildcards so user input matches literally.
-fn like_pattern(input: &str) -> String {
-    let mut out = String::with_capacity(input.len() + 2);
-    out.push('%');
-    for c in input.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('%');
-    out
-}
-
 pub(crate) fn search_by_skill(conn: &Connection, query: &str, limit: u32) -> Result<SkillSearch> {
     let wanted = query.trim();
     let mut empty = SkillSearch {
@@ -419,7 +401,9 @@ pub(crate) fn search_by_skill(conn: &Connection, query: &str, limit: u32) -> Res
         truncated: false,
         matches: Vec::new(),
     };
-    if wanted.is_empty() {
+    // SQLite's LIKE stops at a NUL, so "\0" would match every skill; no
+    // skill name contains one.
+    if wanted.is_empty() || wanted.contains('\0') {
         return Ok(empty);
     }
     let load = |sql: &str, arg: &str| -> Result<Vec<(i64, String)>> {
@@ -519,17 +503,10 @@ fn resolve_role(conn: &Connection, input: &str) -> Result<Option<(i64, String, S
     if let Some(found) = find(input)? {
         return Ok(Some(found));
     }
-    for prefix in Level::ALL.iter().filter_map(|l| l.title_prefix()) {
-        let n = prefix.len();
-        if input.len() > n + 1
-            && input.is_char_boundary(n)
-            && input[..n].eq_ignore_ascii_case(prefix)
-            && input[n..].starts_with(' ')
-        {
-            return find(input[n..].trim());
-        }
+    match strip_level_prefix(input) {
+        Some(role) => find(role),
+        None => Ok(None),
     }
-    Ok(None)
 }
 
 pub(crate) fn compensation_band(

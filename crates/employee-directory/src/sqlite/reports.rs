@@ -5,6 +5,7 @@ use rusqlite::{Connection, params};
 
 use super::row::{CachedRow, count, make_location};
 use crate::error::DirectoryError;
+use crate::lookup::{employment_label, level_label, office_label, percent, turnover_rate};
 use crate::model::{
     CompensationReport, CompensationRow, EmploymentType, HeadcountBucket, HeadcountReport, Level,
     OfficeType, Report, ReportType, TurnoverReport, TurnoverRow,
@@ -23,14 +24,6 @@ pub(crate) fn report(conn: &Connection, kind: ReportType, today: NaiveDate) -> R
         ReportType::Turnover => Report::Turnover(turnover(conn, today)?),
         ReportType::Compensation => Report::Compensation(compensation(conn, today)?),
     })
-}
-
-fn percent(part: u32, whole: u32) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        (f64::from(part) * 1000.0 / f64::from(whole)).round() / 10.0
-    }
 }
 
 fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
@@ -79,7 +72,7 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
             "SELECT l.city, l.region, l.country, COUNT(*)
              FROM employees e JOIN locations l ON l.id = e.location_id
              WHERE {EMPLOYED_ON}
-             GROUP BY l.id ORDER BY COUNT(*) DESC, l.city"
+             GROUP BY l.id ORDER BY COUNT(*) DESC, l.city, l.id"
         ))
         .map_err(DirectoryError::db("headcount by location"))?;
     let by_location = stmt
@@ -121,24 +114,6 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
     })
 }
 
-fn employment_label(t: EmploymentType) -> String {
-    match t {
-        EmploymentType::FullTime => "Full-time",
-        EmploymentType::PartTime => "Part-time",
-        EmploymentType::Contractor => "Contractor",
-    }
-    .to_string()
-}
-
-fn office_label(t: OfficeType) -> String {
-    match t {
-        OfficeType::Remote => "Remote",
-        OfficeType::Hybrid => "Hybrid",
-        OfficeType::OnSite => "On-site",
-    }
-    .to_string()
-}
-
 fn turnover(conn: &Connection, today: NaiveDate) -> Result<TurnoverReport> {
     let start = today.checked_sub_months(Months::new(12)).unwrap_or(today);
     // ?1 = period start (exclusive), ?2 = period end (inclusive).
@@ -159,12 +134,7 @@ fn turnover(conn: &Connection, today: NaiveDate) -> Result<TurnoverReport> {
         let headcount_start = count(row, at)?;
         let headcount_end = count(row, at + 1)?;
         let terminations = count(row, at + 2)?;
-        let average = (f64::from(headcount_start) + f64::from(headcount_end)) / 2.0;
-        let rate = if average > 0.0 {
-            (f64::from(terminations) / average * 1000.0).round() / 10.0
-        } else {
-            0.0
-        };
+        let (average, rate) = turnover_rate(headcount_start, headcount_end, terminations);
         Ok(TurnoverRow {
             department_id,
             department,
@@ -311,13 +281,4 @@ fn compensation(conn: &Connection, today: NaiveDate) -> Result<CompensationRepor
         by_department,
         by_level,
     })
-}
-
-fn level_label(level: Level) -> String {
-    let s = level.as_str();
-    let mut chars = s.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
 }

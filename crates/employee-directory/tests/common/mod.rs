@@ -25,6 +25,60 @@ pub async fn memory() -> Directory {
         .unwrap()
 }
 
+/// Which backend a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Sqlite,
+    Postgres,
+}
+
+impl Kind {
+    /// The name `Health::backend` reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Sqlite => "sqlite",
+            Kind::Postgres => "postgres",
+        }
+    }
+}
+
+/// A seeded directory on `kind` with the clock at `date`: a private
+/// in-memory SQLite database, or a per-test copy of a seeded PostgreSQL
+/// template.
+pub async fn open(kind: Kind, date: NaiveDate) -> Directory {
+    let url = match kind {
+        Kind::Sqlite => "sqlite::memory:".to_string(),
+        Kind::Postgres => tokio::task::spawn_blocking(pg::seeded_database)
+            .await
+            .expect("create a seeded PostgreSQL database"),
+    };
+    Directory::open(&url, clock(date)).await.unwrap()
+}
+
+/// Defines `sqlite::NAME` and `postgres::NAME` tests that run the async
+/// function `NAME(kind: Kind)` on each backend.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::common::Kind::Sqlite).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::common::Kind::Postgres).await
+                }
+            )*
+        }
+    };
+}
+
 /// A unique database path under the system temp dir; removed on drop.
 pub struct TempDb {
     pub path: PathBuf,

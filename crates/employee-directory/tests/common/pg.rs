@@ -67,3 +67,73 @@ pub fn fresh_database() -> String {
     let root = base.rsplit_once('/').map(|(r, _)| r).unwrap_or(base);
     format!("{root}/{name}")
 }
+
+/// Runs one SQL statement with psql; the error output on failure.
+pub fn try_psql(url: &str, sql: &str) -> Result<String, String> {
+    let out = Command::new("psql")
+        .args([url, "-v", "ON_ERROR_STOP=1", "-Atqc", sql])
+        .output()
+        .map_err(|e| format!("run psql: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// The database name at the end of a URL.
+pub fn database_name(url: &str) -> &str {
+    url.rsplit_once('/').map(|(_, n)| n).unwrap_or(url)
+}
+
+/// A new database holding the seeded employee directory, copied from a
+/// template seeded once per test process (by `Directory::open` on its own
+/// runtime, so its connections are gone before the first copy).
+pub fn seeded_database() -> String {
+    static TEMPLATE: OnceLock<String> = OnceLock::new();
+    let template = TEMPLATE.get_or_init(|| {
+        let url = fresh_database();
+        let seed_url = url.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async {
+                let clock = std::sync::Arc::new(employee_directory::SystemClock);
+                employee_directory::Directory::open(&seed_url, clock)
+                    .await
+                    .expect("seed the template database");
+            });
+        })
+        .join()
+        .expect("seeding thread");
+        database_name(&url).to_owned()
+    });
+    static N: AtomicU32 = AtomicU32::new(0);
+    let base = cluster_url();
+    let name = format!(
+        "c_{}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0)
+    );
+    // The template's last backends may still be exiting: retry briefly.
+    let sql = format!("CREATE DATABASE {name} TEMPLATE {template}");
+    let mut attempts = 0;
+    loop {
+        match try_psql(base, &sql) {
+            Ok(_) => break,
+            Err(e) if e.contains("being accessed") && attempts < 100 => {
+                attempts += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => panic!("{sql}: {e}"),
+        }
+    }
+    let root = base.rsplit_once('/').map(|(r, _)| r).unwrap_or(base);
+    format!("{root}/{name}")
+}

@@ -59,8 +59,9 @@ fn decode(raw: &[u8]) -> Vec<u8> {
         .copied()
         .filter(|b| !b.is_ascii_whitespace())
         .collect();
-    let is_hex =
-        !digits.is_empty() && digits.len() % 2 == 0 && digits.iter().all(u8::is_ascii_hexdigit);
+    let is_hex = !digits.is_empty()
+        && digits.len().is_multiple_of(2)
+        && digits.iter().all(u8::is_ascii_hexdigit);
     if !is_hex {
         return raw.to_vec();
     }

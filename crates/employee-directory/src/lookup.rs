@@ -1,0 +1,90 @@
+//! Backend-independent pieces of queries: input normalisation, patterns and
+//! labels, shared so that SQLite and PostgreSQL answer identically.
+
+use crate::model::{EmploymentType, Level, OfficeType};
+
+/// SQL ordering key for levels of `e.level`, highest first when sorted
+/// descending (valid in SQLite and PostgreSQL).
+pub(crate) const LEVEL_RANK: &str = "CASE e.level WHEN 'junior' THEN 1 WHEN 'mid' THEN 2 \
+     WHEN 'senior' THEN 3 WHEN 'staff' THEN 4 WHEN 'principal' THEN 5 \
+     WHEN 'director' THEN 6 WHEN 'executive' THEN 7 ELSE 0 END";
+
+/// Escapes LIKE wildcards so user input matches literally, and wraps it in
+/// `%…%` (escape character: backslash).
+pub(crate) fn like_pattern(input: &str) -> String {
+    let mut out = String::with_capacity(input.len() + 2);
+    out.push('%');
+    for c in input.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+/// The role part of a title with a level prefix ("Senior Software Engineer"
+/// -> "Software Engineer"); `None` without a known prefix.
+pub(crate) fn strip_level_prefix(input: &str) -> Option<&str> {
+    for prefix in Level::ALL.iter().filter_map(|l| l.title_prefix()) {
+        let n = prefix.len();
+        if input.len() > n + 1
+            && input.is_char_boundary(n)
+            && input[..n].eq_ignore_ascii_case(prefix)
+            && input[n..].starts_with(' ')
+        {
+            return Some(input[n..].trim());
+        }
+    }
+    None
+}
+
+/// `part` as a percentage of `whole`, one decimal.
+pub(crate) fn percent(part: u32, whole: u32) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        (f64::from(part) * 1000.0 / f64::from(whole)).round() / 10.0
+    }
+}
+
+/// Turnover rate in percent (one decimal) of `terminations` over the average
+/// of two headcounts; also returns that average.
+pub(crate) fn turnover_rate(start: u32, end: u32, terminations: u32) -> (f64, f64) {
+    let average = (f64::from(start) + f64::from(end)) / 2.0;
+    let rate = if average > 0.0 {
+        (f64::from(terminations) / average * 1000.0).round() / 10.0
+    } else {
+        0.0
+    };
+    (average, rate)
+}
+
+pub(crate) fn employment_label(t: EmploymentType) -> String {
+    match t {
+        EmploymentType::FullTime => "Full-time",
+        EmploymentType::PartTime => "Part-time",
+        EmploymentType::Contractor => "Contractor",
+    }
+    .to_string()
+}
+
+pub(crate) fn office_label(t: OfficeType) -> String {
+    match t {
+        OfficeType::Remote => "Remote",
+        OfficeType::Hybrid => "Hybrid",
+        OfficeType::OnSite => "On-site",
+    }
+    .to_string()
+}
+
+/// "Senior" for `senior`.
+pub(crate) fn level_label(level: Level) -> String {
+    let s = level.as_str();
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}

@@ -1,0 +1,140 @@
+//! Schema migrations and first-time seeding on PostgreSQL, safe when several
+//! servers start at once on the same (possibly empty) database.
+
+use deadpool_postgres::ClientWrapper;
+
+use crate::error::DirectoryError;
+
+/// One schema change; versions match the SQLite migrations one to one.
+pub(crate) struct Migration {
+    pub version: u32,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// All migrations, in order. Never edit a released one: add a new file (and
+/// its SQLite twin with the same version).
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_schema.sql",
+        sql: include_str!("../../migrations/postgres/0001_schema.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "0002_indexes.sql",
+        sql: include_str!("../../migrations/postgres/0002_indexes.sql"),
+    },
+];
+
+/// Serialises migrating and seeding across servers (any constant unique to
+/// this purpose; the shared-state tables use another).
+const BOOTSTRAP_LOCK: i64 = 7_402_117_000;
+
+fn latest_version() -> u32 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// Migrates and seeds if needed. A database that is already current and
+/// seeded is only read (no lock, no writes), so replicas start fast.
+/// Returns (migrations applied, seeded).
+pub(crate) async fn bootstrap(client: &mut ClientWrapper) -> Result<(usize, bool), DirectoryError> {
+    if is_ready(client).await {
+        return Ok((0, false));
+    }
+    let fail = DirectoryError::pg("bootstrap transaction");
+    let tx = client.transaction().await.map_err(fail)?;
+    // Whoever gets the lock first does the work; the others then find the
+    // database current when they check again below.
+    tx.batch_execute(&format!(
+        "SELECT pg_advisory_xact_lock({BOOTSTRAP_LOCK});
+         CREATE TABLE IF NOT EXISTS schema_migrations (
+             version    INTEGER NOT NULL PRIMARY KEY,
+             name       TEXT NOT NULL,
+             applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+    ))
+    .await
+    .map_err(DirectoryError::pg("lock and create schema_migrations"))?;
+    let row = tx
+        .query_one(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+            &[],
+        )
+        .await
+        .map_err(DirectoryError::pg("read schema version"))?;
+    let current = u32::try_from(row.get::<_, i32>(0)).unwrap_or(0);
+    if current > latest_version() {
+        return Err(DirectoryError::Migration {
+            version: current,
+            name: "unknown",
+            message: format!(
+                "the database schema is at version {current} but this build only knows up to \
+                 version {}; upgrade the server or point it at another database",
+                latest_version()
+            ),
+        });
+    }
+    let mut applied = 0;
+    for m in MIGRATIONS.iter().filter(|m| m.version > current) {
+        let failed = |e: tokio_postgres::Error| DirectoryError::Migration {
+            version: m.version,
+            name: m.name,
+            message: e.to_string(),
+        };
+        tx.batch_execute(m.sql).await.map_err(failed)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+            &[&(m.version as i32), &m.name],
+        )
+        .await
+        .map_err(failed)?;
+        tracing::info!(
+            version = m.version,
+            name = m.name,
+            "applied schema migration"
+        );
+        applied += 1;
+    }
+    let seeded = super::seed::seed_if_empty(&tx).await?;
+    tx.commit()
+        .await
+        .map_err(DirectoryError::pg("commit migrations and seed"))?;
+    Ok((applied, seeded))
+}
+
+/// Whether the schema is current and seeded, without locking; any error
+/// (tables missing, ...) means "check under the lock".
+async fn is_ready(client: &ClientWrapper) -> bool {
+    let sql = "SELECT (SELECT MAX(version) FROM schema_migrations),
+                      EXISTS (SELECT 1 FROM employees)";
+    match client.query_one(sql, &[]).await {
+        Ok(row) => {
+            let version: Option<i32> = row.get(0);
+            let seeded: bool = row.get(1);
+            seeded && version == i32::try_from(latest_version()).ok()
+        }
+        Err(_) => false,
+    }
+}
+
+/// Highest applied migration (0 if none).
+#[cfg(test)]
+pub(crate) fn latest() -> u32 {
+    latest_version()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both backends must agree on what a schema version means.
+    #[test]
+    fn versions_match_sqlite() {
+        let pg: Vec<(u32, &str)> = MIGRATIONS.iter().map(|m| (m.version, m.name)).collect();
+        let sqlite: Vec<(u32, &str)> = crate::sqlite::migrations()
+            .iter()
+            .map(|m| (m.version, m.name))
+            .collect();
+        assert_eq!(pg, sqlite);
+    }
+}

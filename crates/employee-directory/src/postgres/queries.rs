@@ -1,0 +1,708 @@
+//! Lookups on PostgreSQL, the same answers as `crate::sqlite::queries`.
+//!
+//! Case-insensitive matching mirrors SQLite's `NOCASE` (ASCII only): the
+//! input is ASCII-lowercased here and compared with `lower(column)` (columns
+//! use the "C" collation, whose `lower()` folds ASCII only); `NOCASE`
+//! orderings become `ORDER BY lower(column)`. The id lookup is a subquery
+//! inside each statement, and the statements of one call are pipelined, so
+//! most calls take one round trip.
+
+use chrono::{Datelike, NaiveDate};
+use deadpool_postgres::ClientWrapper;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use super::row::{count, get, location, parsed, parsed_opt, proficiency};
+use crate::error::DirectoryError;
+use crate::ids::{compact, slugify};
+use crate::lookup::{LEVEL_RANK, like_pattern, strip_level_prefix};
+use crate::model::{
+    CompensationBand, DepartmentRoster, DepartmentSummary, EmployeeDetails, EmployeeSkill,
+    EmploymentStatus, EmploymentType, Health, HistoryEntry, HistoryEvent, LeaveBalance, LeaveType,
+    Level, OfficeType, RosterEntry, SalaryStats, SkillMatch, SkillMatchKind, SkillSearch,
+    TeamMember, TeamRef, TeamRoster, TeamSummary, Tenure,
+};
+use crate::seed::job_title;
+use crate::tenure;
+
+type Result<T> = std::result::Result<T, DirectoryError>;
+type Params<'a> = [&'a (dyn ToSql + Sync)];
+
+/// Runs a cached prepared statement and returns its rows.
+pub(crate) async fn rows(
+    c: &ClientWrapper,
+    context: &'static str,
+    sql: &str,
+    params: &Params<'_>,
+) -> Result<Vec<Row>> {
+    let stmt = c
+        .prepare_cached(sql)
+        .await
+        .map_err(DirectoryError::pg(context))?;
+    c.query(&stmt, params)
+        .await
+        .map_err(DirectoryError::pg(context))
+}
+
+/// Like [`rows`], at most one row.
+pub(crate) async fn row_opt(
+    c: &ClientWrapper,
+    context: &'static str,
+    sql: &str,
+    params: &Params<'_>,
+) -> Result<Option<Row>> {
+    Ok(rows(c, context, sql, params).await?.into_iter().next())
+}
+
+/// The employee id for `$1` (input, ASCII-lowercased), `$2` (whether it is
+/// an email address) and `$3` (the input without spaces or punctuation,
+/// lowercased): an exact id match first, then the email or compacted id.
+const EMPLOYEE: &str = "(SELECT r.id FROM employees r
+      WHERE lower(r.id) = $1::text
+         OR ($2::bool AND lower(r.email) = $1::text)
+         OR (NOT $2::bool AND lower(r.id) = $3::text)
+      ORDER BY lower(r.id) = $1::text DESC LIMIT 1)";
+
+/// Parameters of [`EMPLOYEE`]; `None` for empty input.
+fn employee_key(input: &str) -> Option<(String, bool, String)> {
+    let input = input.trim();
+    // PostgreSQL text cannot hold NUL; no stored id contains one.
+    if input.is_empty() || input.contains('\0') {
+        return None;
+    }
+    let by_email = input.contains('@');
+    Some((
+        input.to_ascii_lowercase(),
+        by_email,
+        compact(input).to_ascii_lowercase(),
+    ))
+}
+
+/// A department id for `$1` (lowercased id or name) or `$2` (slug).
+const DEPARTMENT: &str = "(SELECT r.id FROM departments r
+      WHERE lower(r.id) = $1::text OR lower(r.name) = $1::text OR lower(r.id) = $2::text
+      ORDER BY lower(r.id) LIMIT 1)";
+
+/// A team id for `$1` (lowercased id or name) or `$2` (slug, or
+/// `department-team`).
+const TEAM: &str = "(SELECT r.id FROM teams r
+      WHERE lower(r.id) = $1::text OR lower(r.name) = $1::text OR lower(r.id) = $2::text
+         OR (r.department_id || '-' || r.id) = $2::text
+      ORDER BY lower(r.id) LIMIT 1)";
+
+/// Parameters of [`DEPARTMENT`] and [`TEAM`]; `None` for empty input.
+fn org_key(input: &str) -> Option<(String, String)> {
+    let input = input.trim();
+    (!input.is_empty() && !input.contains('\0'))
+        .then(|| (input.to_ascii_lowercase(), slugify(input)))
+}
+
+pub(crate) async fn employee(c: &ClientWrapper, input: &str) -> Result<Option<EmployeeDetails>> {
+    let Some((key, by_email, compacted)) = employee_key(input) else {
+        return Ok(None);
+    };
+    let p: &Params = &[&key, &by_email, &compacted];
+    let main = format!(
+        "SELECT e.id, e.first_name, e.last_name, r.title, r.track, e.level,
+                d.name, d.id, t.name, t.id,
+                m.first_name || ' ' || m.last_name, m.id,
+                (SELECT COUNT(*) FROM employees x
+                  WHERE x.manager_id = e.id AND x.status = 'active'),
+                l.city, l.region, l.country,
+                e.email, e.phone, e.employment_type, e.office_type,
+                e.start_date, e.status, e.termination_date
+         FROM employees e
+         JOIN roles r ON r.id = e.role_id
+         JOIN departments d ON d.id = e.department_id
+         JOIN locations l ON l.id = e.location_id
+         LEFT JOIN teams t ON t.id = e.team_id
+         LEFT JOIN employees m ON m.id = e.manager_id
+         WHERE e.id = {EMPLOYEE}"
+    );
+    let skills = format!(
+        "SELECT s.name, s.category, es.proficiency
+         FROM employee_skills es JOIN skills s ON s.id = es.skill_id
+         WHERE es.employee_id = {EMPLOYEE}
+         ORDER BY es.proficiency DESC, lower(s.name)"
+    );
+    let history = format!(
+        "SELECT h.company, h.title, h.level, d.name, h.event, h.start_date, h.end_date
+         FROM employment_history h LEFT JOIN departments d ON d.id = h.department_id
+         WHERE h.employee_id = {EMPLOYEE}
+         ORDER BY h.start_date DESC, h.id DESC"
+    );
+    let (main, skills, history) = tokio::try_join!(
+        row_opt(c, "load employee", &main, p),
+        rows(c, "load employee skills", &skills, p),
+        rows(c, "load employment history", &history, p),
+    )?;
+    let Some(row) = main else {
+        return Ok(None);
+    };
+    let first_name: String = get(&row, 1)?;
+    let last_name: String = get(&row, 2)?;
+    let role: String = get(&row, 3)?;
+    let track: String = get(&row, 4)?;
+    let level = parsed(&row, 5, "level", Level::parse)?;
+    Ok(Some(EmployeeDetails {
+        employee_id: get(&row, 0)?,
+        name: format!("{first_name} {last_name}"),
+        first_name,
+        last_name,
+        title: job_title(&role, &track, level),
+        role,
+        level,
+        department: get(&row, 6)?,
+        department_id: get(&row, 7)?,
+        team: get(&row, 8)?,
+        team_id: get(&row, 9)?,
+        manager: get(&row, 10)?,
+        manager_id: get(&row, 11)?,
+        direct_reports: count(&row, 12)?,
+        location: location(&row, 13)?,
+        email: get(&row, 16)?,
+        phone: get(&row, 17)?,
+        employment_type: parsed(&row, 18, "employment type", EmploymentType::parse)?,
+        office_type: parsed(&row, 19, "office type", OfficeType::parse)?,
+        start_date: get(&row, 20)?,
+        status: parsed(&row, 21, "status", EmploymentStatus::parse)?,
+        termination_date: get(&row, 22)?,
+        skills: skills
+            .iter()
+            .map(|r| {
+                Ok(EmployeeSkill {
+                    skill: get(r, 0)?,
+                    category: get(r, 1)?,
+                    proficiency: proficiency(r, 2)?,
+                })
+            })
+            .collect::<Result<_>>()?,
+        employment_history: history
+            .iter()
+            .map(|r| {
+                Ok(HistoryEntry {
+                    company: get(r, 0)?,
+                    title: get(r, 1)?,
+                    level: parsed_opt(r, 2, "level", Level::parse)?,
+                    department: get(r, 3)?,
+                    event: parsed(r, 4, "history event", HistoryEvent::parse)?,
+                    start_date: get(r, 5)?,
+                    end_date: get(r, 6)?,
+                })
+            })
+            .collect::<Result<_>>()?,
+    }))
+}
+
+pub(crate) async fn tenure(
+    c: &ClientWrapper,
+    input: &str,
+    today: NaiveDate,
+) -> Result<Option<Tenure>> {
+    let Some((key, by_email, compacted)) = employee_key(input) else {
+        return Ok(None);
+    };
+    let sql = format!(
+        "SELECT id, first_name || ' ' || last_name, status, start_date, termination_date
+         FROM employees WHERE id = {EMPLOYEE}"
+    );
+    let Some(row) = row_opt(c, "load tenure", &sql, &[&key, &by_email, &compacted]).await? else {
+        return Ok(None);
+    };
+    let start: NaiveDate = get(&row, 3)?;
+    let end: Option<NaiveDate> = get(&row, 4)?;
+    // Former employees' tenure stops at their last day.
+    let as_of = end.map_or(today, |end| end.min(today));
+    let span = tenure::span(start, as_of);
+    Ok(Some(Tenure {
+        employee_id: get(&row, 0)?,
+        name: get(&row, 1)?,
+        status: parsed(&row, 2, "status", EmploymentStatus::parse)?,
+        start_date: start,
+        as_of,
+        years: span.years,
+        months: span.months,
+        days: span.days,
+        total_days: span.total_days,
+        total_years: (span.total_days as f64 / 365.25 * 100.0).round() / 100.0,
+        summary: tenure::summary(&span),
+    }))
+}
+
+pub(crate) async fn department_roster(
+    c: &ClientWrapper,
+    input: &str,
+    today: NaiveDate,
+) -> Result<Option<DepartmentRoster>> {
+    let Some((key, slug)) = org_key(input) else {
+        return Ok(None);
+    };
+    let p: &Params = &[&key, &slug];
+    let head = format!(
+        "SELECT d.id, d.name, d.description, h.first_name || ' ' || h.last_name, h.id
+         FROM departments d LEFT JOIN employees h ON h.id = d.head_id
+         WHERE d.id = {DEPARTMENT}"
+    );
+    let teams = format!(
+        "SELECT id, name FROM teams WHERE department_id = {DEPARTMENT} ORDER BY lower(name)"
+    );
+    let people = format!(
+        "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
+                t.name, t.id, e.start_date
+         FROM employees e
+         JOIN roles r ON r.id = e.role_id
+         LEFT JOIN teams t ON t.id = e.team_id
+         WHERE e.department_id = {DEPARTMENT} AND e.status = 'active'
+         ORDER BY t.name IS NOT NULL, lower(t.name), e.last_name, e.first_name, lower(e.id)"
+    );
+    let (head, teams, people) = tokio::try_join!(
+        row_opt(c, "load department", &head, p),
+        rows(c, "load department teams", &teams, p),
+        rows(c, "load department employees", &people, p),
+    )?;
+    let Some(row) = head else {
+        return Ok(None);
+    };
+    let department = DepartmentSummary {
+        department_id: get(&row, 0)?,
+        name: get(&row, 1)?,
+        description: get(&row, 2)?,
+        head: get(&row, 3)?,
+        head_id: get(&row, 4)?,
+        teams: teams
+            .iter()
+            .map(|r| {
+                Ok(TeamRef {
+                    team_id: get(r, 0)?,
+                    name: get(r, 1)?,
+                })
+            })
+            .collect::<Result<_>>()?,
+    };
+    let employees: Vec<RosterEntry> = people
+        .iter()
+        .map(|r| {
+            let role: String = get(r, 2)?;
+            let track: String = get(r, 3)?;
+            let level = parsed(r, 4, "level", Level::parse)?;
+            let start_date: NaiveDate = get(r, 7)?;
+            let span = tenure::span(start_date, today);
+            Ok(RosterEntry {
+                employee_id: get(r, 0)?,
+                name: get(r, 1)?,
+                title: job_title(&role, &track, level),
+                level,
+                team: get(r, 5)?,
+                team_id: get(r, 6)?,
+                start_date,
+                tenure_years: span.years,
+                tenure_months: span.months,
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(Some(DepartmentRoster {
+        department,
+        as_of: today,
+        count: u32::try_from(employees.len()).unwrap_or(u32::MAX),
+        employees,
+    }))
+}
+
+pub(crate) async fn team_roster(c: &ClientWrapper, input: &str) -> Result<Option<TeamRoster>> {
+    let Some((key, slug)) = org_key(input) else {
+        return Ok(None);
+    };
+    let p: &Params = &[&key, &slug];
+    let summary = format!(
+        "SELECT t.id, t.name, t.description, d.name, d.id,
+                m.first_name || ' ' || m.last_name, m.id
+         FROM teams t
+         JOIN departments d ON d.id = t.department_id
+         LEFT JOIN employees m ON m.id = t.manager_id
+         WHERE t.id = {TEAM}"
+    );
+    let members = format!(
+        "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
+                e.id = t.manager_id, m.id, m.first_name || ' ' || m.last_name,
+                e.email, e.employment_type, e.office_type, l.city, l.region, l.country,
+                e.start_date
+         FROM employees e
+         JOIN teams t ON t.id = e.team_id
+         JOIN roles r ON r.id = e.role_id
+         JOIN locations l ON l.id = e.location_id
+         LEFT JOIN employees m ON m.id = e.manager_id
+         WHERE e.team_id = {TEAM} AND e.status = 'active'
+         ORDER BY COALESCE(e.id = t.manager_id, false) DESC, {LEVEL_RANK} DESC, e.last_name,
+                  e.first_name, lower(e.id)"
+    );
+    let (summary, members) = tokio::try_join!(
+        row_opt(c, "load team", &summary, p),
+        rows(c, "load team members", &members, p),
+    )?;
+    let Some(row) = summary else {
+        return Ok(None);
+    };
+    let team = TeamSummary {
+        team_id: get(&row, 0)?,
+        name: get(&row, 1)?,
+        description: get(&row, 2)?,
+        department: get(&row, 3)?,
+        department_id: get(&row, 4)?,
+        manager: get(&row, 5)?,
+        manager_id: get(&row, 6)?,
+    };
+    let members: Vec<TeamMember> = members
+        .iter()
+        .map(|r| {
+            let role: String = get(r, 2)?;
+            let track: String = get(r, 3)?;
+            let level = parsed(r, 4, "level", Level::parse)?;
+            Ok(TeamMember {
+                employee_id: get(r, 0)?,
+                name: get(r, 1)?,
+                title: job_title(&role, &track, level),
+                role,
+                level,
+                is_manager: get::<Option<bool>>(r, 5)?.unwrap_or(false),
+                manager_id: get(r, 6)?,
+                manager: get(r, 7)?,
+                email: get(r, 8)?,
+                employment_type: parsed(r, 9, "employment type", EmploymentType::parse)?,
+                office_type: parsed(r, 10, "office type", OfficeType::parse)?,
+                location: location(r, 11)?,
+                start_date: get(r, 14)?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(Some(TeamRoster {
+        team,
+        count: u32::try_from(members.len()).unwrap_or(u32::MAX),
+        members,
+    }))
+}
+
+/// Skills matching `$1` (lowercased) exactly, else those containing it
+/// (`$2`, a LIKE pattern), with whether the match was exact.
+const CHOSEN_SKILLS: &str = "WITH exact AS (
+         SELECT id, name FROM skills WHERE lower(name) = $1::text),
+     chosen AS (
+         SELECT id, name, true AS exact FROM exact
+         UNION ALL
+         SELECT id, name, false FROM skills
+         WHERE NOT EXISTS (SELECT 1 FROM exact) AND lower(name) LIKE $2::text ESCAPE '\\')";
+
+pub(crate) async fn search_by_skill(
+    c: &ClientWrapper,
+    query: &str,
+    limit: u32,
+) -> Result<SkillSearch> {
+    let wanted = query.trim();
+    let mut out = SkillSearch {
+        query: query.to_string(),
+        match_kind: SkillMatchKind::None,
+        matched_skills: Vec::new(),
+        total: 0,
+        truncated: false,
+        matches: Vec::new(),
+    };
+    if wanted.is_empty() || wanted.contains('\0') {
+        return Ok(out);
+    }
+    let key = wanted.to_ascii_lowercase();
+    let pattern = like_pattern(&key);
+    let limit = i64::from(limit);
+    let names = format!("{CHOSEN_SKILLS} SELECT name, exact FROM chosen ORDER BY lower(name)");
+    let total = format!(
+        "{CHOSEN_SKILLS} SELECT COUNT(*)
+         FROM employee_skills es JOIN employees e ON e.id = es.employee_id
+         WHERE es.skill_id IN (SELECT id FROM chosen) AND e.status = 'active'"
+    );
+    let matches = format!(
+        "{CHOSEN_SKILLS} SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track,
+                e.level, d.name, d.id, t.name, t.id, s.name, es.proficiency
+         FROM employee_skills es
+         JOIN employees e ON e.id = es.employee_id
+         JOIN skills s ON s.id = es.skill_id
+         JOIN roles r ON r.id = e.role_id
+         JOIN departments d ON d.id = e.department_id
+         LEFT JOIN teams t ON t.id = e.team_id
+         WHERE es.skill_id IN (SELECT id FROM chosen) AND e.status = 'active'
+         ORDER BY es.proficiency DESC, e.last_name, e.first_name, lower(e.id), lower(s.name)
+         LIMIT $3::bigint"
+    );
+    let (p2, p3): (&Params, &Params) = (&[&key, &pattern], &[&key, &pattern, &limit]);
+    let (names, total, matches) = tokio::try_join!(
+        rows(c, "find skills", &names, p2),
+        row_opt(c, "count skill matches", &total, p2),
+        rows(c, "load skill matches", &matches, p3),
+    )?;
+    let Some(first) = names.first() else {
+        return Ok(out);
+    };
+    out.match_kind = if get::<bool>(first, 1)? {
+        SkillMatchKind::Exact
+    } else {
+        SkillMatchKind::Partial
+    };
+    out.matched_skills = names.iter().map(|r| get(r, 0)).collect::<Result<_>>()?;
+    out.total = match &total {
+        Some(row) => count(row, 0)?,
+        None => 0,
+    };
+    out.matches = matches
+        .iter()
+        .map(|r| {
+            let role: String = get(r, 2)?;
+            let track: String = get(r, 3)?;
+            let level = parsed(r, 4, "level", Level::parse)?;
+            Ok(SkillMatch {
+                employee_id: get(r, 0)?,
+                name: get(r, 1)?,
+                title: job_title(&role, &track, level),
+                department: get(r, 5)?,
+                department_id: get(r, 6)?,
+                team: get(r, 7)?,
+                team_id: get(r, 8)?,
+                skill: get(r, 9)?,
+                proficiency: proficiency(r, 10)?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    out.truncated = (out.matches.len() as u32) < out.total;
+    Ok(out)
+}
+
+/// A role id for `$1` (lowercased title), else `$2` (the title without a
+/// level prefix, or NULL).
+const ROLE: &str = "(SELECT r.id FROM roles r
+      WHERE lower(r.title) = $1::text OR lower(r.title) = $2::text
+      ORDER BY lower(r.title) = $1::text DESC LIMIT 1)";
+
+/// Parameters of [`ROLE`]; `None` if no role can match.
+fn role_key(input: &str) -> Option<(String, Option<String>)> {
+    let input = input.trim();
+    if input.contains('\0') {
+        return None;
+    }
+    Some((
+        input.to_ascii_lowercase(),
+        strip_level_prefix(input).map(str::to_ascii_lowercase),
+    ))
+}
+
+pub(crate) async fn compensation_band(
+    c: &ClientWrapper,
+    role: &str,
+    level: Level,
+) -> Result<Option<CompensationBand>> {
+    let Some((key, stripped)) = role_key(role) else {
+        return Ok(None);
+    };
+    let level_text = level.as_str();
+    let p: &Params = &[&key, &stripped, &level_text];
+    let band = format!(
+        "SELECT r.title, r.track, b.currency, b.min_salary, b.mid_salary, b.max_salary
+         FROM roles r JOIN compensation_bands b ON b.role_id = r.id AND b.level = $3::text
+         WHERE r.id = {ROLE}"
+    );
+    let stats = format!(
+        "WITH pop AS (
+             SELECT salary,
+                    ROW_NUMBER() OVER (ORDER BY salary) AS rn,
+                    COUNT(*) OVER () AS cnt
+             FROM employees
+             WHERE role_id = {ROLE} AND level = $3::text AND status = 'active')
+         SELECT COUNT(*), MIN(salary), MAX(salary), ROUND(AVG(salary))::float8,
+                (SELECT AVG(salary)::float8 FROM pop WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2))
+         FROM pop"
+    );
+    let (band, stats) = tokio::try_join!(
+        row_opt(c, "load compensation band", &band, p),
+        row_opt(c, "load salary statistics", &stats, p),
+    )?;
+    let (Some(band), Some(stats)) = (band, stats) else {
+        return Ok(None);
+    };
+    let role: String = get(&band, 0)?;
+    let track: String = get(&band, 1)?;
+    Ok(Some(CompensationBand {
+        title: job_title(&role, &track, level),
+        role,
+        level,
+        currency: get(&band, 2)?,
+        min: get(&band, 3)?,
+        mid: get(&band, 4)?,
+        max: get(&band, 5)?,
+        actual: SalaryStats {
+            employee_count: count(&stats, 0)?,
+            min: get(&stats, 1)?,
+            max: get(&stats, 2)?,
+            average: get::<Option<f64>>(&stats, 3)?.map(|v| v as i64),
+            median: get(&stats, 4)?,
+        },
+    }))
+}
+
+/// Levels that have a band for `role`; `None` if the role is unknown.
+pub(crate) async fn role_levels(c: &ClientWrapper, role: &str) -> Result<Option<Vec<Level>>> {
+    let Some((key, stripped)) = role_key(role) else {
+        return Ok(None);
+    };
+    let sql = format!(
+        "SELECT b.level FROM roles r LEFT JOIN compensation_bands b ON b.role_id = r.id
+         WHERE r.id = {ROLE}"
+    );
+    let found = rows(c, "load role levels", &sql, &[&key, &stripped]).await?;
+    if found.is_empty() {
+        return Ok(None);
+    }
+    let mut levels = Vec::new();
+    for row in &found {
+        if let Some(level) = parsed_opt(row, 0, "level", Level::parse)? {
+            levels.push(level);
+        }
+    }
+    levels.sort();
+    Ok(Some(levels))
+}
+
+pub(crate) async fn leave_balance(
+    c: &ClientWrapper,
+    input: &str,
+    leave_type: LeaveType,
+    today: NaiveDate,
+) -> Result<Option<LeaveBalance>> {
+    let Some((key, by_email, compacted)) = employee_key(input) else {
+        return Ok(None);
+    };
+    // Prefer the current year; fall back to the latest recorded year.
+    let sql = format!(
+        "SELECT e.id, e.first_name || ' ' || e.last_name, b.year,
+                b.entitled_days, b.used_days, b.pending_days
+         FROM leave_balances b JOIN employees e ON e.id = b.employee_id
+         WHERE b.employee_id = {EMPLOYEE} AND b.leave_type = $4::text
+         ORDER BY b.year = $5::integer DESC, b.year DESC
+         LIMIT 1"
+    );
+    let kind = leave_type.as_str();
+    let year = today.year();
+    let p: &Params = &[&key, &by_email, &compacted, &kind, &year];
+    let Some(row) = row_opt(c, "load leave balance", &sql, p).await? else {
+        return Ok(None);
+    };
+    let entitled: f64 = get(&row, 3)?;
+    let used: f64 = get(&row, 4)?;
+    let pending: f64 = get(&row, 5)?;
+    Ok(Some(LeaveBalance {
+        employee_id: get(&row, 0)?,
+        name: get(&row, 1)?,
+        leave_type,
+        year: get(&row, 2)?,
+        entitled,
+        used,
+        pending,
+        remaining: entitled - used - pending,
+        unit: "days".to_string(),
+    }))
+}
+
+/// `(id, name)` pairs from a two-column query.
+pub(crate) async fn pairs(c: &ClientWrapper, sql: &str) -> Result<Vec<(String, String)>> {
+    rows(c, "list ids", sql, &[])
+        .await?
+        .iter()
+        .map(|r| Ok((get(r, 0)?, get(r, 1)?)))
+        .collect()
+}
+
+/// Values of a one-column query.
+pub(crate) async fn strings(c: &ClientWrapper, sql: &str) -> Result<Vec<String>> {
+    rows(c, "list values", sql, &[])
+        .await?
+        .iter()
+        .map(|r| get(r, 0))
+        .collect()
+}
+
+/// Employees whose name or id resembles `query`, best match first (same
+/// scoring as the SQLite backend).
+pub(crate) async fn suggest_employees(
+    c: &ClientWrapper,
+    query: &str,
+    limit: u32,
+) -> Result<Vec<(String, String)>> {
+    let words: Vec<String> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 2)
+        .take(5)
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let whole = compact(query).to_ascii_lowercase();
+    if words.is_empty() && whole.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut score =
+        vec!["CASE WHEN lower(e.id) LIKE $1::text ESCAPE '\\' THEN 4 ELSE 0 END".to_string()];
+    let mut args = vec![like_pattern(&whole)];
+    for word in &words {
+        let (exact, prefix, contains) = (args.len() + 1, args.len() + 2, args.len() + 3);
+        score.push(format!(
+            "CASE WHEN lower(e.first_name) = ${exact}::text
+                    OR lower(e.last_name) = ${exact}::text THEN 3
+                  WHEN lower(e.first_name) LIKE ${prefix}::text ESCAPE '\\'
+                    OR lower(e.last_name) LIKE ${prefix}::text ESCAPE '\\' THEN 2
+                  WHEN lower(e.first_name || ' ' || e.last_name) LIKE ${contains}::text
+                    ESCAPE '\\' THEN 1
+                  ELSE 0 END"
+        ));
+        let contains_pattern = like_pattern(word);
+        args.push(word.clone());
+        args.push(contains_pattern[1..].to_string());
+        args.push(contains_pattern);
+    }
+    let limit = i64::from(limit);
+    let sql = format!(
+        "SELECT id, name FROM (
+             SELECT e.id AS id, e.first_name || ' ' || e.last_name AS name,
+                    {} AS score, e.status = 'active' AS active, e.last_name, e.first_name
+             FROM employees e) s
+         WHERE score > 0
+         ORDER BY score DESC, active DESC, last_name, first_name, lower(id)
+         LIMIT ${}::bigint",
+        score.join(" + "),
+        args.len() + 1
+    );
+    let mut params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
+    params.push(&limit);
+    rows(c, "suggest employees", &sql, &params)
+        .await?
+        .iter()
+        .map(|r| Ok((get(r, 0)?, get(r, 1)?)))
+        .collect()
+}
+
+pub(crate) async fn health(c: &ClientWrapper) -> Result<Health> {
+    let row = row_opt(
+        c,
+        "health check",
+        "SELECT (SELECT MAX(version) FROM schema_migrations),
+                COUNT(*) FILTER (WHERE status = 'active'), COUNT(*)
+         FROM employees",
+        &[],
+    )
+    .await?;
+    let Some(row) = row else {
+        return Err(DirectoryError::unavailable(
+            crate::error::UnavailableReason::NotEmployeeDatabase,
+            "the health check returned no row".to_string(),
+        ));
+    };
+    Ok(Health {
+        backend: "postgres".to_string(),
+        schema_version: get::<Option<i32>>(&row, 0)?
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0),
+        active_employees: count(&row, 1)?,
+        total_employees: count(&row, 2)?,
+    })
+}

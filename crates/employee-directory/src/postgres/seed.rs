@@ -1,0 +1,287 @@
+//! Inserts the generated seed data into an empty PostgreSQL database: one
+//! `INSERT … SELECT FROM unnest(arrays)` per table, inside the bootstrap
+//! transaction (so ten round trips for ~19,000 rows).
+
+use chrono::NaiveDate;
+use deadpool_postgres::Transaction;
+use tokio_postgres::types::ToSql;
+
+use crate::error::DirectoryError;
+use crate::seed::{self, SeedData};
+
+type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
+
+/// Seeds the database if it has no employees yet; returns whether it did.
+/// The caller holds the bootstrap lock, so the check and the inserts cannot
+/// race another server; a failure rolls everything back.
+pub(crate) async fn seed_if_empty(tx: &Transaction<'_>) -> Result<bool, DirectoryError> {
+    let row = tx
+        .query_one("SELECT EXISTS (SELECT 1 FROM employees)", &[])
+        .await
+        .map_err(DirectoryError::pg("count employees"))?;
+    if row.get::<_, bool>(0) {
+        return Ok(false);
+    }
+    let started = std::time::Instant::now();
+    let data = seed::generate().map_err(DirectoryError::Seed)?;
+    insert(tx, &data)
+        .await
+        .map_err(|e| DirectoryError::Seed(e.to_string()))?;
+    tracing::info!(
+        employees = data.employees.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "seeded employee directory"
+    );
+    Ok(true)
+}
+
+/// Runs `INSERT INTO {table} ({columns}) SELECT * FROM unnest($1::t1[], …)`.
+async fn insert_arrays(
+    tx: &Transaction<'_>,
+    table: &str,
+    columns: &str,
+    types: &[&str],
+    params: Params<'_>,
+) -> Result<(), tokio_postgres::Error> {
+    let arrays: Vec<String> = types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("${}::{t}[]", i + 1))
+        .collect();
+    let sql = format!(
+        "INSERT INTO {table} ({columns}) SELECT * FROM unnest({})",
+        arrays.join(", ")
+    );
+    tx.execute(&sql, &params).await.map(|_| ())
+}
+
+async fn insert(tx: &Transaction<'_>, data: &SeedData) -> Result<(), tokio_postgres::Error> {
+    insert_org(tx, data).await?;
+    insert_people(tx, data).await?;
+    insert_details(tx, data).await?;
+    tx.execute(
+        "INSERT INTO directory_meta (key, value) VALUES ('seed_version', $1), ('seed_anchor_date', $2)",
+        &[&seed::SEED_VERSION, &seed::anchor_date().to_string()],
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Locations, departments, teams, roles, bands, skills.
+async fn insert_org(tx: &Transaction<'_>, data: &SeedData) -> Result<(), tokio_postgres::Error> {
+    let l = &data.locations;
+    let (id, city, region, country): (Vec<i64>, Vec<&str>, Vec<Option<&str>>, Vec<&str>) = (
+        l.iter().map(|x| x.id).collect(),
+        l.iter().map(|x| x.city).collect(),
+        l.iter().map(|x| x.region).collect(),
+        l.iter().map(|x| x.country).collect(),
+    );
+    insert_arrays(
+        tx,
+        "locations",
+        "id, city, region, country",
+        &["bigint", "text", "text", "text"],
+        vec![&id, &city, &region, &country],
+    )
+    .await?;
+
+    let d = &data.departments;
+    let (id, name, desc, head): (Vec<&str>, Vec<&str>, Vec<&str>, Vec<&str>) = (
+        d.iter().map(|x| x.id).collect(),
+        d.iter().map(|x| x.name).collect(),
+        d.iter().map(|x| x.description).collect(),
+        d.iter().map(|x| x.head_id.as_str()).collect(),
+    );
+    insert_arrays(
+        tx,
+        "departments",
+        "id, name, description, head_id",
+        &["text", "text", "text", "text"],
+        vec![&id, &name, &desc, &head],
+    )
+    .await?;
+
+    let t = &data.teams;
+    let (id, name, dept, desc, manager): (Vec<&str>, Vec<&str>, Vec<&str>, Vec<&str>, Vec<&str>) = (
+        t.iter().map(|x| x.id).collect(),
+        t.iter().map(|x| x.name).collect(),
+        t.iter().map(|x| x.department_id).collect(),
+        t.iter().map(|x| x.description).collect(),
+        t.iter().map(|x| x.manager_id.as_str()).collect(),
+    );
+    insert_arrays(
+        tx,
+        "teams",
+        "id, name, department_id, description, manager_id",
+        &["text", "text", "text", "text", "text"],
+        vec![&id, &name, &dept, &desc, &manager],
+    )
+    .await?;
+
+    let r = &data.roles;
+    let (id, title, track, dept): (Vec<i64>, Vec<&str>, Vec<&str>, Vec<&str>) = (
+        r.iter().map(|x| x.id).collect(),
+        r.iter().map(|x| x.title).collect(),
+        r.iter().map(|x| x.track.as_str()).collect(),
+        r.iter().map(|x| x.department_id).collect(),
+    );
+    insert_arrays(
+        tx,
+        "roles",
+        "id, title, track, department_id",
+        &["bigint", "text", "text", "text"],
+        vec![&id, &title, &track, &dept],
+    )
+    .await?;
+
+    let b = &data.bands;
+    let (role, level, min, mid, max): (Vec<i64>, Vec<&str>, Vec<i64>, Vec<i64>, Vec<i64>) = (
+        b.iter().map(|x| x.role_id).collect(),
+        b.iter().map(|x| x.level.as_str()).collect(),
+        b.iter().map(|x| x.min).collect(),
+        b.iter().map(|x| x.mid).collect(),
+        b.iter().map(|x| x.max).collect(),
+    );
+    insert_arrays(
+        tx,
+        "compensation_bands",
+        "role_id, level, min_salary, mid_salary, max_salary",
+        &["bigint", "text", "bigint", "bigint", "bigint"],
+        vec![&role, &level, &min, &mid, &max],
+    )
+    .await?;
+
+    let s = &data.skills;
+    let (id, name, category): (Vec<i64>, Vec<&str>, Vec<&str>) = (
+        s.iter().map(|x| x.id).collect(),
+        s.iter().map(|x| x.name).collect(),
+        s.iter().map(|x| x.category).collect(),
+    );
+    insert_arrays(
+        tx,
+        "skills",
+        "id, name, category",
+        &["bigint", "text", "text"],
+        vec![&id, &name, &category],
+    )
+    .await
+}
+
+/// The employees table.
+async fn insert_people(tx: &Transaction<'_>, data: &SeedData) -> Result<(), tokio_postgres::Error> {
+    let e = &data.employees;
+    let id: Vec<&str> = e.iter().map(|x| x.id.as_str()).collect();
+    let first: Vec<&str> = e.iter().map(|x| x.first_name.as_str()).collect();
+    let last: Vec<&str> = e.iter().map(|x| x.last_name.as_str()).collect();
+    let email: Vec<&str> = e.iter().map(|x| x.email.as_str()).collect();
+    let phone: Vec<&str> = e.iter().map(|x| x.phone.as_str()).collect();
+    let role: Vec<i64> = e.iter().map(|x| x.role_id).collect();
+    let level: Vec<&str> = e.iter().map(|x| x.level.as_str()).collect();
+    let dept: Vec<&str> = e.iter().map(|x| x.department_id).collect();
+    let team: Vec<Option<&str>> = e.iter().map(|x| x.team_id).collect();
+    let manager: Vec<Option<&str>> = e.iter().map(|x| x.manager_id.as_deref()).collect();
+    let location: Vec<i64> = e.iter().map(|x| x.location_id).collect();
+    let employment: Vec<&str> = e.iter().map(|x| x.employment_type.as_str()).collect();
+    let office: Vec<&str> = e.iter().map(|x| x.office_type.as_str()).collect();
+    let start: Vec<NaiveDate> = e.iter().map(|x| x.start_date).collect();
+    let status: Vec<&str> = e.iter().map(|x| x.status.as_str()).collect();
+    let end: Vec<Option<NaiveDate>> = e.iter().map(|x| x.termination_date).collect();
+    let reason: Vec<Option<&str>> = e
+        .iter()
+        .map(|x| x.termination_reason.map(|r| r.as_str()))
+        .collect();
+    let salary: Vec<i64> = e.iter().map(|x| x.salary).collect();
+    insert_arrays(
+        tx,
+        "employees",
+        "id, first_name, last_name, email, phone, role_id, level, department_id, team_id, \
+         manager_id, location_id, employment_type, office_type, start_date, status, \
+         termination_date, termination_reason, salary",
+        &[
+            "text", "text", "text", "text", "text", "bigint", "text", "text", "text", "text",
+            "bigint", "text", "text", "date", "text", "date", "text", "bigint",
+        ],
+        vec![
+            &id,
+            &first,
+            &last,
+            &email,
+            &phone,
+            &role,
+            &level,
+            &dept,
+            &team,
+            &manager,
+            &location,
+            &employment,
+            &office,
+            &start,
+            &status,
+            &end,
+            &reason,
+            &salary,
+        ],
+    )
+    .await
+}
+
+/// Skills of employees, employment history, leave balances.
+async fn insert_details(
+    tx: &Transaction<'_>,
+    data: &SeedData,
+) -> Result<(), tokio_postgres::Error> {
+    let s = &data.employee_skills;
+    let (employee, skill, rank): (Vec<&str>, Vec<i64>, Vec<i64>) = (
+        s.iter().map(|x| x.employee_id.as_str()).collect(),
+        s.iter().map(|x| x.skill_id).collect(),
+        s.iter().map(|x| i64::from(x.proficiency.rank())).collect(),
+    );
+    insert_arrays(
+        tx,
+        "employee_skills",
+        "employee_id, skill_id, proficiency",
+        &["text", "bigint", "bigint"],
+        vec![&employee, &skill, &rank],
+    )
+    .await?;
+
+    // Ids in insertion order, as SQLite's rowids: history is ordered by them.
+    let h = &data.history;
+    let id: Vec<i64> = (1..=h.len() as i64).collect();
+    let employee: Vec<&str> = h.iter().map(|x| x.employee_id.as_str()).collect();
+    let company: Vec<&str> = h.iter().map(|x| x.company.as_str()).collect();
+    let title: Vec<&str> = h.iter().map(|x| x.title.as_str()).collect();
+    let level: Vec<Option<&str>> = h.iter().map(|x| x.level.map(|l| l.as_str())).collect();
+    let dept: Vec<Option<&str>> = h.iter().map(|x| x.department_id).collect();
+    let event: Vec<&str> = h.iter().map(|x| x.event.as_str()).collect();
+    let start: Vec<NaiveDate> = h.iter().map(|x| x.start_date).collect();
+    let end: Vec<Option<NaiveDate>> = h.iter().map(|x| x.end_date).collect();
+    insert_arrays(
+        tx,
+        "employment_history",
+        "id, employee_id, company, title, level, department_id, event, start_date, end_date",
+        &[
+            "bigint", "text", "text", "text", "text", "text", "text", "date", "date",
+        ],
+        vec![
+            &id, &employee, &company, &title, &level, &dept, &event, &start, &end,
+        ],
+    )
+    .await?;
+
+    let l = &data.leave;
+    let employee: Vec<&str> = l.iter().map(|x| x.employee_id.as_str()).collect();
+    let year: Vec<i32> = l.iter().map(|x| x.year).collect();
+    let kind: Vec<&str> = l.iter().map(|x| x.leave_type.as_str()).collect();
+    let entitled: Vec<f64> = l.iter().map(|x| x.entitled).collect();
+    let used: Vec<f64> = l.iter().map(|x| x.used).collect();
+    let pending: Vec<f64> = l.iter().map(|x| x.pending).collect();
+    insert_arrays(
+        tx,
+        "leave_balances",
+        "employee_id, year, leave_type, entitled_days, used_days, pending_days",
+        &["text", "integer", "text", "float8", "float8", "float8"],
+        vec![&employee, &year, &kind, &entitled, &used, &pending],
+    )
+    .await
+}

@@ -2,6 +2,10 @@
 //! `INSERT … SELECT FROM unnest(arrays)` per table, inside the bootstrap
 //! transaction (so ten round trips for ~19,000 rows).
 
+// Each table's columns are spelled as a tuple of arrays, one per column,
+// which is exactly the shape `unnest` takes.
+#![allow(clippy::type_complexity)]
+
 use chrono::NaiveDate;
 use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;

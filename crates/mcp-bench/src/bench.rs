@@ -119,6 +119,9 @@ pub struct CellResult {
     pub cpu_us_per_call: Option<f64>,
     /// The server's peak resident set size so far, in MiB.
     pub peak_rss_mib: Option<f64>,
+    /// CPU time per request of the helper processes (`--aux-pid`: nginx,
+    /// PostgreSQL and their children), in microseconds.
+    pub aux_cpu_us_per_call: Option<f64>,
     /// `requests_per_s` as a fraction of the ceiling's at the same wire and
     /// concurrency, when the ceiling was measured.
     pub ceiling_ratio: Option<f64>,
@@ -158,7 +161,8 @@ pub async fn run_cell(
     concurrency: usize,
     warmup: Duration,
     stop: Stop,
-    process: Option<ProcStat>,
+    process: Option<&ProcStat>,
+    aux: Option<&ProcStat>,
 ) -> Result<CellResult, CallError> {
     let sessions: Vec<Arc<Session>> =
         futures_util::future::try_join_all((0..concurrency).map(|_| client.open()))
@@ -172,7 +176,8 @@ pub async fn run_cell(
         run_phase(client, &sessions, workload, end).await;
     }
 
-    let cpu_before = process.and_then(|p| p.cpu_time());
+    let cpu_before = process.and_then(ProcStat::cpu_time);
+    let aux_before = aux.and_then(ProcStat::cpu_time);
     let start = Instant::now();
     let end = match stop {
         Stop::After(d) => PhaseEnd::Deadline(start + d),
@@ -180,7 +185,8 @@ pub async fn run_cell(
     };
     let tallies = run_phase(client, &sessions, workload, end).await;
     let elapsed = start.elapsed().as_secs_f64();
-    let cpu_after = process.and_then(|p| p.cpu_time());
+    let cpu_after = process.and_then(ProcStat::cpu_time);
+    let aux_after = aux.and_then(ProcStat::cpu_time);
 
     futures_util::future::join_all(sessions.iter().map(|s| client.close(s))).await;
 
@@ -192,12 +198,14 @@ pub async fn run_cell(
         errors += t.errors;
         first_error = first_error.or(t.first_error);
     }
-    let cpu_us_per_call = match (cpu_before, cpu_after) {
+    let per_call = |before: Option<Duration>, after: Option<Duration>| match (before, after) {
         (Some(before), Some(after)) if requests > 0 => {
             Some(after.saturating_sub(before).as_secs_f64() * 1e6 / requests as f64)
         }
         _ => None,
     };
+    let cpu_us_per_call = per_call(cpu_before, cpu_after);
+    let aux_cpu_us_per_call = per_call(aux_before, aux_after);
     Ok(CellResult {
         target: "server",
         wire: client.wire(),
@@ -215,8 +223,9 @@ pub async fn run_cell(
         first_error,
         cpu_us_per_call,
         peak_rss_mib: process
-            .and_then(|p| p.peak_rss_kib())
+            .and_then(ProcStat::peak_rss_kib)
             .map(|kib| kib as f64 / 1024.0),
+        aux_cpu_us_per_call,
         ceiling_ratio: None,
     })
 }

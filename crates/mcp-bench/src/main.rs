@@ -4,6 +4,7 @@
 
 mod bench;
 mod ceiling;
+mod cluster;
 mod procstat;
 mod server;
 mod sse;
@@ -93,10 +94,32 @@ struct Args {
     #[arg(long, conflicts_with = "url")]
     keep_limits: bool,
 
-    /// Process id of the server behind --url, to report its CPU time per
-    /// call and peak memory.
-    #[arg(long, requires = "url")]
-    server_pid: Option<u32>,
+    /// Process ids of the server behind --url (comma separated or
+    /// repeated; the replicas of a cluster are summed), to report CPU time
+    /// per call and peak memory.
+    #[arg(long, requires = "url", value_delimiter = ',')]
+    server_pid: Vec<u32>,
+
+    /// Database URL for the started server (e.g. a PostgreSQL
+    /// `postgres://…` URL) instead of a fresh SQLite file.
+    #[arg(long, conflicts_with = "url")]
+    database: Option<String>,
+
+    /// Helper processes whose CPU per call is reported apart (`aux µs`):
+    /// nginx, the PostgreSQL postmaster. Their direct children (nginx
+    /// workers, PostgreSQL backends) are included.
+    #[arg(long, value_delimiter = ',')]
+    aux_pid: Vec<u32>,
+
+    /// A cluster started by `scripts/cluster up --prefix DIR`: its balancer
+    /// URL, replica pids (server CPU), nginx and PostgreSQL (aux CPU).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["url", "server_bin", "database"])]
+    cluster: Option<PathBuf>,
+
+    /// Name for the server's rows in the table and the JSON (default
+    /// `server`), e.g. `pg-3x`.
+    #[arg(long, default_value = "server")]
+    label: String,
 
     /// Internal: serve the ceiling endpoint on this address (the bench
     /// starts itself this way).
@@ -276,27 +299,44 @@ const LIFTED_LIMITS: [&str; 4] = [
     "--initialize-per-minute=0",
 ];
 
-/// The server under test: its URL and, when known, its process.
+/// The server under test: its URL and, when known, its processes.
 struct Target {
     url: Url,
     process: Option<ProcStat>,
+    /// nginx / PostgreSQL, measured apart.
+    aux: Option<ProcStat>,
     /// Keeps a started server alive; dropping it stops the server.
     _guard: Option<ServerGuard>,
+}
+
+/// `--aux-pid` as a sampled group.
+fn aux_of(pids: &[u32]) -> Option<ProcStat> {
+    (!pids.is_empty()).then(|| ProcStat::group(pids.to_vec(), true))
 }
 
 /// Starts the server (or uses `--url`) and waits until it answers.
 async fn start_server(args: &Args) -> Result<Target, Box<dyn std::error::Error>> {
     let wire = args.wires.first().copied().unwrap_or(Wire::Modern);
-    if let Some(url) = args.url.clone() {
-        let client = McpClient::new(url.clone(), wire, args.timeout)?;
+    let external = match &args.cluster {
+        Some(dir) => Some(cluster::read(dir)?),
+        None => args.url.clone().map(|url| cluster::External {
+            url,
+            server_pids: args.server_pid.clone(),
+            aux_pids: args.aux_pid.clone(),
+        }),
+    };
+    if let Some(ext) = external {
+        let client = McpClient::new(ext.url.clone(), wire, args.timeout)?;
         // Fail fast on a wrong URL or wire instead of timing a stream of errors.
         server::probe(&client)
             .await
-            .map_err(|e| format!("preflight against {url} failed: {e}"))?;
-        let process = args.server_pid.map(ProcStat::new);
+            .map_err(|e| format!("preflight against {} failed: {e}", ext.url))?;
+        let process =
+            (!ext.server_pids.is_empty()).then(|| ProcStat::group(ext.server_pids, false));
         return Ok(Target {
-            url,
+            url: ext.url,
             process,
+            aux: aux_of(&ext.aux_pids),
             _guard: None,
         });
     }
@@ -307,13 +347,14 @@ async fn start_server(args: &Args) -> Result<Target, Box<dyn std::error::Error>>
         server_args.extend(LIFTED_LIMITS.iter().map(|s| (*s).to_owned()));
     }
     server_args.extend(args.server_args.iter().cloned());
-    let mut guard = ServerGuard::spawn(&bin, &server_args)?;
+    let mut guard = ServerGuard::spawn(&bin, &server_args, args.database.as_deref())?;
     // First start seeds the database, which can take a while.
     guard.wait_ready(wire, Duration::from_secs(120)).await?;
     eprintln!("server ready at {}", guard.url);
     Ok(Target {
         url: guard.url.clone(),
         process: Some(ProcStat::new(guard.pid())),
+        aux: aux_of(&args.aux_pid),
         _guard: Some(guard),
     })
 }
@@ -325,6 +366,7 @@ async fn start_ceiling(wire: Wire) -> Result<Target, Box<dyn std::error::Error>>
     Ok(Target {
         url: guard.url.clone(),
         process: Some(ProcStat::new(guard.pid())),
+        aux: None,
         _guard: Some(guard),
     })
 }
@@ -364,6 +406,8 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
     )?;
     writeln!(out, "{}", header())?;
 
+    // One small leak per run: rows carry the label as `&'static str`.
+    let label: &'static str = Box::leak(args.label.clone().into_boxed_str());
     let mut results = Vec::new();
     for &wire in &args.wires {
         let mut ceiling_rps = Vec::new();
@@ -390,6 +434,7 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
             for &concurrency in &args.concurrency {
                 let mut cell =
                     measure(&client, workload, concurrency, &args, stop, &server).await?;
+                cell.target = label;
                 cell.ceiling_ratio = ceiling_rps
                     .iter()
                     .find(|(c, _)| *c == concurrency)
@@ -436,7 +481,8 @@ async fn measure(
         concurrency as usize,
         args.warmup,
         stop,
-        target.process,
+        target.process.as_ref(),
+        target.aux.as_ref(),
     )
     .await
     .map_err(|e| {
@@ -459,7 +505,7 @@ fn report_cell(out: &mut Box<dyn Write>, cell: &CellResult) -> std::io::Result<(
 
 fn header() -> String {
     format!(
-        "{:<8} {:<6} {:<26} {:>4} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>7} {:>6}",
+        "{:<8} {:<6} {:<26} {:>4} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>6}",
         "target",
         "wire",
         "workload",
@@ -470,6 +516,7 @@ fn header() -> String {
         "p99 ms",
         "max ms",
         "cpu µs",
+        "aux µs",
         "rss MiB",
         "errors"
     )
@@ -482,7 +529,7 @@ fn row(c: &CellResult) -> String {
     };
     let l = c.latency;
     format!(
-        "{:<8} {:<6} {:<26} {:>4} {:>9.0} {:>6} {:>8} {:>8} {:>8} {:>8} {:>7} {:>6}",
+        "{:<8} {:<6} {:<26} {:>4} {:>9.0} {:>6} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>6}",
         c.target,
         c.wire.name(),
         c.workload,
@@ -493,6 +540,7 @@ fn row(c: &CellResult) -> String {
         ms(l.map(|l| l.p99_ms)),
         ms(l.map(|l| l.max_ms)),
         opt(c.cpu_us_per_call, 0),
+        opt(c.aux_cpu_us_per_call, 0),
         opt(c.peak_rss_mib, 1),
         c.errors,
     )

@@ -11,30 +11,89 @@ use std::time::Duration;
 /// Linux supports (it is independent of the kernel's internal HZ).
 const USER_HZ: u64 = 100;
 
-/// A process whose resource usage can be sampled.
-#[derive(Debug, Clone, Copy)]
+/// A set of processes whose resource usage is sampled as one: a server,
+/// the replicas of a cluster, or nginx and PostgreSQL (with their worker
+/// and backend children).
+#[derive(Debug, Clone)]
 pub struct ProcStat {
-    pid: u32,
+    pids: Vec<u32>,
+    /// Also count the direct children of each pid (nginx workers,
+    /// PostgreSQL backends), as they are at sampling time.
+    children: bool,
 }
 
 impl ProcStat {
     /// Samples process `pid`.
     pub fn new(pid: u32) -> Self {
-        Self { pid }
+        Self::group(vec![pid], false)
     }
 
-    /// User + system CPU time used so far by all threads (10 ms
-    /// resolution); `None` if `/proc` is unavailable or the process is gone.
+    /// Samples the sum of `pids` (and of their direct children if
+    /// `children`).
+    pub fn group(pids: Vec<u32>, children: bool) -> Self {
+        Self { pids, children }
+    }
+
+    /// Every pid sampled now.
+    fn members(&self) -> Vec<u32> {
+        let mut all = self.pids.clone();
+        if self.children {
+            for pid in &self.pids {
+                all.extend(children_of(*pid));
+            }
+        }
+        all
+    }
+
+    /// User + system CPU time used so far by all threads of every member
+    /// (10 ms resolution); `None` if `/proc` is unavailable or a listed
+    /// process is gone (children come and go and are summed as found).
     pub fn cpu_time(&self) -> Option<Duration> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).ok()?;
-        parse_cpu_ticks(&stat).map(|ticks| Duration::from_millis(ticks * 1000 / USER_HZ))
+        let ticks = |pid: u32| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            parse_cpu_ticks(&stat)
+        };
+        let mut total = 0;
+        for pid in &self.pids {
+            total += ticks(*pid)?;
+        }
+        if self.children {
+            total += self
+                .pids
+                .iter()
+                .flat_map(|p| children_of(*p))
+                .filter_map(ticks)
+                .sum::<u64>();
+        }
+        Some(Duration::from_millis(total * 1000 / USER_HZ))
     }
 
-    /// Peak resident set size so far (`VmHWM`), in KiB.
+    /// Sum of the members' peak resident set sizes so far (`VmHWM`), in
+    /// KiB (an upper bound of the group's peak).
     pub fn peak_rss_kib(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
-        parse_kib(&status, "VmHWM:")
+        let mut total = 0;
+        for pid in self.members() {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            total += parse_kib(&status, "VmHWM:")?;
+        }
+        Some(total)
     }
+}
+
+/// Direct children of `pid`, from `/proc/PID/task/*/children`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
 }
 
 /// `utime + stime` from the contents of `/proc/PID/stat`. The command name
@@ -71,6 +130,26 @@ mod tests {
         let status = "Name:\tx\nVmPeak:\t  9000 kB\nVmHWM:\t   20480 kB\n";
         assert_eq!(parse_kib(status, "VmHWM:"), Some(20480));
         assert_eq!(parse_kib(status, "VmRSS:"), None);
+    }
+
+    #[test]
+    fn sums_a_group_with_children() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("spawn sleep");
+        let me = std::process::id();
+        assert!(children_of(me).contains(&child.id()));
+        let alone = ProcStat::new(me).peak_rss_kib().expect("own rss");
+        let group = ProcStat::group(vec![me], true)
+            .peak_rss_kib()
+            .expect("group rss");
+        assert!(
+            group > alone,
+            "{group} KiB with children vs {alone} KiB alone"
+        );
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     #[test]

@@ -76,13 +76,23 @@ pub struct ServerGuard {
 }
 
 impl ServerGuard {
-    /// Spawns `bin` on a free loopback port with a fresh SQLite database in
-    /// the temp dir. Does not wait for readiness; see [`Self::wait_ready`].
-    pub fn spawn(bin: &Path, extra_args: &[String]) -> Result<Self, ServerError> {
-        let db_path = std::env::temp_dir().join(format!("bench-{}.db", std::process::id()));
-        remove_db_files(&db_path); // a stale file from a crashed run with our pid
-        let database = format!("sqlite://{}", db_path.display());
-        Self::start(bin, "server", Some(db_path), |cmd, listen| {
+    /// Spawns `bin` on a free loopback port with `database`, or a fresh
+    /// SQLite database in the temp dir (deleted on drop). Does not wait for
+    /// readiness; see [`Self::wait_ready`].
+    pub fn spawn(
+        bin: &Path,
+        extra_args: &[String],
+        database: Option<&str>,
+    ) -> Result<Self, ServerError> {
+        let (database, db_path) = match database {
+            Some(url) => (url.to_owned(), None),
+            None => {
+                let path = std::env::temp_dir().join(format!("bench-{}.db", std::process::id()));
+                remove_db_files(&path); // a stale file from a crashed run with our pid
+                (format!("sqlite://{}", path.display()), Some(path))
+            }
+        };
+        Self::start(bin, "server", db_path, |cmd, listen| {
             cmd.arg("--listen")
                 .arg(listen)
                 .arg("--database")

@@ -20,6 +20,9 @@
 #[path = "../../../employee-directory/tests/common/pg.rs"]
 pub mod pg;
 
+/// PostgreSQL + replicas + nginx, started with `scripts/cluster`.
+pub mod cluster;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -339,12 +342,14 @@ fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The real binary serving Streamable HTTP on a free loopback port.
-/// Dropping it kills the process and removes its files.
+/// Dropping it kills the process and removes its files. [`Server::at`]
+/// is an endpoint started by someone else (a replica or the balancer of a
+/// [`cluster::Cluster`]): same helpers, nothing to stop on drop.
 pub struct Server {
-    child: Child,
+    child: Option<Child>,
     pub addr: String,
-    port_file: PathBuf,
-    _db: TempDb,
+    port_file: Option<PathBuf>,
+    _db: Option<TempDb>,
 }
 
 impl Server {
@@ -401,10 +406,21 @@ impl Server {
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         Server {
-            child,
+            child: Some(child),
             addr,
-            port_file,
-            _db: db,
+            port_file: Some(port_file),
+            _db: Some(db),
+        }
+    }
+
+    /// The helpers of this type for an endpoint at `addr` (`IP:PORT`) that
+    /// this harness did not start.
+    pub fn at(addr: &str) -> Server {
+        Server {
+            child: None,
+            addr: addr.to_owned(),
+            port_file: None,
+            _db: None,
         }
     }
 
@@ -413,11 +429,14 @@ impl Server {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child
+            .as_ref()
+            .expect("a server this harness started")
+            .id()
     }
 
     pub fn child_mut(&mut self) -> &mut Child {
-        &mut self.child
+        self.child.as_mut().expect("a server this harness started")
     }
 
     /// Sends any request; a body gets `Content-Type: application/json`
@@ -553,9 +572,13 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.port_file);
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if let Some(port_file) = &self.port_file {
+            let _ = std::fs::remove_file(port_file);
+        }
     }
 }
 

@@ -2,10 +2,6 @@
 //! cluster of `scripts/pg-scratch`, one fresh database per test), with
 //! several instances on one database standing in for replicas.
 
-#[path = "../../../employee-directory/tests/common/pg.rs"]
-#[allow(dead_code)]
-mod pg;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -30,7 +26,7 @@ const WAIT: Duration = Duration::from_secs(15);
 
 /// A fresh, migrated database; `n` pools on it (one per "replica").
 async fn replicas(n: usize) -> (String, Vec<Pool>) {
-    let url = tokio::task::spawn_blocking(pg::fresh_database)
+    let url = tokio::task::spawn_blocking(super::testing::fresh_database)
         .await
         .expect("fresh database");
     let pools: Vec<Pool> = (0..n)
@@ -131,7 +127,7 @@ async fn task_records_expire_and_the_table_stays_bounded() {
         .expect("settle");
     s.create("c", None, TTL, 2).await.expect("c after eviction");
     assert!(s.get("a").await.expect("get").is_none());
-    let rows = pg::psql(&url, "SELECT count(*) FROM mcp_tasks");
+    let rows = super::testing::psql(&url, "SELECT count(*) FROM mcp_tasks");
     assert_eq!(rows, "2", "the expired and the evicted rows are gone");
 }
 
@@ -238,7 +234,7 @@ async fn concurrency_leases_are_capped_across_instances_and_released() {
     }
     drop(held);
     let start = Instant::now();
-    while pg::psql(
+    while super::testing::psql(
         &url,
         "SELECT count(*) FROM mcp_call_leases WHERE caller = 'sub:alice'",
     ) != "0"
@@ -363,12 +359,12 @@ async fn idle_buckets_are_pruned() {
             .expect("take")
             .expect("admitted");
     }
-    pg::psql(
+    super::testing::psql(
         &url,
         "UPDATE mcp_rate_buckets SET updated_at = now() - interval '1 hour' WHERE caller = 'c0'",
     );
     l.prune().await.expect("prune");
-    let left = pg::psql(
+    let left = super::testing::psql(
         &url,
         "SELECT string_agg(caller, ',' ORDER BY caller) FROM mcp_rate_buckets",
     );

@@ -4,7 +4,9 @@
 mod audit;
 mod audit_stats;
 mod auth;
+mod catalog;
 mod cli;
+mod custom;
 mod ops;
 mod scopes;
 mod telemetry;
@@ -34,6 +36,7 @@ async fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Audit(args)) => print_audit(&args),
+        Some(Command::Tools(args)) => catalog::command::run(&args).await,
         // Traces (OTLP) when OTEL_* says so; see telemetry.rs.
         None => match telemetry::Tracing::from_env() {
             Err(message) => Err(message),
@@ -124,7 +127,9 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         retention: cli.audit_retention.0,
     };
     let sink = audit::SqliteAudit::open(&audit_location, audit_options)?;
-    let server = build_server(&directory, &cli, enforce_scopes, Arc::new(sink.clone()))?;
+    let (server, builtins) =
+        build_server(&directory, &cli, enforce_scopes, Arc::new(sink.clone()))?;
+    let _catalog = start_catalog(&cli, &server, builtins).await?;
     ops::register_collectors(&server, &directory, &sink);
     let readiness: Arc<dyn ReadinessCheck> = Arc::new(ops::Readiness {
         directory: directory.clone(),
@@ -222,7 +227,7 @@ fn build_server(
     cli: &ServeArgs,
     enforce_scopes: bool,
     sink: Arc<dyn mcp_server::AuditSink>,
-) -> Result<Server, String> {
+) -> Result<(Server, Vec<mcp_server::Tool>), String> {
     let limits = &cli.limits;
     let options = ServerOptions {
         call_timeout: Some(Duration::from_secs(cli.call_timeout_secs.max(1))),
@@ -257,12 +262,45 @@ fn build_server(
         .options(options)
         .access(access)
         .audit(sink);
-    for tool in tools::all(directory, settings) {
-        builder = builder.tool(tool);
+    let builtins = tools::all(directory, settings);
+    for tool in &builtins {
+        builder = builder.tool(tool.clone());
     }
-    builder
+    let server = builder
         .build()
-        .map_err(|e| format!("invalid tool definition: {e}"))
+        .map_err(|e| format!("invalid tool definition: {e}"))?;
+    Ok((server, builtins))
+}
+
+/// Serves the catalogue's tool set (built-ins minus the disabled ones,
+/// plus custom SQL tools) and keeps following it. On an in-memory
+/// database, which no other process can reach, the built-ins are served
+/// as they are.
+async fn start_catalog(
+    cli: &ServeArgs,
+    server: &Server,
+    builtins: Vec<mcp_server::Tool>,
+) -> Result<Option<catalog::watch::Watcher>, String> {
+    let path = match catalog::database_file(&cli.database) {
+        Ok(path) => path,
+        Err(reason) if cli.tools_file.is_none() => {
+            tracing::info!(%reason, "runtime tool catalogue off");
+            return Ok(None);
+        }
+        Err(reason) => return Err(format!("--tools-file: {reason}")),
+    };
+    catalog::open_rw(&path)?;
+    let connections = usize::try_from(cli.custom_query_connections).unwrap_or(4);
+    let catalog = Arc::new(catalog::Catalog::new(
+        path,
+        builtins,
+        cli.max_custom_tools,
+        connections,
+    ));
+    let actor = format!("{} (--tools-file)", catalog::command::actor(None));
+    catalog::watch::start(catalog, server.clone(), cli.tools_file.clone(), actor)
+        .await
+        .map(Some)
 }
 
 /// The `audit` subcommand.

@@ -47,6 +47,17 @@ pub fn open_rw(path: &Path) -> Result<Connection, String> {
     Ok(conn)
 }
 
+/// Opens a read-only connection for the catalogue's own reads (no
+/// authorizer: that one is for custom statements).
+pub fn open_catalog_reader(path: &Path) -> Result<Connection, String> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    conn.busy_timeout(std::time::Duration::from_secs(2))
+        .map_err(|e| format!("cannot configure {}: {e}", path.display()))?;
+    Ok(conn)
+}
+
 /// What a server needs to rebuild its tool set from the catalogue.
 pub struct Catalog {
     path: PathBuf,

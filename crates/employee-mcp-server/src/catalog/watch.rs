@@ -16,7 +16,7 @@ use mcp_server::Server;
 use rusqlite::Connection;
 use tokio::sync::Notify;
 
-use super::{Catalog, open_rw, store};
+use super::{Catalog, open_catalog_reader, open_rw, store};
 use crate::custom::spec;
 use crate::custom::sqlite::open_read_only;
 
@@ -75,7 +75,7 @@ pub async fn start(
 /// Swaps the server's tools for the catalogue's if the generation moved
 /// past `applied`; returns the generation now served.
 fn apply(catalog: &Catalog, server: &Server, applied: Option<i64>) -> Result<i64, String> {
-    let conn = open_read_only(catalog.path())?;
+    let conn = open_catalog_reader(catalog.path())?;
     let generation = store::generation(&conn).map_err(|e| e.to_string())?;
     if applied == Some(generation) {
         return Ok(generation);
@@ -146,7 +146,7 @@ fn tick(
 ) -> (Option<Connection>, Result<i64, String>) {
     let conn = match conn {
         Some(c) => c,
-        None => match open_read_only(catalog.path()) {
+        None => match open_catalog_reader(catalog.path()) {
             Ok(c) => c,
             Err(e) => return (None, Err(e)),
         },

@@ -72,15 +72,19 @@ fn authorize(ctx: AuthContext<'_>) -> Authorization {
         AuthAction::Select | AuthAction::Function { .. } | AuthAction::Recursive => {
             Authorization::Allow
         }
-        AuthAction::Read { table_name, .. }
-            if !PROTECTED_TABLES
-                .iter()
-                .any(|t| t.eq_ignore_ascii_case(table_name)) =>
-        {
-            Authorization::Allow
-        }
+        AuthAction::Read { table_name, .. } if readable(table_name) => Authorization::Allow,
         _ => Authorization::Deny,
     }
+}
+
+/// Directory tables: not the audit trail or the catalogue, not SQLite's
+/// own tables, not the `pragma_*` table-valued functions (PRAGMA by
+/// another name).
+fn readable(table: &str) -> bool {
+    let lower = table.to_ascii_lowercase();
+    !PROTECTED_TABLES.contains(&lower.as_str())
+        && !lower.starts_with("sqlite_")
+        && !lower.starts_with("pragma_")
 }
 
 /// Checks a tool's statement against the database: one statement, it

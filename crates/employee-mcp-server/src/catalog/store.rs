@@ -200,11 +200,14 @@ pub fn put_custom(
             .optional()
             .map_err(db)?;
         match existing {
-            Some((_, def, src)) if src == source && sync => {
-                if def.as_deref() == Some(json.as_str()) {
-                    continue;
-                }
+            // The same source re-syncing: unchanged definitions stay as
+            // they are, changed ones are updated below.
+            Some((_, def, src))
+                if src == source && sync && def.as_deref() == Some(json.as_str()) =>
+            {
+                continue;
             }
+            Some((_, _, src)) if src == source && sync => {}
             Some((kind, _, src)) => {
                 return Err(format!(
                     "tool {:?}, field `name`: a {kind} tool with this name already exists (source {src}); remove it first or pick another name",

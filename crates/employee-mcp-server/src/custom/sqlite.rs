@@ -135,7 +135,6 @@ pub fn check(conn: &Connection, spec: &ToolSpec) -> Result<Vec<OutColumn>, Defin
     }
     let columns: Vec<OutColumn> = stmt
         .columns()
-        .into_iter()
         .map(|c| OutColumn {
             name: c.name().to_owned(),
             json_type: c.decl_type().and_then(json_type),

@@ -184,6 +184,9 @@ pub struct ServeArgs {
     pub limits: LimitArgs,
 
     #[command(flatten)]
+    pub cluster: ClusterArgs,
+
+    #[command(flatten)]
     pub connections: ConnectionArgs,
 
     /// How long audit_log rows are kept: 90d, 12h, 30m…, or off. Older
@@ -371,6 +374,38 @@ pub struct LimitArgs {
         value_delimiter = ','
     )]
     pub trusted_proxies: Vec<std::net::IpAddr>,
+}
+
+/// Replicas on one PostgreSQL database (`--database postgres://…`).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Replicas (PostgreSQL)")]
+pub struct ClusterArgs {
+    /// File holding the requestState signing key: at least 32 random bytes,
+    /// raw or hex (`openssl rand -hex 32`). Give every replica the same
+    /// file. Without it: a random key per process on SQLite, one key shared
+    /// through the database on PostgreSQL.
+    #[arg(long, env = "EMPLOYEE_MCP_REQUEST_STATE_KEY_FILE", value_name = "PATH")]
+    pub request_state_key_file: Option<PathBuf>,
+
+    /// Connections of the pool for shared sessions and the bus (PostgreSQL).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_SHARED_POOL_SIZE",
+        default_value_t = 8,
+        value_parser = clap::value_parser!(u64).range(1..=1000)
+    )]
+    pub shared_pool_size: u64,
+
+    /// Longest wait (seconds) for the shared session store on a request;
+    /// past it the request fails (-32603, or 503 on GET/DELETE) instead of
+    /// hanging.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_SHARED_STORE_TIMEOUT_SECS",
+        default_value_t = 5,
+        value_parser = clap::value_parser!(u64).range(1..=300)
+    )]
+    pub shared_store_timeout_secs: u64,
 }
 
 /// Bounds on HTTP connections (slow clients, idle keep-alive, shutdown).

@@ -6,6 +6,7 @@ mod audit_stats;
 mod auth;
 mod catalog;
 mod cli;
+mod cluster;
 mod custom;
 mod ops;
 mod scopes;
@@ -127,8 +128,14 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         retention: cli.audit_retention.0,
     };
     let sink = audit::SqliteAudit::open(&audit_location, audit_options)?;
-    let (server, builtins) =
-        build_server(&directory, &cli, enforce_scopes, Arc::new(sink.clone()))?;
+    let replication = replication(&cli).await?;
+    let (server, builtins) = build_server(
+        &directory,
+        &cli,
+        enforce_scopes,
+        Arc::new(sink.clone()),
+        replication,
+    )?;
     let _catalog = start_catalog(&cli, &server, builtins).await?;
     ops::register_collectors(&server, &directory, &sink);
     let readiness: Arc<dyn ReadinessCheck> = Arc::new(ops::Readiness {
@@ -222,11 +229,41 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// What replicas share: on PostgreSQL, sessions, the bus and a cluster
+/// key; the key file, when given, wins over the database's key.
+struct Replicated {
+    shared: Option<mcp_server::shared::Shared>,
+    key: Option<[u8; 32]>,
+}
+
+async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
+    let args = &cli.cluster;
+    let file_key = match &args.request_state_key_file {
+        Some(path) => Some(cluster::key::from_file(path)?),
+        None => None,
+    };
+    if !cluster::is_postgres(&cli.database) {
+        return Ok(Replicated {
+            shared: None,
+            key: file_key,
+        });
+    }
+    let size = usize::try_from(args.shared_pool_size).unwrap_or(8);
+    let timeout = Duration::from_secs(args.shared_store_timeout_secs);
+    let r = cluster::connect(&cli.database, size, timeout).await?;
+    tracing::info!("sharing sessions and events with other replicas through PostgreSQL");
+    Ok(Replicated {
+        shared: Some(r.shared),
+        key: Some(file_key.unwrap_or(r.key)),
+    })
+}
+
 fn build_server(
     directory: &Directory,
     cli: &ServeArgs,
     enforce_scopes: bool,
     sink: Arc<dyn mcp_server::AuditSink>,
+    replicated: Replicated,
 ) -> Result<(Server, Vec<mcp_server::Tool>), String> {
     let limits = &cli.limits;
     let options = ServerOptions {
@@ -265,6 +302,12 @@ fn build_server(
     let builtins = tools::all(directory, settings);
     for tool in &builtins {
         builder = builder.tool(tool.clone());
+    }
+    if let Some(key) = replicated.key {
+        builder = builder.request_state_key(key);
+    }
+    if let Some(shared) = replicated.shared {
+        builder = builder.shared(shared);
     }
     let server = builder
         .build()

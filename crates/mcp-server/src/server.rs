@@ -15,12 +15,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::{AccessOptions, AuditSink, ConcurrencyLimiter, RateLimit, RateLimiter};
 use crate::context::RequestContext;
+use crate::engine::Replicas;
 use crate::events::ServerEvent;
 use crate::prompt::Prompt;
 use crate::registry::{ListPolicy, RegisteredTool, RegistrationError, ToolRegistry, ToolSet};
 use crate::request_state::StateSigner;
 use crate::resource::{Resource, ResourceTemplate};
 use crate::session::{Session, SessionStore};
+use crate::shared::Shared;
 use crate::tasks::{TaskOptions, TaskStore, TaskSupport};
 use crate::tool::Tool;
 
@@ -92,9 +94,20 @@ pub struct ServerBuilder {
     access: AccessOptions,
     audit: Option<Arc<dyn AuditSink>>,
     tasks: Option<TaskOptions>,
+    shared: Option<Shared>,
 }
 
 impl ServerBuilder {
+    /// Shares legacy sessions and events with other replicas through
+    /// `shared` (see [`crate::shared`]). Build the server inside a Tokio
+    /// runtime: it starts a task that receives the other replicas'
+    /// messages. Give every replica the same
+    /// [`ServerBuilder::request_state_key`] too.
+    pub fn shared(mut self, shared: Shared) -> Self {
+        self.shared = Some(shared);
+        self
+    }
+
     /// Enables the tasks extension (SEP-2663) with these options; see
     /// [`crate::tasks`]. Also enabled, with default options, when a tool
     /// given to the builder declares task support.
@@ -263,8 +276,10 @@ impl ServerBuilder {
                 audit: self.audit,
                 tasks: tasks.map(|o| Arc::new(TaskStore::new(o))),
                 metrics: Arc::default(),
+                replicas: self.shared.map(Replicas::new).transpose()?,
             }),
-        })
+        }
+        .started())
     }
 }
 
@@ -303,6 +318,8 @@ pub(crate) struct ServerInner {
     pub(crate) tasks: Option<Arc<TaskStore>>,
     /// Counters for `/metrics`.
     pub(crate) metrics: Arc<crate::observe::Metrics>,
+    /// Sessions and events shared with other replicas, if any.
+    pub(crate) replicas: Option<Arc<Replicas>>,
 }
 
 fn read<T>(lock: &RwLock<Arc<T>>) -> Arc<T> {
@@ -339,6 +356,7 @@ impl Server {
             access: AccessOptions::default(),
             audit: None,
             tasks: None,
+            shared: None,
         }
     }
 
@@ -358,7 +376,8 @@ impl Server {
             tools.push(registered);
             Ok(())
         })?;
-        self.notify(ServerEvent::ToolsChanged);
+        // Every replica applies catalogue changes itself: local only.
+        self.notify_local(ServerEvent::ToolsChanged);
         Ok(())
     }
 
@@ -372,7 +391,7 @@ impl Server {
             Ok(())
         });
         if removed {
-            self.notify(ServerEvent::ToolsChanged);
+            self.notify_local(ServerEvent::ToolsChanged);
         }
         removed
     }
@@ -399,8 +418,7 @@ impl Server {
             registered.push(RegisteredTool::new(tool)?);
         }
         self.inner.tools.replace(registered);
-        // Local fan-out only (listen streams and legacy GET streams here).
-        let _ = self.inner.events.send(ServerEvent::ToolsChanged);
+        self.notify_local(ServerEvent::ToolsChanged);
         Ok(())
     }
 
@@ -421,7 +439,7 @@ impl Server {
             p.retain(|x| x.definition.name != prompt.definition.name);
             p.push(prompt);
         });
-        self.notify(ServerEvent::PromptsChanged);
+        self.notify_local(ServerEvent::PromptsChanged);
     }
 
     /// Removes a prompt at runtime.
@@ -429,7 +447,7 @@ impl Server {
         write(&self.inner.prompts, |p| {
             p.retain(|x| x.definition.name != name)
         });
-        self.notify(ServerEvent::PromptsChanged);
+        self.notify_local(ServerEvent::PromptsChanged);
     }
 
     /// Tells subscribers that a resource's contents changed.
@@ -437,8 +455,18 @@ impl Server {
         self.notify(ServerEvent::ResourceUpdated(uri.into()));
     }
 
-    /// Publishes an event to every open subscription.
+    /// Publishes an event to every open subscription, on every replica
+    /// when the server is replicated (see [`ServerBuilder::shared`]).
     pub fn notify(&self, event: ServerEvent) {
+        if let Some(r) = &self.inner.replicas {
+            r.publish_event(event.clone());
+        }
+        self.notify_local(event);
+    }
+
+    /// Publishes an event to this replica's subscriptions only: for
+    /// changes every replica makes itself (the tool set, prompts).
+    pub fn notify_local(&self, event: ServerEvent) {
         let _ = self.inner.events.send(event);
     }
 
@@ -456,14 +484,10 @@ impl Server {
             .map(|t| t.header_params.clone())
     }
 
-    /// Looks up a legacy session.
+    /// Looks up a legacy session this process holds (a replicated
+    /// server may serve others too: see [`Server::find_session`]).
     pub fn session(&self, id: &str) -> Option<Arc<Session>> {
         self.inner.sessions.get(id)
-    }
-
-    /// Ends a legacy session; `false` if it did not exist.
-    pub fn end_session(&self, id: &str) -> bool {
-        self.inner.sessions.remove(id)
     }
 
     /// Begins shutdown: open subscriptions end with their final response.

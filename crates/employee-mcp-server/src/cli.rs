@@ -60,6 +60,81 @@ pub enum Command {
     /// --limit rows). Rate-limited calls are one row per caller, tool and
     /// minute, with the number of calls in COUNT.
     Audit(AuditArgs),
+    /// Change the tool set of every server on the database, at runtime:
+    /// list, enable and disable tools, add, show and remove custom SQL tools
+    /// (validate a definition file first with `tools validate`). Running
+    /// servers apply a change within a second and announce list_changed.
+    Tools(ToolsArgs),
+}
+
+/// Flags of `tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// Database URL, as given to the server (a file: sqlite://PATH).
+    #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE, global = true)]
+    pub database: String,
+
+    /// Who makes the change, for the catalogue's history (default: the OS
+    /// user, from USER or LOGNAME).
+    #[arg(long, global = true)]
+    pub actor: Option<String>,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub action: ToolsAction,
+}
+
+/// The `tools` actions.
+#[derive(Clone, Debug, Subcommand)]
+pub enum ToolsAction {
+    /// Every tool, built-in and custom, with its state and last change.
+    List {
+        /// JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Serve a tool again.
+    Enable {
+        /// Tool name.
+        name: String,
+    },
+    /// Stop serving a tool (calls already running finish).
+    Disable {
+        /// Tool name.
+        name: String,
+    },
+    /// Check a definition file and add its tools; nothing changes if any
+    /// check fails.
+    Add {
+        /// The TOML definition file.
+        #[arg(long)]
+        file: PathBuf,
+        /// Most custom tools the catalogue may hold.
+        #[arg(long, env = "EMPLOYEE_MCP_MAX_CUSTOM_TOOLS", default_value_t = crate::catalog::DEFAULT_MAX_CUSTOM_TOOLS)]
+        max_custom_tools: usize,
+    },
+    /// Remove a custom tool.
+    Remove {
+        /// Tool name.
+        name: String,
+    },
+    /// Print a custom tool's stored definition.
+    Show {
+        /// Tool name.
+        name: String,
+    },
+    /// Check a definition file against the database without changing anything.
+    Validate {
+        /// The TOML definition file.
+        #[arg(long)]
+        file: PathBuf,
+    },
+    /// The newest changes to the catalogue (JSON lines), oldest first.
+    History {
+        /// Most changes to print.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
 }
 
 /// Flags of the server.
@@ -138,6 +213,30 @@ pub struct ServeArgs {
     /// with --auth-issuer.
     #[arg(long = "i-understand-this-exposes-hr-data-without-auth")]
     pub insecure_public_bind: bool,
+
+    /// Custom SQL tools to serve from this TOML file: loaded at start (a
+    /// broken file stops the start), then watched; a valid edit is applied
+    /// to every server on the database, a broken one is logged and ignored.
+    #[arg(long, env = "EMPLOYEE_MCP_TOOLS_FILE", value_name = "FILE")]
+    pub tools_file: Option<PathBuf>,
+
+    /// Most custom tools served (and loaded from --tools-file).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_MAX_CUSTOM_TOOLS",
+        default_value_t = crate::catalog::DEFAULT_MAX_CUSTOM_TOOLS
+    )]
+    pub max_custom_tools: usize,
+
+    /// Custom SQL tool queries running at once (each on its own read-only
+    /// connection); further calls wait.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_CUSTOM_QUERY_CONNECTIONS",
+        default_value_t = 4,
+        value_parser = clap::value_parser!(u64).range(1..=64)
+    )]
+    pub custom_query_connections: u64,
 
     /// Write the address actually bound (useful with port 0) to this file.
     #[arg(long, hide = true)]

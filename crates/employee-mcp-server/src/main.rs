@@ -4,8 +4,10 @@
 mod audit;
 mod audit_stats;
 mod auth;
+mod catalog;
 mod cli;
 mod cluster;
+mod custom;
 mod ops;
 mod scopes;
 mod telemetry;
@@ -35,6 +37,7 @@ async fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Audit(args)) => print_audit(&args),
+        Some(Command::Tools(args)) => catalog::command::run(&args).await,
         // Traces (OTLP) when OTEL_* says so; see telemetry.rs.
         None => match telemetry::Tracing::from_env() {
             Err(message) => Err(message),
@@ -126,13 +129,14 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     };
     let sink = audit::SqliteAudit::open(&audit_location, audit_options)?;
     let replication = replication(&cli).await?;
-    let server = build_server(
+    let (server, builtins) = build_server(
         &directory,
         &cli,
         enforce_scopes,
         Arc::new(sink.clone()),
         replication,
     )?;
+    let _catalog = start_catalog(&cli, &server, builtins).await?;
     ops::register_collectors(&server, &directory, &sink);
     let readiness: Arc<dyn ReadinessCheck> = Arc::new(ops::Readiness {
         directory: directory.clone(),
@@ -274,7 +278,7 @@ fn build_server(
     enforce_scopes: bool,
     sink: Arc<dyn mcp_server::AuditSink>,
     replicated: Replicated,
-) -> Result<Server, String> {
+) -> Result<(Server, Vec<mcp_server::Tool>), String> {
     let limits = &cli.limits;
     let options = ServerOptions {
         call_timeout: Some(Duration::from_secs(cli.call_timeout_secs.max(1))),
@@ -315,8 +319,9 @@ fn build_server(
     if let Some(limiter) = replicated.limiter {
         builder = builder.limiter(limiter);
     }
-    for tool in tools::all(directory, settings) {
-        builder = builder.tool(tool);
+    let builtins = tools::all(directory, settings);
+    for tool in &builtins {
+        builder = builder.tool(tool.clone());
     }
     if let Some(key) = replicated.key {
         builder = builder.request_state_key(key);
@@ -324,9 +329,41 @@ fn build_server(
     if let Some(shared) = replicated.shared {
         builder = builder.shared(shared);
     }
-    builder
+    let server = builder
         .build()
-        .map_err(|e| format!("invalid tool definition: {e}"))
+        .map_err(|e| format!("invalid tool definition: {e}"))?;
+    Ok((server, builtins))
+}
+
+/// Serves the catalogue's tool set (built-ins minus the disabled ones,
+/// plus custom SQL tools) and keeps following it. On an in-memory
+/// database, which no other process can reach, the built-ins are served
+/// as they are.
+async fn start_catalog(
+    cli: &ServeArgs,
+    server: &Server,
+    builtins: Vec<mcp_server::Tool>,
+) -> Result<Option<catalog::watch::Watcher>, String> {
+    let path = match catalog::database_file(&cli.database) {
+        Ok(path) => path,
+        Err(reason) if cli.tools_file.is_none() => {
+            tracing::info!(%reason, "runtime tool catalogue off");
+            return Ok(None);
+        }
+        Err(reason) => return Err(format!("--tools-file: {reason}")),
+    };
+    catalog::open_rw(&path)?;
+    let connections = usize::try_from(cli.custom_query_connections).unwrap_or(4);
+    let catalog = Arc::new(catalog::Catalog::new(
+        path,
+        builtins,
+        cli.max_custom_tools,
+        connections,
+    ));
+    let actor = format!("{} (--tools-file)", catalog::command::actor(None));
+    catalog::watch::start(catalog, server.clone(), cli.tools_file.clone(), actor)
+        .await
+        .map(Some)
 }
 
 /// The `audit` subcommand.

@@ -56,7 +56,9 @@ pub(crate) struct RegisteredTool {
     pub(crate) output: Option<CompiledSchema>,
     pub(crate) header_params: Vec<HeaderParam>,
     /// Call durations by outcome (`mcp_server_operation_duration_seconds`).
-    pub(crate) stats: crate::observe::metrics::OutcomeSeries,
+    /// Shared with the tool's next registration of the same name, so a
+    /// tool-set swap does not reset its counters.
+    pub(crate) stats: Arc<crate::observe::metrics::OutcomeSeries>,
 }
 
 impl RegisteredTool {
@@ -285,5 +287,22 @@ impl ToolRegistry {
         f(&mut tools)?;
         *guard = Arc::new(ToolSet::new(guard.generation + 1, tools));
         Ok(())
+    }
+
+    /// Publishes `tools` as the whole new set in one step: a request sees
+    /// either the old set or the new one, never a mix. Cursors of the old
+    /// set are refused (new generation); pages are rebuilt on first use.
+    pub(crate) fn replace(&self, mut tools: Vec<RegisteredTool>) {
+        let mut guard = match self.current.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        for tool in &mut tools {
+            if let Some(old) = guard.get(&tool.tool.definition.name) {
+                tool.stats = Arc::clone(&old.stats);
+            }
+        }
+        let tools = tools.into_iter().map(Arc::new).collect();
+        *guard = Arc::new(ToolSet::new(guard.generation + 1, tools));
     }
 }

@@ -427,6 +427,43 @@ impl Server {
         removed
     }
 
+    /// Replaces the whole tool set at once (every tool validated and
+    /// compiled first; on error nothing changes) and announces
+    /// `list_changed` once to this process's listeners.
+    ///
+    /// Calls already running keep the tool they started with; new calls
+    /// see only the new set (a removed tool is an unknown tool).
+    ///
+    /// The announcement is local on purpose: the caller is typically a
+    /// watcher that every replica runs on a shared catalogue, so each
+    /// replica announces its own swap.
+    pub fn replace_tools(&self, tools: Vec<Tool>) -> Result<(), RegistrationError> {
+        let mut registered: Vec<RegisteredTool> = Vec::with_capacity(tools.len());
+        for tool in tools {
+            if registered
+                .iter()
+                .any(|t| t.tool.definition.name == tool.definition.name)
+            {
+                return Err(RegistrationError::Duplicate(tool.definition.name));
+            }
+            registered.push(RegisteredTool::new(tool)?);
+        }
+        self.inner.tools.replace(registered);
+        self.notify_local(ServerEvent::ToolsChanged);
+        Ok(())
+    }
+
+    /// The names of the tools currently served, in listing order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner
+            .tools
+            .snapshot()
+            .tools
+            .iter()
+            .map(|t| t.tool.definition.name.clone())
+            .collect()
+    }
+
     /// Adds a prompt at runtime and notifies subscribed clients.
     pub fn add_prompt(&self, prompt: Prompt) {
         write(&self.inner.prompts, |p| {

@@ -201,3 +201,72 @@ async fn the_principal_is_attached_to_every_request() {
     let e = denied.call_tool("secret", json!({})).await.unwrap_err();
     assert_eq!(e.code(), Some(-31001), "{e}");
 }
+
+/// A raw tool that answers its own name.
+fn named(name: &str) -> Tool {
+    let text = name.to_owned();
+    Tool::builder(name)
+        .description("Answers its name.")
+        .raw_handler(move |_ctx, _args| {
+            let text = text.clone();
+            async move { Ok(mcp_server::CallToolResult::text(text).into()) }
+        })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replace_tools_swaps_the_whole_set_and_announces_once() {
+    let server = Server::builder("swap", "1")
+        .options(mcp_server::ServerOptions {
+            page_size: 1,
+            ..Default::default()
+        })
+        .tool(named("a"))
+        .tool(named("b"))
+        .build()
+        .unwrap();
+    let client = Client::connect(server.clone()).await.unwrap();
+    let mut sub = client
+        .listen(json!({ "toolsListChanged": true }))
+        .await
+        .expect("listen");
+    // A cursor of the old set, held across the swap.
+    let first = client
+        .request("tools/list", serde_json::Map::new())
+        .await
+        .expect("list");
+    let old_cursor = first["nextCursor"].as_str().expect("cursor").to_owned();
+
+    server
+        .replace_tools(vec![named("b"), named("c"), named("d")])
+        .expect("swap");
+    let n = tokio::time::timeout(WAIT, sub.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n["method"], "notifications/tools/list_changed");
+    // Exactly one announcement.
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(200), sub.next())
+            .await
+            .is_err()
+    );
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["b", "c", "d"]);
+    assert_eq!(server.tool_names(), names);
+    let e = client.call_tool("a", json!({})).await.unwrap_err();
+    assert_eq!(e.code(), Some(-32602));
+    assert_eq!(client.call_tool("c", json!({})).await.unwrap().text(), "c");
+    // The old set's cursor is refused.
+    let mut params = serde_json::Map::new();
+    params.insert("cursor".into(), json!(old_cursor));
+    assert!(client.request("tools/list", params).await.is_err());
+    // An invalid set changes nothing.
+    assert!(server.replace_tools(vec![named("x"), named("x")]).is_err());
+    assert_eq!(server.tool_names(), names);
+}

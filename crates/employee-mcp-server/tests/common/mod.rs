@@ -102,9 +102,11 @@ fn seeded_template() -> &'static [u8] {
     })
 }
 
-/// A private, already seeded database file, removed on drop.
+/// A private, already seeded database file, removed on drop (unless it
+/// is a [`TempDb::share`]d handle on another's file).
 pub struct TempDb {
     pub path: PathBuf,
+    owned: bool,
 }
 
 impl TempDb {
@@ -112,13 +114,23 @@ impl TempDb {
     pub fn seeded() -> Self {
         let path = temp_path("db", "db");
         std::fs::write(&path, seeded_template()).expect("write test database");
-        TempDb { path }
+        TempDb { path, owned: true }
+    }
+
+    /// Another handle on the same file (for a second server on one
+    /// database); only the original removes the file.
+    pub fn share(&self) -> TempDb {
+        TempDb {
+            path: self.path.clone(),
+            owned: false,
+        }
     }
 
     /// A path where no database exists yet (the server creates and seeds it).
     pub fn empty() -> Self {
         TempDb {
             path: temp_path("fresh", "db"),
+            owned: true,
         }
     }
 
@@ -129,6 +141,9 @@ impl TempDb {
 
 impl Drop for TempDb {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         remove_db_files(&self.path);
     }
 }
@@ -428,6 +443,45 @@ impl Server {
         format!("http://{}/mcp", self.addr)
     }
 
+    /// The database this server serves.
+    pub fn db(&self) -> &TempDb {
+        self._db.as_ref().expect("a server this harness started")
+    }
+
+    /// Opens a modern `subscriptions/listen` stream for tool list changes
+    /// and waits for its acknowledgement.
+    pub async fn listen_tools(&self) -> tokio::net::TcpStream {
+        let body = modern_body(
+            next_id(),
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        );
+        let body = serde_json::to_string(&body).expect("json");
+        let addr = &self.addr;
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {MODERN}\r\n\
+             Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.expect("write");
+        read_stream_until(&mut stream, "notifications/subscriptions/acknowledged").await;
+        stream
+    }
+
+    /// The names `tools/list` shows now (first page).
+    pub async fn tool_names(&self) -> Vec<String> {
+        let reply = self.modern("tools/list", json!({})).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.result()["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|t| t["name"].as_str().expect("name").to_owned())
+            .collect()
+    }
+
     pub fn pid(&self) -> u32 {
         self.child
             .as_ref()
@@ -678,13 +732,18 @@ impl StdioServer {
 
     /// The stdio server with extra flags.
     pub fn start_with(args: &[&str]) -> StdioServer {
-        let db = TempDb::seeded();
+        Self::start_with_env(TempDb::seeded(), args, &[])
+    }
+
+    /// The stdio server on `db` with extra flags and environment variables.
+    pub fn start_with_env(db: TempDb, args: &[&str], env: &[(&str, &str)]) -> StdioServer {
         let mut child = tokio::process::Command::new(BIN)
             .arg("--stdio")
             .arg("--database")
             .arg(db.url())
             .args(args)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -888,4 +947,51 @@ pub fn pg_scratch(cmd: &str, name: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Reads `stream` until `needle` shows up (within [`TIMEOUT`]); returns
+/// everything read.
+pub async fn read_stream_until(stream: &mut tokio::net::TcpStream, needle: &str) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + TIMEOUT;
+    while !String::from_utf8_lossy(&got).contains(needle) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let n = tokio::time::timeout(left, stream.read(&mut buf))
+            .await
+            .unwrap_or_else(|_| {
+                panic!("no {needle:?} in time: {:?}", String::from_utf8_lossy(&got))
+            })
+            .expect("read");
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// Runs `employee-mcp-server tools ARGS --database URL`: (success, stdout,
+/// stderr).
+pub fn tools_cli(db: &TempDb, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(BIN)
+        .arg("tools")
+        .args(args)
+        .arg("--database")
+        .arg(db.url())
+        .env("RUST_LOG", "warn")
+        .env_remove("EMPLOYEE_MCP_DATABASE")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run employee-mcp-server tools");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Same, asserting success; returns stdout.
+pub fn tools_ok(db: &TempDb, args: &[&str]) -> String {
+    let (ok, out, err) = tools_cli(db, args);
+    assert!(ok, "tools {args:?} failed: {err}");
+    out
 }

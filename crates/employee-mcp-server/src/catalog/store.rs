@@ -1,0 +1,295 @@
+//! The catalogue tables in the directory's SQLite file.
+//!
+//! - `tool_catalog`: one row per custom tool (its checked definition as
+//!   JSON) and per built-in whose state was ever changed;
+//! - `tool_catalog_changes`: who changed what, when (append-only);
+//! - `tool_catalog_generation`: one counter, bumped in the same
+//!   transaction as every change, which the servers poll.
+
+use chrono::{SecondsFormat, Utc};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use serde::Serialize;
+
+use crate::custom::spec::ToolSpec;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tool_catalog (
+    name       TEXT NOT NULL PRIMARY KEY,
+    kind       TEXT NOT NULL CHECK (kind IN ('builtin', 'custom')),
+    enabled    INTEGER NOT NULL DEFAULT 1,
+    definition TEXT,
+    source     TEXT NOT NULL DEFAULT 'cli',
+    updated_at TEXT NOT NULL,
+    updated_by TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tool_catalog_changes (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    at         TEXT NOT NULL,
+    actor      TEXT NOT NULL,
+    action     TEXT NOT NULL,
+    tool       TEXT NOT NULL,
+    detail     TEXT
+);
+CREATE TABLE IF NOT EXISTS tool_catalog_generation (
+    id         INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+    generation INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO tool_catalog_generation (id, generation) VALUES (1, 0);
+";
+
+/// One catalogue row.
+#[derive(Clone, Debug, Serialize)]
+pub struct Entry {
+    /// Tool name.
+    pub name: String,
+    /// `builtin` or `custom`.
+    pub kind: String,
+    /// Served or not.
+    pub enabled: bool,
+    /// A custom tool's definition (JSON of [`ToolSpec`]).
+    #[serde(skip)]
+    pub definition: Option<String>,
+    /// `cli`, or `file:PATH` for tools loaded from `--tools-file`.
+    pub source: String,
+    /// Last change (RFC 3339).
+    pub updated_at: String,
+    /// Who made it.
+    pub updated_by: String,
+}
+
+/// Creates the tables if missing (idempotent; servers and the CLI both
+/// call it).
+pub fn migrate(conn: &Connection) -> Result<(), String> {
+    conn.execute_batch(SCHEMA)
+        .map_err(|e| format!("cannot create the tool catalogue tables: {e}"))
+}
+
+/// The current generation: one single-row read.
+pub fn generation(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row(
+        "SELECT generation FROM tool_catalog_generation WHERE id = 1",
+        [],
+        |r| r.get(0),
+    )
+}
+
+/// Every row, custom tools by name.
+pub fn entries(conn: &Connection) -> rusqlite::Result<Vec<Entry>> {
+    let mut stmt = conn.prepare(
+        "SELECT name, kind, enabled, definition, source, updated_at, updated_by
+         FROM tool_catalog ORDER BY kind, name",
+    )?;
+    stmt.query_map([], |r| {
+        Ok(Entry {
+            name: r.get(0)?,
+            kind: r.get(1)?,
+            enabled: r.get(2)?,
+            definition: r.get(3)?,
+            source: r.get(4)?,
+            updated_at: r.get(5)?,
+            updated_by: r.get(6)?,
+        })
+    })?
+    .collect()
+}
+
+fn now() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn record(
+    tx: &rusqlite::Transaction<'_>,
+    actor: &str,
+    action: &str,
+    tool: &str,
+    detail: Option<&str>,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO tool_catalog_changes (at, actor, action, tool, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![now(), actor, action, tool, detail],
+    )?;
+    Ok(())
+}
+
+fn bump(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE tool_catalog_generation SET generation = generation + 1 WHERE id = 1",
+        [],
+    )?;
+    Ok(())
+}
+
+/// Enables or disables `name` (`builtin` says which kind it is). `Ok(false)`
+/// when it already was in that state.
+pub fn set_enabled(
+    conn: &mut Connection,
+    name: &str,
+    builtin: bool,
+    enabled: bool,
+    actor: &str,
+) -> rusqlite::Result<bool> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let current: Option<bool> = tx
+        .query_row(
+            "SELECT enabled FROM tool_catalog WHERE name = ?1",
+            [name],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if current.unwrap_or(true) == enabled && (current.is_some() || builtin) {
+        return Ok(false);
+    }
+    let kind = if builtin { "builtin" } else { "custom" };
+    tx.execute(
+        "INSERT INTO tool_catalog (name, kind, enabled, updated_at, updated_by)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (name) DO UPDATE SET enabled = ?3, updated_at = ?4, updated_by = ?5",
+        params![name, kind, enabled, now(), actor],
+    )?;
+    let action = if enabled { "enable" } else { "disable" };
+    record(&tx, actor, action, name, None)?;
+    bump(&tx)?;
+    tx.commit()?;
+    Ok(true)
+}
+
+/// Stores checked custom tools from `source`. With `sync`, the source's
+/// other tools are removed (a `--tools-file` edit); unchanged definitions
+/// are left alone. Returns whether anything changed.
+pub fn put_custom(
+    conn: &mut Connection,
+    specs: &[ToolSpec],
+    source: &str,
+    sync: bool,
+    actor: &str,
+    max_custom: usize,
+) -> Result<bool, String> {
+    let db = |e: rusqlite::Error| format!("cannot update the tool catalogue: {e}");
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    let mut changed = false;
+    if sync {
+        let names: Vec<String> = {
+            let mut stmt = tx
+                .prepare("SELECT name FROM tool_catalog WHERE kind = 'custom' AND source = ?1")
+                .map_err(db)?;
+            stmt.query_map([source], |r| r.get(0))
+                .map_err(db)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(db)?
+        };
+        for name in names
+            .iter()
+            .filter(|n| !specs.iter().any(|s| &s.name == *n))
+        {
+            tx.execute("DELETE FROM tool_catalog WHERE name = ?1", [name])
+                .map_err(db)?;
+            record(&tx, actor, "remove", name, Some(source)).map_err(db)?;
+            changed = true;
+        }
+    }
+    for spec in specs {
+        let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+        let existing: Option<(String, Option<String>, String)> = tx
+            .query_row(
+                "SELECT kind, definition, source FROM tool_catalog WHERE name = ?1",
+                [&spec.name],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+            .map_err(db)?;
+        match existing {
+            // The same source re-syncing: unchanged definitions stay as
+            // they are, changed ones are updated below.
+            Some((_, def, src))
+                if src == source && sync && def.as_deref() == Some(json.as_str()) =>
+            {
+                continue;
+            }
+            Some((_, _, src)) if src == source && sync => {}
+            Some((kind, _, src)) => {
+                return Err(format!(
+                    "tool {:?}, field `name`: a {kind} tool with this name already exists (source {src}); remove it first or pick another name",
+                    spec.name
+                ));
+            }
+            None => {}
+        }
+        tx.execute(
+            "INSERT INTO tool_catalog (name, kind, enabled, definition, source, updated_at, updated_by)
+             VALUES (?1, 'custom', 1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (name) DO UPDATE SET definition = ?2, updated_at = ?4, updated_by = ?5",
+            params![spec.name, json, source, now(), actor],
+        )
+        .map_err(db)?;
+        record(&tx, actor, "add", &spec.name, Some(source)).map_err(db)?;
+        changed = true;
+    }
+    let count: i64 = tx
+        .query_row(
+            "SELECT count(*) FROM tool_catalog WHERE kind = 'custom'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(db)?;
+    if usize::try_from(count).unwrap_or(usize::MAX) > max_custom {
+        return Err(format!(
+            "the catalogue would hold {count} custom tools, over the limit of {max_custom} (--max-custom-tools); remove some first"
+        ));
+    }
+    if changed {
+        bump(&tx).map_err(db)?;
+        tx.commit().map_err(db)?;
+    }
+    Ok(changed)
+}
+
+/// Removes a custom tool; `Ok(false)` if there is none by that name.
+pub fn remove_custom(conn: &mut Connection, name: &str, actor: &str) -> rusqlite::Result<bool> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let n = tx.execute(
+        "DELETE FROM tool_catalog WHERE name = ?1 AND kind = 'custom'",
+        [name],
+    )?;
+    if n == 0 {
+        return Ok(false);
+    }
+    record(&tx, actor, "remove", name, None)?;
+    bump(&tx)?;
+    tx.commit()?;
+    Ok(true)
+}
+
+/// One recorded change.
+#[derive(Debug, Serialize)]
+pub struct Change {
+    /// When (RFC 3339).
+    pub at: String,
+    /// Who.
+    pub actor: String,
+    /// `enable`, `disable`, `add`, `remove`.
+    pub action: String,
+    /// Which tool.
+    pub tool: String,
+    /// Where it came from, for file syncs.
+    pub detail: Option<String>,
+}
+
+/// The newest `limit` changes, oldest first.
+pub fn changes(conn: &Connection, limit: u32) -> rusqlite::Result<Vec<Change>> {
+    let mut stmt = conn.prepare(
+        "SELECT at, actor, action, tool, detail FROM
+           (SELECT * FROM tool_catalog_changes ORDER BY id DESC LIMIT ?1) ORDER BY id",
+    )?;
+    stmt.query_map([limit], |r| {
+        Ok(Change {
+            at: r.get(0)?,
+            actor: r.get(1)?,
+            action: r.get(2)?,
+            tool: r.get(3)?,
+            detail: r.get(4)?,
+        })
+    })?
+    .collect()
+}

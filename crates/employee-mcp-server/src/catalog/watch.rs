@@ -1,0 +1,201 @@
+//! Keeps a server's tool set equal to the catalogue: polls the generation
+//! counter (one single-row read) every [`POLL_INTERVAL`], and on a change
+//! rebuilds the set and swaps it in at once. A lost database (deleted,
+//! locked, restarted) is retried on the next tick with a fresh connection.
+//!
+//! [`Watcher::reload_now`] skips the wait (a PostgreSQL `LISTEN` path can
+//! call it). With `--tools-file`, the file is polled too and each valid
+//! edit is written to the catalogue, which the same loop then picks up on
+//! every replica; a broken edit is logged and changes nothing.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_server::Server;
+use rusqlite::Connection;
+use tokio::sync::Notify;
+
+use super::{Catalog, open_catalog_reader, open_rw, store};
+use crate::custom::spec;
+use crate::custom::sqlite::open_read_only;
+
+/// How often the generation is read (≤ 500 ms, so a change is served
+/// everywhere within a second).
+pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Handle on a running watcher.
+#[derive(Clone)]
+pub struct Watcher {
+    reload: Arc<Notify>,
+}
+
+impl Watcher {
+    /// Re-reads the catalogue now instead of at the next tick.
+    #[allow(dead_code)] // for the PostgreSQL LISTEN path
+    pub fn reload_now(&self) {
+        self.reload.notify_one();
+    }
+}
+
+/// Applies the catalogue once (before serving), then keeps applying it.
+pub async fn start(
+    catalog: Arc<Catalog>,
+    server: Server,
+    tools_file: Option<PathBuf>,
+    actor: String,
+) -> Result<Watcher, String> {
+    let mut file = tools_file.map(|path| ToolsFile {
+        path,
+        last: None,
+        actor,
+    });
+    if let Some(f) = file.as_mut() {
+        // At start a broken file is an error: nothing was served from it yet.
+        let c = Arc::clone(&catalog);
+        let mut f2 = f.clone();
+        let synced = tokio::task::spawn_blocking(move || f2.sync(&c).map(|_| f2))
+            .await
+            .map_err(|e| e.to_string())?;
+        *f = synced?;
+    }
+    let c = Arc::clone(&catalog);
+    let s = server.clone();
+    let applied = tokio::task::spawn_blocking(move || apply(&c, &s, None))
+        .await
+        .map_err(|e| e.to_string())??;
+    let reload = Arc::new(Notify::new());
+    let watcher = Watcher {
+        reload: Arc::clone(&reload),
+    };
+    tokio::spawn(run(catalog, server, file, reload, applied));
+    Ok(watcher)
+}
+
+/// Swaps the server's tools for the catalogue's if the generation moved
+/// past `applied`; returns the generation now served.
+fn apply(catalog: &Catalog, server: &Server, applied: Option<i64>) -> Result<i64, String> {
+    let conn = open_catalog_reader(catalog.path())?;
+    let generation = store::generation(&conn).map_err(|e| e.to_string())?;
+    if applied == Some(generation) {
+        return Ok(generation);
+    }
+    let (generation, tools) = catalog.tool_set(&conn)?;
+    let names: Vec<String> = tools.iter().map(|t| t.definition().name.clone()).collect();
+    server
+        .replace_tools(tools)
+        .map_err(|e| format!("the catalogue's tool set is invalid: {e}"))?;
+    tracing::info!(generation, tools = ?names, "tool set applied from the catalogue");
+    Ok(generation)
+}
+
+async fn run(
+    catalog: Arc<Catalog>,
+    server: Server,
+    mut file: Option<ToolsFile>,
+    reload: Arc<Notify>,
+    mut applied: i64,
+) {
+    let shutdown = server.shutdown_token();
+    let mut poll: Option<Connection> = None;
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(POLL_INTERVAL) => {}
+            _ = reload.notified() => {}
+        }
+        let c = Arc::clone(&catalog);
+        let s = server.clone();
+        let f = file.take();
+        let p = poll.take();
+        let step = tokio::task::spawn_blocking(move || {
+            let mut f = f;
+            if let Some(f) = f.as_mut()
+                && let Err(reason) = f.sync(&c)
+            {
+                tracing::warn!(file = %f.path.display(), %reason, "tools file not applied; keeping the previous tool set");
+            }
+            let (p, result) = tick(&c, &s, p, applied);
+            (f, p, result)
+        })
+        .await;
+        let Ok((f, p, result)) = step else { continue };
+        file = f;
+        poll = p;
+        match result {
+            Ok(g) => {
+                applied = g;
+                failing = false;
+            }
+            Err(reason) if !failing => {
+                failing = true;
+                tracing::warn!(%reason, "cannot read the tool catalogue; retrying");
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// One poll on a kept connection (reopened after a failure).
+fn tick(
+    catalog: &Catalog,
+    server: &Server,
+    conn: Option<Connection>,
+    applied: i64,
+) -> (Option<Connection>, Result<i64, String>) {
+    let conn = match conn {
+        Some(c) => c,
+        None => match open_catalog_reader(catalog.path()) {
+            Ok(c) => c,
+            Err(e) => return (None, Err(e)),
+        },
+    };
+    match store::generation(&conn) {
+        Ok(g) if g == applied => (Some(conn), Ok(g)),
+        Ok(_) => (Some(conn), apply(catalog, server, Some(applied))),
+        Err(e) => (None, Err(e.to_string())),
+    }
+}
+
+/// A `--tools-file` and the content last read from it.
+#[derive(Clone)]
+struct ToolsFile {
+    path: PathBuf,
+    last: Option<String>,
+    actor: String,
+}
+
+impl ToolsFile {
+    /// Writes the file's tools to the catalogue if its content changed and
+    /// checks; on any error the catalogue is left as it was.
+    fn sync(&mut self, catalog: &Catalog) -> Result<(), String> {
+        let meta = std::fs::metadata(&self.path).map_err(|e| format!("cannot read: {e}"))?;
+        if meta.len() > spec::MAX_FILE_BYTES as u64 {
+            return Err(format!("over {} bytes", spec::MAX_FILE_BYTES));
+        }
+        let text = std::fs::read_to_string(&self.path).map_err(|e| format!("cannot read: {e}"))?;
+        // A content seen before (applied, or refused and logged) is not
+        // tried again until the file changes.
+        if self.last.as_deref() == Some(text.as_str()) {
+            return Ok(());
+        }
+        self.last = Some(text.clone());
+        let specs = spec::parse_file(&text).map_err(|e| e.to_string())?;
+        let checker = open_read_only(catalog.path())?;
+        let checked = crate::custom::check_all(&checker, specs, &catalog.builtin_names())
+            .map_err(|e| e.to_string())?;
+        let specs: Vec<spec::ToolSpec> = checked.into_iter().map(|c| c.spec).collect();
+        let mut conn = open_rw(catalog.path())?;
+        let source = format!("file:{}", self.path.display());
+        store::put_custom(
+            &mut conn,
+            &specs,
+            &source,
+            true,
+            &self.actor,
+            catalog.max_custom,
+        )?;
+        Ok(())
+    }
+}

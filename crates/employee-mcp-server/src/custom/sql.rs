@@ -1,0 +1,154 @@
+//! A small lexer over SQL text: finds named parameters (`:name`) and
+//! statement separators outside string literals, quoted identifiers and
+//! comments. Both backends use it, so a statement means the same on each
+//! (PostgreSQL needs `:name` rewritten to `$n`).
+
+/// What the lexer found in a statement.
+#[derive(Debug, Default, PartialEq)]
+pub struct Scan {
+    /// Named parameters in order of appearance, with their byte span.
+    pub parameters: Vec<(String, std::ops::Range<usize>)>,
+    /// Something other than blanks and comments follows a `;`.
+    pub several_statements: bool,
+    /// Positional parameters (`?`, `?1`, `$1`, `@x`) were used.
+    pub positional: bool,
+}
+
+/// Scans `sql`.
+pub fn scan(sql: &str) -> Scan {
+    let b = sql.as_bytes();
+    let mut out = Scan::default();
+    let mut i = 0;
+    let mut after_semicolon = false;
+    while i < b.len() {
+        let c = b[i];
+        let start = i;
+        i = match c {
+            b'\'' | b'"' | b'`' => skip_quoted(b, i, c),
+            b'[' => b[i..]
+                .iter()
+                .position(|&x| x == b']')
+                .map_or(b.len(), |p| i + p + 1),
+            b'-' if b.get(i + 1) == Some(&b'-') => b[i..]
+                .iter()
+                .position(|&x| x == b'\n')
+                .map_or(b.len(), |p| i + p + 1),
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                sql[i + 2..].find("*/").map_or(b.len(), |p| i + 2 + p + 2)
+            }
+            _ => i + 1,
+        };
+        let is_blank_or_comment =
+            c.is_ascii_whitespace() || i - start > 1 && matches!(c, b'-' | b'/');
+        if after_semicolon && !is_blank_or_comment && c != b';' {
+            out.several_statements = true;
+        }
+        match c {
+            b';' => after_semicolon = true,
+            b':' if b.get(i) == Some(&b':') => i += 1, // a `::type` cast
+            b':' => {
+                let end = ident_end(b, i);
+                if end > i {
+                    out.parameters.push((sql[i..end].to_owned(), start..end));
+                    i = end;
+                }
+            }
+            b'?' | b'@' => out.positional = true,
+            b'$' if b.get(i).is_some_and(u8::is_ascii_digit) => out.positional = true,
+            _ => {}
+        }
+    }
+    out
+}
+
+fn skip_quoted(b: &[u8], mut i: usize, quote: u8) -> usize {
+    i += 1;
+    while i < b.len() {
+        if b[i] == quote {
+            // A doubled quote is an escaped quote.
+            if b.get(i + 1) == Some(&quote) {
+                i += 2;
+                continue;
+            }
+            return i + 1;
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+fn ident_end(b: &[u8], start: usize) -> usize {
+    let mut i = start;
+    if !b
+        .get(i)
+        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+    {
+        return start;
+    }
+    while b
+        .get(i)
+        .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+    {
+        i += 1;
+    }
+    i
+}
+
+/// `sql` with each `:name` replaced by `$n` (PostgreSQL), and the names in
+/// `$n` order.
+#[allow(dead_code)] // for the PostgreSQL path (not built yet)
+pub fn to_numbered(sql: &str, scan: &Scan) -> (String, Vec<String>) {
+    let mut names: Vec<String> = Vec::new();
+    let mut out = String::with_capacity(sql.len());
+    let mut last = 0;
+    for (name, span) in &scan.parameters {
+        let n = match names.iter().position(|x| x == name) {
+            Some(p) => p + 1,
+            None => {
+                names.push(name.clone());
+                names.len()
+            }
+        };
+        out.push_str(&sql[last..span.start]);
+        out.push_str(&format!("${n}"));
+        last = span.end;
+    }
+    out.push_str(&sql[last..]);
+    (out, names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(sql: &str) -> Vec<String> {
+        scan(sql).parameters.into_iter().map(|(n, _)| n).collect()
+    }
+
+    #[test]
+    fn finds_parameters_outside_literals_and_comments() {
+        assert_eq!(
+            names(
+                "SELECT ':no', \"x:no\" -- :no\n /* :no */ FROM t WHERE a = :yes AND b::text = :also"
+            ),
+            vec!["yes", "also"]
+        );
+        assert_eq!(names("SELECT 'it''s :no' WHERE x=:a"), vec!["a"]);
+    }
+
+    #[test]
+    fn detects_several_statements() {
+        assert!(!scan("SELECT 1;").several_statements);
+        assert!(!scan("SELECT 1; -- done\n").several_statements);
+        assert!(scan("SELECT 1; DELETE FROM t").several_statements);
+        assert!(!scan("SELECT ';DELETE'").several_statements);
+    }
+
+    #[test]
+    fn numbers_parameters_for_postgres() {
+        let sql = "SELECT :a, :b, :a";
+        let (text, names) = to_numbered(sql, &scan(sql));
+        assert_eq!(text, "SELECT $1, $2, $1");
+        assert_eq!(names, vec!["a", "b"]);
+    }
+}

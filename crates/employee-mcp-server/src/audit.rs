@@ -615,7 +615,12 @@ mod tests {
             Location::from_url("sqlite://data/hr.db?mode=rwc"),
             Ok(Location::File(PathBuf::from("data/hr.db")))
         );
-        assert!(Location::from_url("postgres://x").is_err());
+        assert_eq!(
+            Location::from_url("postgres://u@h/db"),
+            Ok(Location::Postgres("postgres://u@h/db".to_owned()))
+        );
+        assert!(Location::from_url("mysql://x").is_err());
+        assert_eq!(display_url("postgres://u:secret@h/db"), "postgres://u@h/db");
     }
 
     #[test]

@@ -132,6 +132,9 @@ pub struct ServeArgs {
     pub limits: LimitArgs,
 
     #[command(flatten)]
+    pub cluster: ClusterArgs,
+
+    #[command(flatten)]
     pub connections: ConnectionArgs,
 
     /// How long audit_log rows are kept: 90d, 12h, 30m…, or off. Older
@@ -295,6 +298,40 @@ pub struct LimitArgs {
         value_delimiter = ','
     )]
     pub trusted_proxies: Vec<std::net::IpAddr>,
+}
+
+/// Replicas on one PostgreSQL database (`--database postgres://…`).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Replicas (PostgreSQL)")]
+pub struct ClusterArgs {
+    /// File holding the requestState signing key: at least 32 random bytes,
+    /// raw or hex (`openssl rand -hex 32`). Give every replica the same
+    /// file. Without it: a random key per process on SQLite, one key shared
+    /// through the database on PostgreSQL.
+    #[arg(long, env = "EMPLOYEE_MCP_REQUEST_STATE_KEY_FILE", value_name = "PATH")]
+    pub request_state_key_file: Option<PathBuf>,
+
+    /// Connections of the pool for the shared state: sessions, the bus,
+    /// tasks and limits (PostgreSQL).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_SHARED_POOL_SIZE",
+        default_value_t = 8,
+        value_parser = clap::value_parser!(u64).range(1..=1000)
+    )]
+    pub shared_pool_size: u64,
+
+    /// Milliseconds one read or write of the state shared by replicas
+    /// (sessions, tasks, rate limits) may take. Past it the request fails
+    /// (-32603, or 503 on GET/DELETE) rather than being admitted unchecked
+    /// or left hanging.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_SHARED_STATE_TIMEOUT_MS",
+        default_value_t = 2000,
+        value_parser = clap::value_parser!(u64).range(50..=60_000)
+    )]
+    pub shared_state_timeout_ms: u64,
 }
 
 /// Bounds on HTTP connections (slow clients, idle keep-alive, shutdown).

@@ -5,6 +5,7 @@ mod audit;
 mod audit_stats;
 mod auth;
 mod cli;
+mod cluster;
 mod ops;
 mod scopes;
 mod telemetry;
@@ -129,7 +130,14 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         retention: cli.audit_retention.0,
     };
     let sink = audit::Audit::open(&audit_location, audit_options)?;
-    let server = build_server(&directory, &cli, enforce_scopes, Arc::new(sink.clone()))?;
+    let replication = replication(&cli).await?;
+    let server = build_server(
+        &directory,
+        &cli,
+        enforce_scopes,
+        Arc::new(sink.clone()),
+        replication,
+    )?;
     ops::register_collectors(&server, &directory, &sink);
     let readiness: Arc<dyn ReadinessCheck> = Arc::new(ops::Readiness {
         directory: directory.clone(),
@@ -222,11 +230,48 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// What replicas share: on PostgreSQL, sessions, the bus, a cluster key,
+/// tasks and limits; the key file, when given, wins over the database's key.
+#[derive(Default)]
+struct Replicated {
+    shared: Option<mcp_server::shared::Shared>,
+    key: Option<[u8; 32]>,
+    tasks: Option<Arc<dyn mcp_server::tasks::TaskBackend>>,
+    limiter: Option<Arc<dyn mcp_server::access::CallLimiter>>,
+}
+
+async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
+    let args = &cli.cluster;
+    let file_key = match &args.request_state_key_file {
+        Some(path) => Some(cluster::key::from_file(path)?),
+        None => None,
+    };
+    if !cluster::is_postgres(&cli.database) {
+        return Ok(Replicated {
+            key: file_key,
+            ..Replicated::default()
+        });
+    }
+    let size = usize::try_from(args.shared_pool_size).unwrap_or(8);
+    let timeout = Duration::from_millis(args.shared_state_timeout_ms);
+    let r = cluster::connect(&cli.database, size, timeout).await?;
+    tracing::info!(
+        "sharing sessions, events, tasks and limits with other replicas through PostgreSQL"
+    );
+    Ok(Replicated {
+        shared: Some(r.shared),
+        key: Some(file_key.unwrap_or(r.key)),
+        tasks: Some(r.tasks),
+        limiter: Some(r.limiter),
+    })
+}
+
 fn build_server(
     directory: &Directory,
     cli: &ServeArgs,
     enforce_scopes: bool,
     sink: Arc<dyn mcp_server::AuditSink>,
+    replicated: Replicated,
 ) -> Result<Server, String> {
     let limits = &cli.limits;
     let options = ServerOptions {
@@ -262,8 +307,20 @@ fn build_server(
         .options(options)
         .access(access)
         .audit(sink);
+    if let Some(tasks) = replicated.tasks {
+        builder = builder.task_backend(tasks);
+    }
+    if let Some(limiter) = replicated.limiter {
+        builder = builder.limiter(limiter);
+    }
     for tool in tools::all(directory, settings) {
         builder = builder.tool(tool);
+    }
+    if let Some(key) = replicated.key {
+        builder = builder.request_state_key(key);
+    }
+    if let Some(shared) = replicated.shared {
+        builder = builder.shared(shared);
     }
     builder
         .build()

@@ -121,11 +121,11 @@ impl RequestContext {
     /// runs as a task: `false` when it cannot be one (the request did not
     /// declare the extension, a legacy wire, or the task store is full), in
     /// which case it simply stays synchronous.
-    pub fn start_task(&self) -> bool {
+    pub async fn start_task(&self) -> bool {
         let Some(slot) = &self.task else {
             return false;
         };
-        match slot.start() {
+        match slot.start().await {
             Ok(()) => true,
             Err(e) => {
                 tracing::warn!(error = %e.message, "could not create a task; running synchronously");

@@ -3,7 +3,7 @@
 use crate::observe::metrics::StreamKind;
 
 /// Something changed that clients may want to know about.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ServerEvent {
     /// The tool set changed.
     ToolsChanged,

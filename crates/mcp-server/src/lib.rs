@@ -89,6 +89,7 @@ mod request_state;
 pub mod resource;
 pub mod server;
 pub mod session;
+pub mod shared;
 pub mod tasks;
 pub mod tool;
 pub mod transport;

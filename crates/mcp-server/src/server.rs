@@ -13,15 +13,17 @@ use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::access::{AccessOptions, AuditSink, ConcurrencyLimiter, RateLimit, RateLimiter};
+use crate::access::{AccessOptions, AuditSink, CallLimiter, MemoryLimiter, RateLimit, RateLimiter};
 use crate::context::RequestContext;
+use crate::engine::Replicas;
 use crate::events::ServerEvent;
 use crate::prompt::Prompt;
 use crate::registry::{ListPolicy, RegisteredTool, RegistrationError, ToolRegistry, ToolSet};
 use crate::request_state::StateSigner;
 use crate::resource::{Resource, ResourceTemplate};
 use crate::session::{Session, SessionStore};
-use crate::tasks::{TaskOptions, TaskStore, TaskSupport};
+use crate::shared::Shared;
+use crate::tasks::{MemoryTasks, TaskBackend, TaskOptions, TaskStore, TaskSupport};
 use crate::tool::Tool;
 
 /// The future a completion handler returns: candidate values.
@@ -92,9 +94,39 @@ pub struct ServerBuilder {
     access: AccessOptions,
     audit: Option<Arc<dyn AuditSink>>,
     tasks: Option<TaskOptions>,
+    shared: Option<Shared>,
+    task_backend: Option<Arc<dyn TaskBackend>>,
+    limiter: Option<Arc<dyn CallLimiter>>,
 }
 
 impl ServerBuilder {
+    /// Where task records live; [`MemoryTasks`] of this server by default.
+    /// Replicas given one shared backend serve each other's tasks (see
+    /// [`crate::tasks`]). Does not by itself enable the extension.
+    pub fn task_backend(mut self, backend: Arc<dyn TaskBackend>) -> Self {
+        self.task_backend = Some(backend);
+        self
+    }
+
+    /// The `tools/call` rate and concurrency limiter; a [`MemoryLimiter`]
+    /// of this server by default. Replicas given one shared limiter
+    /// enforce the limits together. (The `initialize` rate of
+    /// [`ServerOptions::initialize_rate`] stays per process.)
+    pub fn limiter(mut self, limiter: Arc<dyn CallLimiter>) -> Self {
+        self.limiter = Some(limiter);
+        self
+    }
+
+    /// Shares legacy sessions and events with other replicas through
+    /// `shared` (see [`crate::shared`]). Build the server inside a Tokio
+    /// runtime: it starts a task that receives the other replicas'
+    /// messages. Give every replica the same
+    /// [`ServerBuilder::request_state_key`] too.
+    pub fn shared(mut self, shared: Shared) -> Self {
+        self.shared = Some(shared);
+        self
+    }
+
     /// Enables the tasks extension (SEP-2663) with these options; see
     /// [`crate::tasks`]. Also enabled, with default options, when a tool
     /// given to the builder declares task support.
@@ -258,13 +290,25 @@ impl ServerBuilder {
                     self.access.max_tracked_callers,
                     self.access.idle_bucket_ttl,
                 ),
-                concurrency: ConcurrencyLimiter::default(),
+                limiter: self.limiter.unwrap_or_else(|| {
+                    Arc::new(MemoryLimiter::new(
+                        self.access.max_tracked_callers,
+                        self.access.idle_bucket_ttl,
+                    ))
+                }),
                 access: self.access,
                 audit: self.audit,
-                tasks: tasks.map(|o| Arc::new(TaskStore::new(o))),
+                tasks: tasks.map(|o| {
+                    let backend = self
+                        .task_backend
+                        .unwrap_or_else(|| Arc::new(MemoryTasks::new()));
+                    Arc::new(TaskStore::new(backend, o))
+                }),
                 metrics: Arc::default(),
+                replicas: self.shared.map(Replicas::new).transpose()?,
             }),
-        })
+        }
+        .started())
     }
 }
 
@@ -294,15 +338,17 @@ pub(crate) struct ServerInner {
     pub(crate) list_policy: ListPolicy,
     pub(crate) options: ServerOptions,
     pub(crate) access: AccessOptions,
-    /// Token buckets per (caller, tool).
+    /// Token buckets per caller for `initialize`.
     pub(crate) rate_limiter: RateLimiter,
-    /// Calls running per caller.
-    pub(crate) concurrency: ConcurrencyLimiter,
+    /// `tools/call` rate and concurrency limits.
+    pub(crate) limiter: Arc<dyn CallLimiter>,
     pub(crate) audit: Option<Arc<dyn AuditSink>>,
     /// The task store, when the tasks extension is enabled.
     pub(crate) tasks: Option<Arc<TaskStore>>,
     /// Counters for `/metrics`.
     pub(crate) metrics: Arc<crate::observe::Metrics>,
+    /// Sessions and events shared with other replicas, if any.
+    pub(crate) replicas: Option<Arc<Replicas>>,
 }
 
 fn read<T>(lock: &RwLock<Arc<T>>) -> Arc<T> {
@@ -339,6 +385,9 @@ impl Server {
             access: AccessOptions::default(),
             audit: None,
             tasks: None,
+            shared: None,
+            task_backend: None,
+            limiter: None,
         }
     }
 
@@ -358,7 +407,8 @@ impl Server {
             tools.push(registered);
             Ok(())
         })?;
-        self.notify(ServerEvent::ToolsChanged);
+        // Every replica applies catalogue changes itself: local only.
+        self.notify_local(ServerEvent::ToolsChanged);
         Ok(())
     }
 
@@ -372,7 +422,7 @@ impl Server {
             Ok(())
         });
         if removed {
-            self.notify(ServerEvent::ToolsChanged);
+            self.notify_local(ServerEvent::ToolsChanged);
         }
         removed
     }
@@ -383,7 +433,7 @@ impl Server {
             p.retain(|x| x.definition.name != prompt.definition.name);
             p.push(prompt);
         });
-        self.notify(ServerEvent::PromptsChanged);
+        self.notify_local(ServerEvent::PromptsChanged);
     }
 
     /// Removes a prompt at runtime.
@@ -391,7 +441,7 @@ impl Server {
         write(&self.inner.prompts, |p| {
             p.retain(|x| x.definition.name != name)
         });
-        self.notify(ServerEvent::PromptsChanged);
+        self.notify_local(ServerEvent::PromptsChanged);
     }
 
     /// Tells subscribers that a resource's contents changed.
@@ -399,8 +449,18 @@ impl Server {
         self.notify(ServerEvent::ResourceUpdated(uri.into()));
     }
 
-    /// Publishes an event to every open subscription.
+    /// Publishes an event to every open subscription, on every replica
+    /// when the server is replicated (see [`ServerBuilder::shared`]).
     pub fn notify(&self, event: ServerEvent) {
+        if let Some(r) = &self.inner.replicas {
+            r.publish_event(event.clone());
+        }
+        self.notify_local(event);
+    }
+
+    /// Publishes an event to this replica's subscriptions only: for
+    /// changes every replica makes itself (the tool set, prompts).
+    pub fn notify_local(&self, event: ServerEvent) {
         let _ = self.inner.events.send(event);
     }
 
@@ -418,14 +478,10 @@ impl Server {
             .map(|t| t.header_params.clone())
     }
 
-    /// Looks up a legacy session.
+    /// Looks up a legacy session this process holds (a replicated
+    /// server may serve others too: see [`Server::find_session`]).
     pub fn session(&self, id: &str) -> Option<Arc<Session>> {
         self.inner.sessions.get(id)
-    }
-
-    /// Ends a legacy session; `false` if it did not exist.
-    pub fn end_session(&self, id: &str) -> bool {
-        self.inner.sessions.remove(id)
     }
 
     /// Begins shutdown: open subscriptions end with their final response.

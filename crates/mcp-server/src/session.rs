@@ -17,6 +17,8 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::shared::{SessionRecord, SharedError};
+
 /// Locks a mutex, recovering from poisoning (the data stays usable: every
 /// critical section here is a single map operation).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -54,7 +56,17 @@ pub struct Session {
     /// The client came back after `initialize`: a session in use is
     /// evicted last, so a flood of fresh sessions cannot push it out.
     used: AtomicBool,
+    /// Changes of the shared fields (see [`SessionRecord::revision`]).
+    revision: AtomicU64,
+    /// When a replica last checked the shared record; `None` forces a
+    /// check on next use (a local copy may be stale after a bus outage).
+    checked: Mutex<Option<Instant>>,
+    /// Called after a change of the shared fields (replicated servers).
+    on_change: std::sync::OnceLock<ChangeHook>,
 }
+
+/// Receives a session's record after each change of its shared fields.
+pub(crate) type ChangeHook = Arc<dyn Fn(SessionRecord) + Send + Sync>;
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -75,7 +87,16 @@ impl Session {
         let mut raw = [0u8; 24];
         getrandom::fill(&mut raw)?;
         let id = URL_SAFE_NO_PAD.encode(raw);
-        Ok(Self {
+        Ok(Self::with_id(id, version, client_capabilities, client_info))
+    }
+
+    fn with_id(
+        id: String,
+        version: ProtocolVersion,
+        client_capabilities: Map<String, Value>,
+        client_info: Option<Value>,
+    ) -> Self {
+        Self {
             id,
             version,
             client_capabilities: Arc::new(client_capabilities),
@@ -90,7 +111,79 @@ impl Session {
             last_used: Mutex::new(Instant::now()),
             owner: std::sync::OnceLock::new(),
             used: AtomicBool::new(false),
-        })
+            revision: AtomicU64::new(0),
+            checked: Mutex::new(Some(Instant::now())),
+            on_change: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// A local copy of a session another replica opened.
+    pub(crate) fn from_record(record: &SessionRecord) -> Result<Self, SharedError> {
+        let version = ProtocolVersion::parse(&record.version)
+            .filter(|v| !v.is_modern())
+            .ok_or_else(|| {
+                SharedError::Malformed(format!("unknown session version {}", record.version))
+            })?;
+        let s = Self::with_id(
+            record.id.clone(),
+            version,
+            record.client_capabilities.clone(),
+            record.client_info.clone(),
+        );
+        if let Some(owner) = &record.owner {
+            s.bind_owner(owner);
+        }
+        s.apply(record);
+        Ok(s)
+    }
+
+    /// What another replica needs to serve this session.
+    pub fn record(&self) -> SessionRecord {
+        let mut subscriptions: Vec<String> = lock(&self.subscriptions).iter().cloned().collect();
+        subscriptions.sort();
+        SessionRecord {
+            id: self.id.clone(),
+            version: self.version.as_str().to_owned(),
+            client_capabilities: Map::clone(&self.client_capabilities),
+            client_info: self.client_info.clone(),
+            owner: self.owner().map(str::to_owned),
+            log_level: self.log_level().map(|l| l.as_str().to_owned()),
+            subscriptions,
+            initialized: self.initialized.load(Ordering::Relaxed),
+            revision: self.revision.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Takes the shared fields of a record written by another replica
+    /// (without calling the change hook: this is not a local change).
+    pub(crate) fn apply(&self, record: &SessionRecord) {
+        *lock(&self.log_level) = record.log_level.as_deref().and_then(LogLevel::parse);
+        *lock(&self.subscriptions) = record.subscriptions.iter().cloned().collect();
+        self.initialized
+            .store(record.initialized, Ordering::Relaxed);
+        self.revision.fetch_max(record.revision, Ordering::Relaxed);
+    }
+
+    /// Replicated servers: `hook` receives the record after each change.
+    pub(crate) fn on_change(&self, hook: ChangeHook) {
+        let _ = self.on_change.set(hook);
+    }
+
+    fn changed(&self) {
+        self.revision.fetch_add(1, Ordering::Relaxed);
+        if let Some(hook) = self.on_change.get() {
+            hook(self.record());
+        }
+    }
+
+    /// Whether the shared record should be checked before use: not
+    /// checked for `interval`, or marked stale.
+    pub(crate) fn needs_check(&self, interval: Duration) -> bool {
+        lock(&self.checked).is_none_or(|t| t.elapsed() >= interval)
+    }
+
+    pub(crate) fn set_checked(&self, fresh: bool) {
+        *lock(&self.checked) = fresh.then(Instant::now);
     }
 
     /// The session id.
@@ -127,10 +220,12 @@ impl Session {
 
     pub(crate) fn set_log_level(&self, level: LogLevel) {
         *lock(&self.log_level) = Some(level);
+        self.changed();
     }
 
     pub(crate) fn mark_initialized(&self) {
         self.initialized.store(true, Ordering::Relaxed);
+        self.changed();
     }
 
     /// Fires when the session ends.
@@ -164,11 +259,15 @@ impl Session {
     }
 
     pub(crate) fn subscribe(&self, uri: String) {
-        lock(&self.subscriptions).insert(uri);
+        if lock(&self.subscriptions).insert(uri) {
+            self.changed();
+        }
     }
 
     pub(crate) fn unsubscribe(&self, uri: &str) {
-        lock(&self.subscriptions).remove(uri);
+        if lock(&self.subscriptions).remove(uri) {
+            self.changed();
+        }
     }
 
     /// Whether the client subscribed to this resource.
@@ -295,6 +394,41 @@ impl SessionStore {
         s.touch();
         s.used.store(true, Ordering::Relaxed);
         Some(Arc::clone(s))
+    }
+
+    /// The local copy of a session, without expiry or use marks (a
+    /// replicated server checks the shared record instead).
+    pub(crate) fn peek(&self, id: &str) -> Option<Arc<Session>> {
+        lock(&self.sessions).get(id).cloned()
+    }
+
+    /// Keeps a local copy of a shared session; if another request
+    /// rehydrated it first, that copy wins (one copy per session). The
+    /// local table is a cache here: at capacity the longest idle copy
+    /// goes (its record stays; the next use reloads it).
+    pub(crate) fn cache(&self, session: Arc<Session>) -> Arc<Session> {
+        let mut map = lock(&self.sessions);
+        if let Some(s) = map.get(session.id()) {
+            return Arc::clone(s);
+        }
+        if map.len() >= self.max_sessions {
+            let victim = map
+                .iter()
+                .max_by_key(|(_, s)| s.idle_for())
+                .map(|(k, _)| k.clone());
+            if let Some(s) = victim.and_then(|k| map.remove(&k)) {
+                s.close();
+            }
+        }
+        map.insert(session.id.clone(), Arc::clone(&session));
+        session
+    }
+
+    /// Marks every local copy for a check of its shared record.
+    pub(crate) fn mark_all_stale(&self) {
+        for s in lock(&self.sessions).values() {
+            s.set_checked(false);
+        }
     }
 
     pub(crate) fn remove(&self, id: &str) -> bool {

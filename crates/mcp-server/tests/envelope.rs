@@ -50,7 +50,7 @@ async fn exercise(server: &Server, bytes: &[u8]) {
         extensions: Arc::new(http::Extensions::new()),
         limits: LIMITS,
     };
-    match server.accept(bytes, origin) {
+    match server.accept(bytes, origin).await {
         Accepted::Answer(a) => {
             let v: Value = serde_json::from_str(&a.response.to_json()).expect("answer is JSON");
             assert_eq!(v["jsonrpc"], "2.0");
@@ -147,7 +147,7 @@ async fn a_panicking_handler_is_isolated_on_http_framing() {
         extensions: Arc::new(http::Extensions::new()),
         limits: LIMITS,
     };
-    let Accepted::Request(p) = server.accept(body.as_bytes(), origin) else {
+    let Accepted::Request(p) = server.accept(body.as_bytes(), origin).await else {
         panic!("a request");
     };
     let Reply::Response(r) = p.serve(None, CancellationToken::new()).await else {

@@ -132,7 +132,7 @@ fn task_server(cancelled: Arc<AtomicBool>) -> Server {
                                 .into());
                         };
                         assert!(ctx.task_id().is_none());
-                        assert!(ctx.start_task());
+                        assert!(ctx.start_task().await);
                         assert!(ctx.task_id().is_some());
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         Ok::<ToolOutcome, ToolError>(

@@ -121,7 +121,7 @@ pub fn tools() -> Vec<Tool> {
                         .request("user_name", ask_name("What is your name?"))
                         .into());
                 };
-                ctx.start_task();
+                ctx.start_task().await;
                 pause(&ctx, 0.3).await?;
                 Ok::<ToolOutcome, ToolError>(CallToolResult::text(format!("Hello, {name}!")).into())
             }),

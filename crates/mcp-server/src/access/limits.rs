@@ -1,6 +1,9 @@
-//! Rate and concurrency limits per caller, with bounded memory.
+//! Rate and concurrency limits per caller, with bounded memory, behind
+//! the [`CallLimiter`] trait so replicas can share them.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -100,13 +103,27 @@ pub struct ConcurrencyLimiter {
     running: Arc<Mutex<HashMap<String, usize>>>,
 }
 
-/// Releases a caller's slot when dropped.
+/// A concurrency slot: released when dropped.
 pub struct Permit {
+    _release: Box<dyn Send + Sync>,
+}
+
+impl Permit {
+    /// A permit whose `guard` releases the slot when dropped.
+    pub fn new(guard: impl Send + Sync + 'static) -> Self {
+        Self {
+            _release: Box::new(guard),
+        }
+    }
+}
+
+/// Releases an in-memory slot when dropped.
+struct Slot {
     running: Arc<Mutex<HashMap<String, usize>>>,
     caller: String,
 }
 
-impl Drop for Permit {
+impl Drop for Slot {
     fn drop(&mut self) {
         let mut running = lock(&self.running);
         if let Some(n) = running.get_mut(&self.caller) {
@@ -127,10 +144,79 @@ impl ConcurrencyLimiter {
             return None;
         }
         *n += 1;
-        Some(Permit {
+        Some(Permit::new(Slot {
             running: Arc::clone(&self.running),
             caller: caller.to_owned(),
-        })
+        }))
+    }
+}
+
+/// The future a [`CallLimiter`] returns.
+pub type LimitFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, LimitError>> + Send + 'a>>;
+
+/// The limiter could not decide.
+#[derive(Debug, thiserror::Error)]
+pub enum LimitError {
+    /// Its store did not answer in time (down, unreachable, overloaded).
+    #[error("limit store unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// The `tools/call` limits: a token bucket per (caller, tool) and a cap on
+/// calls running per caller. Replicas sharing one implementation enforce
+/// the limits for the cluster as a whole. The engine refuses the call
+/// (-32603, fail closed) when the limiter errs or takes longer than
+/// [`LIMIT_TIMEOUT`], so an implementation should fail fast.
+pub trait CallLimiter: Send + Sync + 'static {
+    /// Takes one token from the bucket of (`caller`, `tool`); `Ok(Err(wait))`
+    /// says how long until one is available.
+    fn take<'a>(
+        &'a self,
+        caller: &'a str,
+        tool: &'a str,
+        limit: RateLimit,
+    ) -> LimitFuture<'a, Result<(), Duration>>;
+
+    /// A slot for one more running call of `caller`, or `None` if it
+    /// already has `max` running. The slot is held until the permit drops.
+    fn acquire<'a>(&'a self, caller: &'a str, max: usize) -> LimitFuture<'a, Option<Permit>>;
+}
+
+/// The longest the engine waits for a [`CallLimiter`] before refusing.
+pub const LIMIT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The default [`CallLimiter`]: buckets and counters in this process.
+/// Share one between [`Server`](crate::Server)s of a process to share the
+/// limits.
+pub struct MemoryLimiter {
+    rate: RateLimiter,
+    concurrency: ConcurrencyLimiter,
+}
+
+impl MemoryLimiter {
+    /// Remembers at most `max_keys` buckets, forgetting idle ones after `idle_ttl`.
+    pub fn new(max_keys: usize, idle_ttl: Duration) -> Self {
+        Self {
+            rate: RateLimiter::new(max_keys, idle_ttl),
+            concurrency: ConcurrencyLimiter::default(),
+        }
+    }
+}
+
+impl CallLimiter for MemoryLimiter {
+    fn take<'a>(
+        &'a self,
+        caller: &'a str,
+        tool: &'a str,
+        limit: RateLimit,
+    ) -> LimitFuture<'a, Result<(), Duration>> {
+        Box::pin(std::future::ready(Ok(self.rate.check(caller, tool, limit))))
+    }
+
+    fn acquire<'a>(&'a self, caller: &'a str, max: usize) -> LimitFuture<'a, Option<Permit>> {
+        Box::pin(std::future::ready(Ok(self
+            .concurrency
+            .acquire(caller, max))))
     }
 }
 

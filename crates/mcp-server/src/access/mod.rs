@@ -12,7 +12,10 @@ mod sanitize;
 pub use audit::{
     AuditFuture, AuditRecord, AuditSink, CallOutcome, RedactionLimits, redact_arguments_with,
 };
-pub use limits::{ConcurrencyLimiter, Permit, RateLimit, RateLimiter};
+pub use limits::{
+    CallLimiter, ConcurrencyLimiter, LIMIT_TIMEOUT, LimitError, LimitFuture, MemoryLimiter, Permit,
+    RateLimit, RateLimiter,
+};
 pub use policy::{AccessOptions, ArgumentScopes, Denied, Principal, ToolPolicy};
 pub use sanitize::{sanitize_text, sanitize_value};
 

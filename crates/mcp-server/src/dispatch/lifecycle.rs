@@ -17,7 +17,7 @@ impl Server {
     /// a session bound to `owner` (the authenticated subject). `store`
     /// keeps it in the server's session table (HTTP); stream transports
     /// keep their one session on the connection.
-    pub(crate) fn initialize(
+    pub(crate) async fn initialize(
         &self,
         request: &Request,
         owner: Option<&str>,
@@ -58,11 +58,8 @@ impl Server {
                 ));
             }
         };
-        if store && self.inner.sessions.insert(Arc::clone(&session)).is_err() {
-            return fail(ProtocolError::rate_limited(
-                "Too many open sessions, all in use; retry later or use the stateless 2026-07-28 wire.",
-                30,
-            ));
+        if store && let Err(e) = self.store_session(&session).await {
+            return fail(e);
         }
         let mut result = Map::new();
         result.insert("protocolVersion".into(), json!(version.as_str()));

@@ -270,7 +270,7 @@ impl Server {
             "tasks/get" | "tasks/update" | "tasks/cancel"
                 if modern && self.inner.tasks.is_some() =>
             {
-                self.task_method(call)
+                self.task_method(call).await
             }
             "initialize" if !modern => Err(ProtocolError::invalid_request(
                 "Invalid request: this session is already initialized.",

@@ -13,8 +13,8 @@ use mcp_protocol::model::Content;
 
 use super::Call;
 use crate::access::{
-    AuditRecord, CallOutcome, ClientAddress, Permit, Principal, caller_key, redact_arguments,
-    sanitize_text, sanitize_value, strip_fields,
+    AuditRecord, CallOutcome, ClientAddress, LIMIT_TIMEOUT, LimitFuture, Permit, Principal,
+    caller_key, redact_arguments, sanitize_text, sanitize_value, strip_fields,
 };
 use crate::context::RequestContext;
 use crate::registry::RegisteredTool;
@@ -145,7 +145,7 @@ impl Server {
         let args = arguments.as_object().unwrap_or(&no_arguments);
         self.authorize(call, &tool, args)?;
         let mode = tasks::mode(self, &call.ctx, &tool)?;
-        let permit = self.limit(call, &tool)?;
+        let permit = self.limit(call, &tool).await?;
         let violations = tool.input.violations(&arguments);
         if !violations.is_empty() {
             let text = format!(
@@ -234,8 +234,13 @@ impl Server {
     }
 
     /// Limit: the caller's rate and concurrency; the permit is held until
-    /// the handler is done.
-    fn limit(&self, call: &Call, tool: &RegisteredTool) -> Result<Option<Permit>, ProtocolError> {
+    /// the handler is done. A limiter that fails or does not answer within
+    /// [`LIMIT_TIMEOUT`] refuses the call (fail closed).
+    async fn limit(
+        &self,
+        call: &Call,
+        tool: &RegisteredTool,
+    ) -> Result<Option<Permit>, ProtocolError> {
         let access = &self.inner.access;
         let name = tool.tool.definition.name.as_str();
         let rate = tool.tool.policy.rate_limit.or(access.rate_limit);
@@ -246,8 +251,9 @@ impl Server {
             call.ctx.extension::<Principal>(),
             call.ctx.extension::<ClientAddress>(),
         );
+        let limiter = &self.inner.limiter;
         if let Some(limit) = rate
-            && let Err(wait) = self.inner.rate_limiter.check(&caller, name, limit)
+            && let Err(wait) = bounded(limiter.take(&caller, name, limit)).await?
         {
             let secs = wait.as_secs() + 1;
             return Err(ProtocolError::rate_limited(
@@ -258,7 +264,7 @@ impl Server {
         let Some(max) = access.max_concurrent_calls else {
             return Ok(None);
         };
-        self.inner.concurrency.acquire(&caller, max).map(Some).ok_or_else(|| {
+        bounded(limiter.acquire(&caller, max)).await?.map(Some).ok_or_else(|| {
             ProtocolError::rate_limited(
                 format!("Too many concurrent calls (limit {max}); retry when one of your calls finishes."),
                 1,
@@ -554,6 +560,20 @@ pub(crate) fn tool_outcome(
             )))
         }
     }
+}
+
+/// Awaits a limiter decision for at most [`LIMIT_TIMEOUT`]; a limiter that
+/// cannot decide refuses the call with an actionable -32603.
+async fn bounded<T>(decision: LimitFuture<'_, T>) -> Result<T, ProtocolError> {
+    let why = match tokio::time::timeout(LIMIT_TIMEOUT, decision).await {
+        Ok(Ok(v)) => return Ok(v),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("no answer within {} s", LIMIT_TIMEOUT.as_secs()),
+    };
+    tracing::error!(error = %why, "rate limiter unavailable; refusing the call");
+    Err(ProtocolError::internal(
+        "Internal error: the rate limiter is unavailable, so the call was refused (the failure was logged); retry in a few seconds.",
+    ))
 }
 
 /// What the audit record needs from inside the call.

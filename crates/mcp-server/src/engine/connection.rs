@@ -86,7 +86,7 @@ impl Connection {
             extensions: Arc::clone(&self.extensions),
             limits: self.limits,
         };
-        match self.server.accept(bytes, origin) {
+        match self.server.accept(bytes, origin).await {
             Accepted::Answer(a) => self.send(a.response.to_json()).await,
             Accepted::Taken => {}
             Accepted::Request(p) => match Arc::clone(&self.slots).try_acquire_owned() {

@@ -16,6 +16,7 @@
 
 mod connection;
 mod pending;
+mod replicas;
 mod wire;
 
 use std::sync::Arc;
@@ -29,6 +30,7 @@ use serde_json::Value;
 
 pub use connection::{Connection, MAX_IN_FLIGHT};
 pub use pending::Pending;
+pub(crate) use replicas::Replicas;
 
 use crate::access::Principal;
 use crate::server::Server;
@@ -148,14 +150,18 @@ impl Server {
     /// responses and `initialize` at once (so a later message always sees
     /// their effect), and returns requests ready to run. Never fails: bad
     /// input becomes an error [`Answer`].
-    pub fn accept(&self, bytes: &[u8], origin: Origin<'_>) -> Accepted {
-        match self.accept_inner(bytes, &origin) {
+    pub async fn accept(&self, bytes: &[u8], origin: Origin<'_>) -> Accepted {
+        match self.accept_inner(bytes, &origin).await {
             Ok(a) => a,
             Err(answer) => Accepted::Answer(*answer),
         }
     }
 
-    fn accept_inner(&self, bytes: &[u8], origin: &Origin<'_>) -> Result<Accepted, Box<Answer>> {
+    async fn accept_inner(
+        &self,
+        bytes: &[u8],
+        origin: &Origin<'_>,
+    ) -> Result<Accepted, Box<Answer>> {
         let limits = origin.limits;
         if bytes.len() > limits.max_bytes {
             let e = too_large(limits.max_bytes);
@@ -175,15 +181,18 @@ impl Server {
                 ErrorStatus::BadRequest,
             ))
         })?;
+        // Looked up once, up front (it may wait on the shared store); an
+        // error only counts where the session is needed.
+        let looked = self.session_for(origin).await;
         if let Value::Array(items) = value {
-            return self.accept_batch(items, origin);
+            return self.accept_batch(items, origin, looked);
         }
         let message = Message::from_value(value)
             .map_err(|e| Box::new(Answer::error(e.id, e.error, ErrorStatus::BadRequest)))?;
         let request = match message {
             Message::Request(r) => r,
             Message::Notification(n) => {
-                let session = self.session_for(origin).map_err(|e| bad(None, e))?;
+                let session = looked.map_err(|e| bad(None, e))?;
                 if let Some(c) = origin.connection {
                     c.notification(&n);
                 }
@@ -191,8 +200,16 @@ impl Server {
                 return Ok(Accepted::Taken);
             }
             Message::Response(r) => {
-                let session = self.session_for(origin).map_err(|e| bad(None, e))?;
-                if self.handle_peer_response(r, session.as_deref()) || origin.headers.is_none() {
+                let session = looked.map_err(|e| bad(None, e))?;
+                if self.handle_peer_response(r.clone(), session.as_deref())
+                    || origin.headers.is_none()
+                {
+                    return Ok(Accepted::Taken);
+                }
+                // Another replica may be the one waiting for it.
+                if let Some(s) = &session
+                    && self.relay_peer_response(s, &r).await
+                {
                     return Ok(Accepted::Taken);
                 }
                 let e = ProtocolError::invalid_request(
@@ -201,7 +218,7 @@ impl Server {
                 return Err(bad(None, e));
             }
         };
-        self.accept_request(request, origin)
+        self.accept_request(request, origin, looked).await
     }
 
     /// A JSON-RPC batch: legal only inside a 2025-03-26 session (the one
@@ -210,8 +227,9 @@ impl Server {
         &self,
         items: Vec<Value>,
         origin: &Origin<'_>,
+        looked: Looked,
     ) -> Result<Accepted, Box<Answer>> {
-        let session = self.session_for(origin).map_err(|e| bad(None, e))?;
+        let session = looked.map_err(|e| bad(None, e))?;
         let Some(session) = session.filter(|s| s.version() == ProtocolVersion::V2025_03_26) else {
             let e = ProtocolError::invalid_request(
                 "Invalid request: batch arrays are only accepted in a 2025-03-26 session; send one JSON-RPC message per request.",
@@ -241,10 +259,7 @@ impl Server {
     /// The legacy session a message belongs to: the connection's, or the
     /// one `Mcp-Session-Id` names (404 for an unknown one, and for one
     /// opened by another principal: a session id is not a credential).
-    pub(crate) fn session_for(
-        &self,
-        origin: &Origin<'_>,
-    ) -> Result<Option<Arc<Session>>, ProtocolError> {
+    pub(crate) async fn session_for(&self, origin: &Origin<'_>) -> Looked {
         if let Some(c) = origin.connection {
             return Ok(c.session());
         }
@@ -255,12 +270,15 @@ impl Server {
             return Ok(None);
         };
         let subject = origin.principal().map(|p| p.subject.as_str());
-        match self.session(&id) {
+        match self.find_session(&id).await? {
             Some(s) if s.owner() == subject => Ok(Some(s)),
             _ => Err(session_not_found()),
         }
     }
 }
+
+/// The legacy session a message names, looked up before it is needed.
+pub(crate) type Looked = Result<Option<Arc<Session>>, ProtocolError>;
 
 /// An envelope error: 400, or the error's own stronger hint (404, 413).
 fn bad(id: Option<RequestId>, e: ProtocolError) -> Box<Answer> {

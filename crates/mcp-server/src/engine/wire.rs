@@ -16,7 +16,7 @@ use mcp_protocol::jsonrpc::ResultPayload;
 use mcp_protocol::{ProtocolError, ProtocolVersion, Request, Response, meta};
 use serde_json::{Map, Value};
 
-use super::{Accepted, Answer, Origin, Pending, bad};
+use super::{Accepted, Answer, Looked, Origin, Pending, bad};
 use crate::access::{ClientAddress, Principal, caller_key};
 use crate::dispatch::Wire;
 use crate::server::Server;
@@ -28,21 +28,23 @@ fn unsupported(requested: &str) -> ProtocolError {
 }
 
 impl Server {
-    pub(super) fn accept_request(
+    pub(super) async fn accept_request(
         &self,
         request: Request,
         origin: &Origin<'_>,
+        looked: Looked,
     ) -> Result<Accepted, Box<Answer>> {
         let id = Some(request.id.clone());
         let wire = match origin.headers {
-            Some(headers) => self.http_wire(headers, &request, origin),
+            Some(headers) => self.http_wire(headers, &request, looked),
             None => Ok(self.stream_wire(&request, origin)),
         }
         .map_err(|e| bad(id.clone(), e))?;
         let wire = match wire {
             Decided::Wire(w) => w,
             Decided::Initialize => {
-                return Ok(Accepted::Answer(self.accept_initialize(request, origin)));
+                let answer = self.accept_initialize(request, origin).await;
+                return Ok(Accepted::Answer(answer));
             }
             Decided::Ping => {
                 let r =
@@ -67,7 +69,7 @@ impl Server {
         &self,
         headers: &HeaderMap,
         request: &Request,
-        origin: &Origin<'_>,
+        looked: Looked,
     ) -> Result<Decided, ProtocolError> {
         let header_version = single(headers, headers::PROTOCOL_VERSION)?;
         let parsed = header_version.as_deref().map(ProtocolVersion::parse);
@@ -85,7 +87,7 @@ impl Server {
             self.check_modern_headers(headers, request)?;
             return Ok(Decided::Wire(Wire::Modern));
         }
-        let session = self.session_for(origin)?;
+        let session = looked?;
         if let (Some(h), Some(v)) = (&header_version, parsed)
             && v.is_none_or(ProtocolVersion::is_modern)
         {
@@ -177,7 +179,7 @@ impl Server {
 
     /// A legacy `initialize`: a new session, kept in the session table
     /// (HTTP) or on the connection (stream transports).
-    fn accept_initialize(&self, request: Request, origin: &Origin<'_>) -> Answer {
+    async fn accept_initialize(&self, request: Request, origin: &Origin<'_>) -> Answer {
         if let Some(c) = origin.connection
             && c.session().is_some()
         {
@@ -192,7 +194,9 @@ impl Server {
             return Answer::from_error(Some(request.id), e, false);
         }
         let owner = origin.principal().map(|p| p.subject.as_str());
-        let (session, response) = self.initialize(&request, owner, origin.connection.is_none());
+        let (session, response) = self
+            .initialize(&request, owner, origin.connection.is_none())
+            .await;
         if let (Some(s), Some(c)) = (&session, origin.connection) {
             c.open_session(Arc::clone(s));
         }

@@ -5,13 +5,14 @@ use mcp_protocol::jsonrpc::ResultPayload;
 use serde_json::{Map, Value};
 
 use super::run::{declares_extension, missing_extension};
+use super::store::Lookup;
 use crate::access::Principal;
 use crate::dispatch::Call;
 use crate::server::Server;
 
 impl Server {
     /// Serves the three task methods (modern wire, tasks enabled).
-    pub(crate) fn task_method(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
+    pub(crate) async fn task_method(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
         let Some(store) = &self.inner.tasks else {
             return Err(ProtocolError::method_not_found(&call.method));
         };
@@ -30,14 +31,15 @@ impl Server {
             .ctx
             .extension::<Principal>()
             .map(|p| p.subject.as_str());
-        let unknown = |_| {
-            ProtocolError::invalid_params(
+        let unknown = |e: Lookup| match e {
+            Lookup::Unknown => ProtocolError::invalid_params(
                 "Invalid params: unknown or expired taskId; tasks are kept for ttlMs after their last change.",
-            )
+            ),
+            Lookup::Failed(e) => e,
         };
         match call.method.as_str() {
             "tasks/get" => {
-                let task = store.view(id, owner).map_err(unknown)?;
+                let task = store.view(id, owner).await.map_err(unknown)?;
                 Ok(call.finish(self, task))
             }
             "tasks/update" => {
@@ -46,11 +48,11 @@ impl Server {
                         "Invalid params: inputResponses must be an object keyed by the names in the task's inputRequests.",
                     ));
                 };
-                store.update(id, owner, responses).map_err(unknown)?;
+                store.update(id, owner, responses).await.map_err(unknown)?;
                 Ok(call.finish(self, Map::new()))
             }
             "tasks/cancel" => {
-                store.cancel(id, owner).map_err(unknown)?;
+                store.cancel(id, owner).await.map_err(unknown)?;
                 Ok(call.finish(self, Map::new()))
             }
             other => Err(ProtocolError::method_not_found(other)),

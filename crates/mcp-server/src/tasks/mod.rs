@@ -35,19 +35,31 @@
 //! - Tasks are bound to the principal that created them: another caller
 //!   gets the same -32602 as for an unknown id.
 //!
-//! Task state lives **in memory, per process**: a bounded map whose entries
-//! expire `ttl` after their last status change (a task still running then
-//! is cancelled). Behind a load balancer, route a client's `tasks/*`
-//! requests to the instance that created the task, or run one instance.
+//! Task records live in a [`TaskBackend`]: by default [`MemoryTasks`], a
+//! bounded map in this process whose entries expire `ttl` after their last
+//! status change (a task still running then is cancelled). Replicas behind
+//! a load balancer share one backend
+//! ([`ServerBuilder::task_backend`](crate::ServerBuilder::task_backend)):
+//! the handler runs where the task was created, and any replica serves
+//! `tasks/get|update|cancel`; the runner follows its record (every
+//! [`WATCH_INTERVAL`] at most) to see cancels and answers.
 
+mod backend;
+mod memory;
 mod methods;
 mod run;
 mod store;
 
 use std::time::Duration;
 
+pub use backend::{Settled, TaskBackend, TaskBackendError, TaskFuture, TaskRecord, TaskStatus};
+pub use memory::MemoryTasks;
 pub(crate) use run::{Launch, Mode, TaskSlot, call_as_task, mode};
 pub(crate) use store::TaskStore;
+
+/// How often a running task re-reads its record when the backend does not
+/// signal changes: the most a cancel sent to another replica waits.
+pub const WATCH_INTERVAL: Duration = Duration::from_millis(250);
 
 /// The extension identifier, as advertised and as declared by clients.
 pub const EXTENSION_ID: &str = "io.modelcontextprotocol/tasks";

@@ -2,16 +2,17 @@
 //! input rounds inside the task.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use mcp_protocol::{ProtocolError, shape};
 use serde_json::{Map, Value, json};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::{EXTENSION_ID, TaskStore, TaskSupport};
+use super::backend::TaskStatus;
+use super::{EXTENSION_ID, TaskStore, TaskSupport, WATCH_INTERVAL};
 use crate::access::Principal;
 use crate::context::RequestContext;
 use crate::registry::RegisteredTool;
@@ -94,17 +95,13 @@ pub(crate) struct TaskSlot {
     owner: Option<String>,
     cancel: CancellationToken,
     id: OnceLock<String>,
-    first: Mutex<Option<oneshot::Sender<First>>>,
+    /// Held across the creation so two `start`s cannot both create.
+    first: tokio::sync::Mutex<Option<oneshot::Sender<First>>>,
+    /// Woken by the watcher when an input round has been answered.
+    answered: Notify,
 }
 
 impl TaskSlot {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<oneshot::Sender<First>>> {
-        match self.first.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
-    }
-
     /// The task id, once created.
     pub(crate) fn id(&self) -> Option<&str> {
         self.id.get().map(String::as_str)
@@ -112,8 +109,8 @@ impl TaskSlot {
 
     /// Creates the task (once) and tells the waiting `tools/call` to answer
     /// with its `CreateTaskResult`.
-    pub(crate) fn start(&self) -> Result<(), ProtocolError> {
-        let mut first = self.lock();
+    pub(crate) async fn start(&self) -> Result<(), ProtocolError> {
+        let mut first = self.first.lock().await;
         if self.id.get().is_some() {
             return Ok(());
         }
@@ -122,19 +119,27 @@ impl TaskSlot {
                 "Internal error: the call already answered synchronously.",
             ));
         };
-        let (id, fields) = self.store.create(self.owner.clone(), self.cancel.clone())?;
-        let _ = self.id.set(id);
-        let _ = tx.send(First::Created(fields));
-        Ok(())
+        match self.store.create(self.owner.as_deref()).await {
+            Ok((id, fields)) => {
+                let _ = self.id.set(id);
+                let _ = tx.send(First::Created(fields));
+                Ok(())
+            }
+            Err(e) => {
+                // Still synchronous: the call answers when the handler does.
+                *first = Some(tx);
+                Err(e)
+            }
+        }
     }
 
     /// Hands a synchronous outcome to the waiting `tools/call`; gives it
     /// back if a task exists (the runner records it there).
-    fn finish_sync(
+    async fn finish_sync(
         &self,
         outcome: Result<ToolOutcome, ProtocolError>,
     ) -> Option<Result<ToolOutcome, ProtocolError>> {
-        let mut first = self.lock();
+        let mut first = self.first.lock().await;
         if self.id.get().is_some() {
             return Some(outcome);
         }
@@ -143,6 +148,43 @@ impl TaskSlot {
         }
         None
     }
+}
+
+/// Follows the task's shared record while its handler runs here: fires
+/// the handler's token when the task was cancelled (on any replica) or
+/// expired, and wakes a parked runner once its input round is answered.
+async fn watch(slot: Arc<TaskSlot>, stop: CancellationToken) {
+    let id = loop {
+        if let Some(id) = slot.id() {
+            break id.to_owned();
+        }
+        // Deferred creation: no record to follow yet.
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(WATCH_INTERVAL) => {}
+        }
+    };
+    let backend = slot.store.backend();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = backend.wait_change(&id, WATCH_INTERVAL) => {}
+        }
+        match backend.get(&id).await {
+            Ok(Some(r)) if r.status == TaskStatus::Cancelled => break,
+            Ok(Some(r)) if r.status.is_terminal() => return,
+            Ok(Some(r)) => {
+                if r.status == TaskStatus::Working && !r.answers.is_empty() {
+                    slot.answered.notify_one();
+                }
+            }
+            // Expired (or pruned): nobody can read the outcome any more.
+            Ok(None) => break,
+            // Keep the handler running through a transient outage.
+            Err(e) => tracing::warn!(task = %id, error = %e, "cannot read the task record"),
+        }
+    }
+    slot.cancel.cancel();
 }
 
 /// Runs the handler on a spawned task and waits until it either created a
@@ -168,14 +210,15 @@ pub(crate) async fn call_as_task<P: Send + 'static>(
         owner: ctx.extension::<Principal>().map(|p| p.subject.clone()),
         cancel: run_cancel.clone(),
         id: OnceLock::new(),
-        first: Mutex::new(Some(tx)),
+        first: tokio::sync::Mutex::new(Some(tx)),
+        answered: Notify::new(),
     });
     let request_cancel = ctx.cancel.clone();
     let mut run_ctx = ctx;
     run_ctx.cancel = run_cancel.clone();
     run_ctx.task = Some(Arc::clone(&slot));
     if !defer {
-        slot.start()?;
+        slot.start().await?;
     }
     // Until a task exists, the handler belongs to this request: if the
     // request goes away, so does the handler.
@@ -216,10 +259,31 @@ pub(crate) async fn call_as_task<P: Send + 'static>(
 async fn drive<P: Send + 'static>(
     server: Server,
     tool: Arc<RegisteredTool>,
-    mut ctx: RequestContext,
+    ctx: RequestContext,
     arguments: Map<String, Value>,
     slot: Arc<TaskSlot>,
     _permit: P,
+) {
+    let stop = CancellationToken::new();
+    let _stop_watching = stop.clone().drop_guard();
+    tokio::spawn(watch(Arc::clone(&slot), stop));
+    rounds(server, tool, ctx, arguments, slot).await;
+}
+
+/// What the runner does after one handler call.
+enum Step {
+    /// Stop: the outcome is recorded (or no longer matters).
+    Done,
+    /// Call the handler again with these answers and state.
+    Again(Map<String, Value>, Option<Value>),
+}
+
+async fn rounds(
+    server: Server,
+    tool: Arc<RegisteredTool>,
+    mut ctx: RequestContext,
+    arguments: Map<String, Value>,
+    slot: Arc<TaskSlot>,
 ) {
     let name = tool.tool.definition.name.clone();
     let cancel = ctx.cancel.clone();
@@ -245,72 +309,107 @@ async fn drive<P: Send + 'static>(
                 return;
             }
         };
-        let Some(outcome) = slot.finish_sync(outcome) else {
+        let Some(outcome) = slot.finish_sync(outcome).await else {
             return;
         };
-        let Some(id) = slot.id() else { return };
-        let store = &slot.store;
-        match outcome {
-            Ok(ToolOutcome::Complete(result)) => {
-                match server.post_process(&ctx, &tool, result) {
-                    Ok(r) => {
-                        let shaped = shape::call_result_for(r.to_map(), ctx.protocol_version());
-                        store.complete(
-                            id,
-                            shape::finish_result(shaped, ctx.protocol_version(), None),
-                        );
-                    }
-                    Err(e) => store.fail(id, &e),
-                }
-                return;
-            }
-            Ok(ToolOutcome::InputRequired(ir)) => {
-                if let Some((cap, required)) = ir.missing_capability(&ctx) {
-                    store.fail(
-                        id,
-                        &ProtocolError::missing_capability(
-                            required,
-                            format!(
-                                "This task needs the client capability \"{cap}\", which the creating request did not declare."
-                            ),
-                        ),
-                    );
-                    return;
-                }
-                let requests = ir.wire_requests();
-                let answers = if requests.is_empty() {
-                    empty_rounds += 1;
-                    if empty_rounds > MAX_EMPTY_ROUNDS {
-                        tracing::error!(tool = %name, "tool kept asking for input without requests");
-                        store.fail(
-                            id,
-                            &ProtocolError::internal(format!(
-                                "Internal error: tool \"{name}\" asked for input more than {MAX_EMPTY_ROUNDS} times without saying what."
-                            )),
-                        );
-                        return;
-                    }
-                    Map::new()
-                } else {
-                    empty_rounds = 0;
-                    let Some(rx) = store.park(id, requests) else {
-                        return;
-                    };
-                    tokio::select! {
-                        a = rx => match a {
-                            Ok(a) => a,
-                            Err(_) => return,
-                        },
-                        _ = cancel.cancelled() => return,
-                    }
-                };
+        match record(&server, &tool, &ctx, &slot, outcome, &mut empty_rounds).await {
+            Step::Done => return,
+            Step::Again(answers, state) => {
                 ctx.input_responses = Some(answers);
-                ctx.request_state = ir.state;
+                ctx.request_state = state;
             }
-            Err(e) => {
-                store.fail(id, &e);
-                return;
+        }
+    }
+}
+
+/// Records a handler's outcome on the task; for an input request, parks
+/// the task and waits for the answers.
+async fn record(
+    server: &Server,
+    tool: &RegisteredTool,
+    ctx: &RequestContext,
+    slot: &TaskSlot,
+    outcome: Result<ToolOutcome, ProtocolError>,
+    empty_rounds: &mut usize,
+) -> Step {
+    let Some(id) = slot.id() else {
+        return Step::Done;
+    };
+    let store = &slot.store;
+    let name = &tool.tool.definition.name;
+    let ir = match outcome {
+        Ok(ToolOutcome::Complete(result)) => {
+            match server.post_process(ctx, tool, result) {
+                Ok(r) => {
+                    let shaped = shape::call_result_for(r.to_map(), ctx.protocol_version());
+                    let result = shape::finish_result(shaped, ctx.protocol_version(), None);
+                    store.complete(id, result).await;
+                }
+                Err(e) => store.fail(id, &e).await,
             }
+            return Step::Done;
+        }
+        Ok(ToolOutcome::InputRequired(ir)) => ir,
+        Err(e) => {
+            store.fail(id, &e).await;
+            return Step::Done;
+        }
+    };
+    if let Some((cap, required)) = ir.missing_capability(ctx) {
+        let message = format!(
+            "This task needs the client capability \"{cap}\", which the creating request did not declare."
+        );
+        store
+            .fail(id, &ProtocolError::missing_capability(required, message))
+            .await;
+        return Step::Done;
+    }
+    let requests = ir.wire_requests();
+    if !requests.is_empty() {
+        *empty_rounds = 0;
+        return match wait_for_answers(slot, id, &requests).await {
+            Some(answers) => Step::Again(answers, ir.state),
+            None => Step::Done,
+        };
+    }
+    *empty_rounds += 1;
+    if *empty_rounds > MAX_EMPTY_ROUNDS {
+        tracing::error!(tool = %name, "tool kept asking for input without requests");
+        let message = format!(
+            "Internal error: tool \"{name}\" asked for input more than {MAX_EMPTY_ROUNDS} times without saying what."
+        );
+        store.fail(id, &ProtocolError::internal(message)).await;
+        return Step::Done;
+    }
+    Step::Again(Map::new(), ir.state)
+}
+
+/// Parks the task with `requests` and waits until they are all answered
+/// (through any replica); `None` if the task was cancelled or is gone.
+async fn wait_for_answers(
+    slot: &TaskSlot,
+    id: &str,
+    requests: &Map<String, Value>,
+) -> Option<Map<String, Value>> {
+    let store = &slot.store;
+    let ttl = store.options.ttl;
+    match store.backend().park(id, requests, ttl).await {
+        Ok(true) => {}
+        Ok(false) => return None,
+        Err(e) => {
+            store.fail(id, &super::store::unavailable(&e)).await;
+            return None;
+        }
+    }
+    loop {
+        tokio::select! {
+            () = slot.answered.notified() => {}
+            () = slot.cancel.cancelled() => return None,
+        }
+        match store.backend().take_answers(id, ttl).await {
+            Ok(Some(answers)) => return Some(answers),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(task = %id, error = %e, "cannot collect the task's answers"),
         }
     }
 }

@@ -60,7 +60,7 @@ pub(crate) async fn handle(
         extensions: Arc::new(extensions),
         limits: state.limits(),
     };
-    match state.server.accept(&bytes, origin) {
+    match state.server.accept(&bytes, origin).await {
         Accepted::Answer(a) => answer(&state, a),
         Accepted::Taken => StatusCode::ACCEPTED.into_response(),
         Accepted::Request(p) if p.is_batch() => batch(p).await,

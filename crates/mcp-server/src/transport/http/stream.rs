@@ -27,6 +27,28 @@ fn method_not_allowed() -> Response {
     r
 }
 
+/// 503 while the shared session store is down (replicated servers).
+fn store_unavailable(e: ProtocolError) -> Response {
+    let mut r = error_response(StatusCode::SERVICE_UNAVAILABLE, None, e);
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    r
+}
+
+/// The caller's session by id: `Err` is the response to send (404 for an
+/// unknown id or one opened by another principal).
+async fn owned_session(
+    state: &AppState,
+    id: &str,
+    subject: Option<&str>,
+) -> Result<std::sync::Arc<crate::Session>, Response> {
+    match state.server.find_session(id).await {
+        Ok(Some(s)) if s.owner() == subject => Ok(s),
+        Ok(_) => Err(session_not_found()),
+        Err(e) => Err(store_unavailable(e)),
+    }
+}
+
 fn session_not_found() -> Response {
     error_response(
         StatusCode::NOT_FOUND,
@@ -52,8 +74,9 @@ pub(crate) async fn get(
         .extensions
         .get::<Principal>()
         .map(|p| p.subject.as_str());
-    let Some(session) = state.server.session(&id).filter(|s| s.owner() == subject) else {
-        return session_not_found();
+    let session = match owned_session(&state, &id, subject).await {
+        Ok(s) => s,
+        Err(r) => return r,
     };
     if !accepts_event_stream(&headers) {
         return error_response(
@@ -115,14 +138,15 @@ pub(crate) async fn delete(
         .extensions
         .get::<Principal>()
         .map(|p| p.subject.as_str());
-    let owned = state
-        .server
-        .session(&id)
-        .is_some_and(|s| s.owner() == subject);
-    if owned && state.server.end_session(&id) {
-        tracing::info!("legacy session ended by client");
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        session_not_found()
+    if let Err(r) = owned_session(&state, &id, subject).await {
+        return r;
+    }
+    match state.server.end_session(&id).await {
+        Ok(true) => {
+            tracing::info!("legacy session ended by client");
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Ok(false) => session_not_found(),
+        Err(e) => store_unavailable(e),
     }
 }

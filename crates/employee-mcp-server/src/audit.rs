@@ -22,6 +22,8 @@
 //!
 //! The `audit` subcommand reads the same table ([`query`]).
 
+mod postgres;
+mod store;
 mod writer;
 
 use std::future::Future;
@@ -92,13 +94,19 @@ pub enum Location {
     File(PathBuf),
     /// A private in-memory database: records live as long as the process.
     Memory,
+    /// A PostgreSQL database (the directory's), shared by replicas.
+    Postgres(String),
 }
 
 impl Location {
     /// Reads the same URLs as the directory: `sqlite://PATH`,
-    /// `sqlite:///abs/path`, `sqlite::memory:` (a `?query` is ignored).
+    /// `sqlite:///abs/path`, `sqlite::memory:` (a `?query` is ignored),
+    /// `postgres://…` / `postgresql://…`.
     pub fn from_url(url: &str) -> Result<Location, String> {
         let url = url.trim();
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Location::Postgres(url.to_owned()));
+        }
         if url == "sqlite::memory:" || url == "sqlite://:memory:" {
             return Ok(Location::Memory);
         }
@@ -107,10 +115,26 @@ impl Location {
             .and_then(|rest| rest.split('?').next())
             .filter(|p| !p.is_empty())
             .ok_or_else(|| {
-                format!("unsupported database URL \"{url}\"; use sqlite://PATH or sqlite::memory:")
+                format!("unsupported database URL \"{url}\"; use sqlite://PATH, sqlite::memory: or postgres://USER@HOST/DATABASE")
             })?;
         Ok(Location::File(PathBuf::from(path)))
     }
+}
+
+/// Runs `work` on a plain thread: the PostgreSQL code drives its own
+/// runtime, which cannot start inside the caller's.
+fn off_runtime<T: Send>(work: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(work)
+            .join()
+            .unwrap_or_else(|_| Err("the audit database thread panicked".to_owned()))
+    })
+}
+
+/// A database URL for logs: the password of a PostgreSQL URL removed.
+pub fn display_url(url: &str) -> String {
+    postgres::redact(url)
 }
 
 /// How long audit rows are kept (`--audit-retention`).
@@ -161,6 +185,7 @@ fn open(location: &Location, create: bool) -> Result<Connection, String> {
     let conn = match location {
         Location::File(path) => Connection::open_with_flags(path, flags),
         Location::Memory => Connection::open_in_memory(),
+        Location::Postgres(_) => return Err("not a SQLite location".to_owned()),
     }
     .map_err(|e| format!("cannot open the audit database {}: {e}", describe(location)))?;
     conn.busy_timeout(BUSY_TIMEOUT)
@@ -215,6 +240,7 @@ fn describe(location: &Location) -> String {
     match location {
         Location::File(p) => p.display().to_string(),
         Location::Memory => "(in memory)".to_owned(),
+        Location::Postgres(url) => postgres::redact(url),
     }
 }
 
@@ -283,7 +309,7 @@ fn cut(mut s: String, max: usize) -> String {
     s
 }
 
-/// An [`AuditSink`] appending to `audit_log`.
+/// An [`AuditSink`] appending to `audit_log` (SQLite or PostgreSQL).
 ///
 /// A dedicated writer thread owns the connection and commits records in
 /// groups: every record that arrives while a commit is in flight goes into
@@ -296,39 +322,46 @@ fn cut(mut s: String, max: usize) -> String {
 /// work, so nothing unaudited leaves the server; a crash may lose the last
 /// few seconds of such counts.
 #[derive(Clone)]
-pub struct SqliteAudit {
+pub struct Audit {
     queue: mpsc::Sender<Message>,
     /// Queue depth, commit latency and health (`/metrics`, `/readyz`).
     stats: Arc<AuditStats>,
 }
 
-/// Settings of [`SqliteAudit`].
+/// Settings of [`Audit`].
 #[derive(Clone, Copy, Debug)]
 pub struct AuditOptions {
     /// Rows older than this are deleted; `None` keeps them forever.
     pub retention: Option<Duration>,
 }
 
-impl SqliteAudit {
+impl Audit {
     /// Opens the database (already created by the directory), creates or
     /// migrates the table and starts the writer thread.
-    pub fn open(location: &Location, options: AuditOptions) -> Result<SqliteAudit, String> {
+    pub fn open(location: &Location, options: AuditOptions) -> Result<Audit, String> {
         if *location == Location::Memory {
             tracing::warn!(
                 "audit trail kept in memory (sqlite::memory: database); it is lost when the server stops"
             );
         }
-        let conn = open(location, true)?;
-        migrate(&conn)?;
+        let store: Box<dyn store::Store> = match location {
+            // Its own runtime must be built off the caller's async threads.
+            Location::Postgres(url) => Box::new(off_runtime(|| postgres::PgStore::open(url))?),
+            _ => {
+                let conn = open(location, true)?;
+                migrate(&conn)?;
+                Box::new(store::SqliteStore { conn })
+            }
+        };
         let (queue, rx) = mpsc::channel(QUEUE_CAPACITY);
         writer::start_ticker(queue.downgrade())?;
         let stats = Arc::new(AuditStats::default());
-        let writer = Writer::new(conn, options.retention, Arc::clone(&stats));
+        let writer = Writer::new(store, options.retention, Arc::clone(&stats));
         std::thread::Builder::new()
             .name("audit-writer".to_owned())
             .spawn(move || writer.run(rx))
             .map_err(|e| format!("cannot start the audit writer thread: {e}"))?;
-        Ok(SqliteAudit { queue, stats })
+        Ok(Audit { queue, stats })
     }
 
     /// The writer's counters.
@@ -352,7 +385,7 @@ impl SqliteAudit {
     }
 }
 
-impl AuditSink for SqliteAudit {
+impl AuditSink for Audit {
     fn record(
         &self,
         record: AuditRecord,
@@ -459,6 +492,9 @@ pub struct Row {
 
 /// Reads records matching `filter`, oldest first (the newest `limit`).
 pub fn query(location: &Location, filter: &Filter) -> Result<Vec<Row>, String> {
+    if let Location::Postgres(url) = location {
+        return off_runtime(|| postgres::query(url, filter));
+    }
     if let Location::File(path) = location
         && !Path::new(path).exists()
     {
@@ -579,7 +615,12 @@ mod tests {
             Location::from_url("sqlite://data/hr.db?mode=rwc"),
             Ok(Location::File(PathBuf::from("data/hr.db")))
         );
-        assert!(Location::from_url("postgres://x").is_err());
+        assert_eq!(
+            Location::from_url("postgres://u@h/db"),
+            Ok(Location::Postgres("postgres://u@h/db".to_owned()))
+        );
+        assert!(Location::from_url("mysql://x").is_err());
+        assert_eq!(display_url("postgres://u:secret@h/db"), "postgres://u@h/db");
     }
 
     #[test]

@@ -144,9 +144,32 @@ pub struct ServeArgs {
     #[arg(long, env = "EMPLOYEE_MCP_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
-    /// Database URL: sqlite://PATH (created if missing) or sqlite::memory:.
+    /// Database URL: sqlite://PATH (created if missing), sqlite::memory:, or
+    /// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE (an existing
+    /// database; the first server migrates and seeds it, replicas share it).
     #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
     pub database: String,
+
+    /// Most database connections this server opens (SQLite uses at most 8,
+    /// fewer on small machines). On PostgreSQL, replicas × this must stay
+    /// below the server's max_connections.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_DB_POOL_SIZE",
+        default_value_t = 16,
+        value_parser = clap::value_parser!(u32).range(1..=1000)
+    )]
+    pub db_pool_size: u32,
+
+    /// PostgreSQL: seconds a directory query may run before the server
+    /// cancels it.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_DB_STATEMENT_TIMEOUT",
+        default_value_t = 30,
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub db_statement_timeout: u64,
 
     /// Serve MCP on stdin/stdout instead of HTTP (for desktop clients).
     #[arg(long)]

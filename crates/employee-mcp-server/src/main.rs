@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use clap::Parser;
-use employee_directory::{Directory, SystemClock};
+use employee_directory::{Directory, DirectoryOptions, SystemClock};
 use mcp_server::observe::ReadinessCheck;
 use mcp_server::transport::http::{
     self as mcp_http, ConnectionLimits, ConnectionStats, HttpConfig,
@@ -120,14 +120,19 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
         (None, _) => None,
     };
     let audit_location = audit::Location::from_url(&cli.database)?;
-    let directory = Directory::open(&cli.database, Arc::new(SystemClock))
+    let db_options = DirectoryOptions {
+        max_connections: cli.db_pool_size as usize,
+        statement_timeout: Duration::from_secs(cli.db_statement_timeout),
+        ..DirectoryOptions::default()
+    };
+    let directory = Directory::open_with(&cli.database, Arc::new(SystemClock), db_options)
         .await
         .map_err(|e| format!("cannot open the employee database: {e}"))?;
     // After the directory: it creates the file and its folder.
     let audit_options = audit::AuditOptions {
         retention: cli.audit_retention.0,
     };
-    let sink = audit::SqliteAudit::open(&audit_location, audit_options)?;
+    let sink = audit::Audit::open(&audit_location, audit_options)?;
     let replication = replication(&cli).await?;
     let (server, builtins) = build_server(
         &directory,
@@ -152,7 +157,7 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     };
     if cli.stdio {
         tracing::info!(
-            database = %cli.database,
+            database = %audit::display_url(&cli.database),
             enforce_scopes,
             subject = stdio_principal.as_ref().map_or("-", |p| p.subject.as_str()),
             "serving MCP on stdio"
@@ -211,7 +216,7 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     tracing::info!(
         authenticated,
         "serving MCP on http://{addr}/mcp (database {})",
-        cli.database
+        audit::display_url(&cli.database)
     );
     let limits = ConnectionLimits {
         header_read_timeout: Duration::from_secs(conn.header_read_timeout_secs),

@@ -12,7 +12,7 @@ use mcp_server::transport::http::{ConnectionLimits, metrics_router, probe_router
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-use crate::audit::SqliteAudit;
+use crate::audit::Audit;
 
 /// Ready when the database answers with the schema this build expects and
 /// the audit writer is committing.
@@ -20,7 +20,7 @@ pub struct Readiness {
     /// The directory whose database is checked.
     pub directory: Directory,
     /// The audit sink whose writer is checked.
-    pub audit: SqliteAudit,
+    pub audit: Audit,
 }
 
 impl ReadinessCheck for Readiness {
@@ -45,7 +45,7 @@ impl ReadinessCheck for Readiness {
 }
 
 /// Adds the audit writer's and the database pool's series to scrapes.
-pub fn register_collectors(server: &Server, directory: &Directory, audit: &SqliteAudit) {
+pub fn register_collectors(server: &Server, directory: &Directory, audit: &Audit) {
     let stats = Arc::clone(audit.stats());
     let directory = directory.clone();
     server

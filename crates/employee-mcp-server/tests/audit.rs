@@ -13,10 +13,30 @@ fn outcomes(rows: &[Value]) -> Vec<&str> {
     rows.iter().filter_map(|r| r["outcome"].as_str()).collect()
 }
 
+/// A seeded database on SQLite or PostgreSQL.
+async fn database(postgres: bool) -> TempDb {
+    if postgres {
+        tokio::task::spawn_blocking(TempDb::seeded_postgres)
+            .await
+            .expect("create a PostgreSQL test database")
+    } else {
+        TempDb::seeded()
+    }
+}
+
 #[tokio::test]
 async fn every_outcome_is_audited_and_queryable() {
+    every_outcome_is_audited_and_queryable_on(false).await;
+}
+
+#[tokio::test]
+async fn every_outcome_is_audited_and_queryable_on_postgres() {
+    every_outcome_is_audited_and_queryable_on(true).await;
+}
+
+async fn every_outcome_is_audited_and_queryable_on(postgres: bool) {
     let issuer = Issuer::start();
-    let db = TempDb::seeded();
+    let db = database(postgres).await;
     let mut flags = issuer.flags();
     flags.extend(["--rate-limit-burst".into(), "2".into()]);
     flags.extend(["--rate-limit-per-minute".into(), "1".into()]);
@@ -137,7 +157,18 @@ async fn every_outcome_is_audited_and_queryable() {
 
 #[tokio::test]
 async fn answered_calls_survive_sigkill() {
-    let db = TempDb::seeded();
+    answered_calls_survive_sigkill_on(false).await;
+}
+
+/// On PostgreSQL the record is committed on the server before the answer:
+/// killing the MCP server loses nothing.
+#[tokio::test]
+async fn answered_calls_survive_sigkill_on_postgres() {
+    answered_calls_survive_sigkill_on(true).await;
+}
+
+async fn answered_calls_survive_sigkill_on(postgres: bool) {
+    let db = database(postgres).await;
     let mut server = Server::start(&db, &[]).await;
     let ids = ["AliceJohnson", "JohnDoe", "NoSuchPerson"];
     for id in ids {

@@ -1,10 +1,11 @@
 //! Every tool on the modern (2026-07-28) wire: realistic arguments, checks on
 //! the structured content, ids flowing from one tool into another, and the
-//! not-found / invalid-argument paths.
+//! not-found / invalid-argument paths. Every test runs on SQLite and on
+//! PostgreSQL (`sqlite::NAME`, `postgres::NAME`).
 
 mod common;
 
-use common::{Server, TOOL_NAMES, text_json, tool_error_text};
+use common::{Backend, Server, TOOL_NAMES, text_json, tool_error_text};
 use serde_json::{Value, json};
 
 /// A successful modern tool result: complete, not an error, with
@@ -42,9 +43,8 @@ fn ids(list: &Value, field: &str) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn tools_list_modern_shape() {
-    let server = Server::start().await;
+async fn tools_list_modern_shape(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let reply = server.modern("tools/list", json!({})).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     let result = reply.result();
@@ -63,9 +63,8 @@ async fn tools_list_modern_shape() {
     }
 }
 
-#[tokio::test]
-async fn get_employee_details_and_follow_the_ids() {
-    let server = Server::start().await;
+async fn get_employee_details_and_follow_the_ids(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let john = ok_structured(
         &server
             .call_tool("get-employee-details", json!({"employeeId": "JohnDoe"}))
@@ -131,9 +130,8 @@ async fn get_employee_details_and_follow_the_ids() {
     assert_eq!(dept["count"].as_u64().unwrap() as usize, staff.len());
 }
 
-#[tokio::test]
-async fn ids_accepted_by_alternative_spellings() {
-    let server = Server::start().await;
+async fn ids_accepted_by_alternative_spellings(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     for id in ["Alice Johnson", "alice.johnson@acmecorp.com"] {
         let r = ok_structured(
             &server
@@ -159,9 +157,8 @@ async fn ids_accepted_by_alternative_spellings() {
     assert!(ids(&r["members"], "employeeId").contains(&"AliceJohnson".to_owned()));
 }
 
-#[tokio::test]
-async fn department_list_ids_work_everywhere() {
-    let server = Server::start().await;
+async fn department_list_ids_work_everywhere(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let dept = ok_structured(
         &server
             .call_tool(
@@ -208,9 +205,8 @@ async fn department_list_ids_work_everywhere() {
     assert_eq!(leave["leaveType"], "sick");
 }
 
-#[tokio::test]
-async fn calculate_employee_tenure() {
-    let server = Server::start().await;
+async fn calculate_employee_tenure(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let t = ok_structured(
         &server
             .call_tool(
@@ -232,9 +228,8 @@ async fn calculate_employee_tenure() {
     );
 }
 
-#[tokio::test]
-async fn search_employees_by_skill_and_follow_a_match() {
-    let server = Server::start().await;
+async fn search_employees_by_skill_and_follow_a_match(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let found = ok_structured(
         &server
             .call_tool("search-employees-by-skill", json!({"skill": "rust"}))
@@ -278,9 +273,8 @@ async fn search_employees_by_skill_and_follow_a_match() {
     assert!(ids(&team["members"], "employeeId").contains(&id.to_owned()));
 }
 
-#[tokio::test]
-async fn get_compensation_info_and_level_prefix() {
-    let server = Server::start().await;
+async fn get_compensation_info_and_level_prefix(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let band = ok_structured(
         &server
             .call_tool(
@@ -325,9 +319,8 @@ async fn get_compensation_info_and_level_prefix() {
     assert_eq!(prefixed["min"], band["min"]);
 }
 
-#[tokio::test]
-async fn check_leave_balance_every_type() {
-    let server = Server::start().await;
+async fn check_leave_balance_every_type(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     for leave_type in ["annual", "sick", "parental", "bereavement", "unpaid"] {
         let b = ok_structured(
             &server
@@ -354,9 +347,8 @@ async fn check_leave_balance_every_type() {
     }
 }
 
-#[tokio::test]
-async fn generate_employee_report_each_type() {
-    let server = Server::start().await;
+async fn generate_employee_report_each_type(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let headcount = ok_structured(
         &server
             .call_tool(
@@ -423,9 +415,8 @@ async fn generate_employee_report_each_type() {
     assert!(comp["byLevel"].as_array().is_some_and(|l| !l.is_empty()));
 }
 
-#[tokio::test]
-async fn not_found_employee_suggests_ids() {
-    let server = Server::start().await;
+async fn not_found_employee_suggests_ids(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     for tool in ["get-employee-details", "calculate-employee-tenure"] {
         let text = tool_error_text(&server.call_tool(tool, json!({"employeeId": "JohnD"})).await);
         assert!(text.contains("JohnD"), "{tool}: {text}");
@@ -458,9 +449,8 @@ async fn not_found_employee_suggests_ids() {
     );
 }
 
-#[tokio::test]
-async fn not_found_pascal_case_typo_suggests_the_near_id() {
-    let server = Server::start().await;
+async fn not_found_pascal_case_typo_suggests_the_near_id(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let text = tool_error_text(
         &server
             .call_tool(
@@ -475,9 +465,8 @@ async fn not_found_pascal_case_typo_suggests_the_near_id() {
     );
 }
 
-#[tokio::test]
-async fn not_found_department_team_skill_role_list_valid_values() {
-    let server = Server::start().await;
+async fn not_found_department_team_skill_role_list_valid_values(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let text = tool_error_text(
         &server
             .call_tool(
@@ -542,9 +531,8 @@ async fn not_found_department_team_skill_role_list_valid_values() {
     );
 }
 
-#[tokio::test]
-async fn invalid_enum_values_name_the_field() {
-    let server = Server::start().await;
+async fn invalid_enum_values_name_the_field(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let cases = [
         (
             "check-leave-balance",
@@ -570,9 +558,8 @@ async fn invalid_enum_values_name_the_field() {
     }
 }
 
-#[tokio::test]
-async fn invalid_enum_value_lists_every_valid_value() {
-    let server = Server::start().await;
+async fn invalid_enum_value_lists_every_valid_value(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let text = tool_error_text(
         &server
             .call_tool(
@@ -586,9 +573,8 @@ async fn invalid_enum_value_lists_every_valid_value() {
     }
 }
 
-#[tokio::test]
-async fn unknown_extra_argument_is_a_tool_error() {
-    let server = Server::start().await;
+async fn unknown_extra_argument_is_a_tool_error(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     for tool in TOOL_NAMES {
         let result = server.call_tool(tool, json!({"bogusArgument": 1})).await;
         let text = tool_error_text(&result);
@@ -607,9 +593,8 @@ async fn unknown_extra_argument_is_a_tool_error() {
     );
 }
 
-#[tokio::test]
-async fn missing_and_malformed_arguments_are_tool_errors() {
-    let server = Server::start().await;
+async fn missing_and_malformed_arguments_are_tool_errors(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let text = tool_error_text(&server.call_tool("get-employee-details", json!({})).await);
     assert!(text.contains("employeeId"), "{text}");
     let text = tool_error_text(
@@ -647,9 +632,8 @@ async fn missing_and_malformed_arguments_are_tool_errors() {
     server.assert_alive().await;
 }
 
-#[tokio::test]
-async fn unknown_tool_is_invalid_params() {
-    let server = Server::start().await;
+async fn unknown_tool_is_invalid_params(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let reply = server
         .modern(
             "tools/call",
@@ -663,4 +647,147 @@ async fn unknown_tool_is_invalid_params() {
         reply.text
     );
     server.assert_alive().await;
+}
+
+mod sqlite {
+    #[tokio::test]
+    async fn tools_list_modern_shape() {
+        super::tools_list_modern_shape(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn get_employee_details_and_follow_the_ids() {
+        super::get_employee_details_and_follow_the_ids(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn ids_accepted_by_alternative_spellings() {
+        super::ids_accepted_by_alternative_spellings(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn department_list_ids_work_everywhere() {
+        super::department_list_ids_work_everywhere(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn calculate_employee_tenure() {
+        super::calculate_employee_tenure(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn search_employees_by_skill_and_follow_a_match() {
+        super::search_employees_by_skill_and_follow_a_match(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn get_compensation_info_and_level_prefix() {
+        super::get_compensation_info_and_level_prefix(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn check_leave_balance_every_type() {
+        super::check_leave_balance_every_type(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn generate_employee_report_each_type() {
+        super::generate_employee_report_each_type(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn not_found_employee_suggests_ids() {
+        super::not_found_employee_suggests_ids(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn not_found_pascal_case_typo_suggests_the_near_id() {
+        super::not_found_pascal_case_typo_suggests_the_near_id(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn not_found_department_team_skill_role_list_valid_values() {
+        super::not_found_department_team_skill_role_list_valid_values(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn invalid_enum_values_name_the_field() {
+        super::invalid_enum_values_name_the_field(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn invalid_enum_value_lists_every_valid_value() {
+        super::invalid_enum_value_lists_every_valid_value(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn unknown_extra_argument_is_a_tool_error() {
+        super::unknown_extra_argument_is_a_tool_error(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn missing_and_malformed_arguments_are_tool_errors() {
+        super::missing_and_malformed_arguments_are_tool_errors(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn unknown_tool_is_invalid_params() {
+        super::unknown_tool_is_invalid_params(super::Backend::Sqlite).await
+    }
+}
+
+mod postgres {
+    #[tokio::test]
+    async fn tools_list_modern_shape() {
+        super::tools_list_modern_shape(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn get_employee_details_and_follow_the_ids() {
+        super::get_employee_details_and_follow_the_ids(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn ids_accepted_by_alternative_spellings() {
+        super::ids_accepted_by_alternative_spellings(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn department_list_ids_work_everywhere() {
+        super::department_list_ids_work_everywhere(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn calculate_employee_tenure() {
+        super::calculate_employee_tenure(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn search_employees_by_skill_and_follow_a_match() {
+        super::search_employees_by_skill_and_follow_a_match(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn get_compensation_info_and_level_prefix() {
+        super::get_compensation_info_and_level_prefix(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn check_leave_balance_every_type() {
+        super::check_leave_balance_every_type(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn generate_employee_report_each_type() {
+        super::generate_employee_report_each_type(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn not_found_employee_suggests_ids() {
+        super::not_found_employee_suggests_ids(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn not_found_pascal_case_typo_suggests_the_near_id() {
+        super::not_found_pascal_case_typo_suggests_the_near_id(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn not_found_department_team_skill_role_list_valid_values() {
+        super::not_found_department_team_skill_role_list_valid_values(super::Backend::Postgres)
+            .await
+    }
+    #[tokio::test]
+    async fn invalid_enum_values_name_the_field() {
+        super::invalid_enum_values_name_the_field(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn invalid_enum_value_lists_every_valid_value() {
+        super::invalid_enum_value_lists_every_valid_value(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn unknown_extra_argument_is_a_tool_error() {
+        super::unknown_extra_argument_is_a_tool_error(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn missing_and_malformed_arguments_are_tool_errors() {
+        super::missing_and_malformed_arguments_are_tool_errors(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn unknown_tool_is_invalid_params() {
+        super::unknown_tool_is_invalid_params(super::Backend::Postgres).await
+    }
 }

@@ -2,10 +2,6 @@
 //! `INSERT … SELECT FROM unnest(arrays)` per table, inside the bootstrap
 //! transaction (so ten round trips for ~19,000 rows).
 
-// Each table's columns are spelled as a tuple of arrays, one per column,
-// which is exactly the shape `unnest` takes.
-#![allow(clippy::type_complexity)]
-
 use chrono::NaiveDate;
 use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
@@ -74,12 +70,10 @@ async fn insert(tx: &Transaction<'_>, data: &SeedData) -> Result<(), tokio_postg
 /// Locations, departments, teams, roles, bands, skills.
 async fn insert_org(tx: &Transaction<'_>, data: &SeedData) -> Result<(), tokio_postgres::Error> {
     let l = &data.locations;
-    let (id, city, region, country): (Vec<i64>, Vec<&str>, Vec<Option<&str>>, Vec<&str>) = (
-        l.iter().map(|x| x.id).collect(),
-        l.iter().map(|x| x.city).collect(),
-        l.iter().map(|x| x.region).collect(),
-        l.iter().map(|x| x.country).collect(),
-    );
+    let id: Vec<i64> = l.iter().map(|x| x.id).collect();
+    let city: Vec<&str> = l.iter().map(|x| x.city).collect();
+    let region: Vec<Option<&str>> = l.iter().map(|x| x.region).collect();
+    let country: Vec<&str> = l.iter().map(|x| x.country).collect();
     insert_arrays(
         tx,
         "locations",
@@ -90,12 +84,10 @@ async fn insert_org(tx: &Transaction<'_>, data: &SeedData) -> Result<(), tokio_p
     .await?;
 
     let d = &data.departments;
-    let (id, name, desc, head): (Vec<&str>, Vec<&str>, Vec<&str>, Vec<&str>) = (
-        d.iter().map(|x| x.id).collect(),
-        d.iter().map(|x| x.name).collect(),
-        d.iter().map(|x| x.description).collect(),
-        d.iter().map(|x| x.head_id.as_str()).collect(),
-    );
+    let id: Vec<&str> = d.iter().map(|x| x.id).collect();
+    let name: Vec<&str> = d.iter().map(|x| x.name).collect();
+    let desc: Vec<&str> = d.iter().map(|x| x.description).collect();
+    let head: Vec<&str> = d.iter().map(|x| x.head_id.as_str()).collect();
     insert_arrays(
         tx,
         "departments",
@@ -106,13 +98,11 @@ async fn insert_org(tx: &Transaction<'_>, data: &SeedData) -> Result<(), tokio_p
     .await?;
 
     let t = &data.teams;
-    let (id, name, dept, desc, manager): (Vec<&str>, Vec<&str>, Vec<&str>, Vec<&str>, Vec<&str>) = (
-        t.iter().map(|x| x.id).collect(),
-        t.iter().map(|x| x.name).collect(),
-        t.iter().map(|x| x.department_id).collect(),
-        t.iter().map(|x| x.description).collect(),
-        t.iter().map(|x| x.manager_id.as_str()).collect(),
-    );
+    let id: Vec<&str> = t.iter().map(|x| x.id).collect();
+    let name: Vec<&str> = t.iter().map(|x| x.name).collect();
+    let dept: Vec<&str> = t.iter().map(|x| x.department_id).collect();
+    let desc: Vec<&str> = t.iter().map(|x| x.description).collect();
+    let manager: Vec<&str> = t.iter().map(|x| x.manager_id.as_str()).collect();
     insert_arrays(
         tx,
         "teams",
@@ -123,12 +113,10 @@ async fn insert_org(tx: &Transaction<'_>, data: &SeedData) -> Result<(), tokio_p
     .await?;
 
     let r = &data.roles;
-    let (id, title, track, dept): (Vec<i64>, Vec<&str>, Vec<&str>, Vec<&str>) = (
-        r.iter().map(|x| x.id).collect(),
-        r.iter().map(|x| x.title).collect(),
-        r.iter().map(|x| x.track.as_str()).collect(),
-        r.iter().map(|x| x.department_id).collect(),
-    );
+    let id: Vec<i64> = r.iter().map(|x| x.id).collect();
+    let title: Vec<&str> = r.iter().map(|x| x.title).collect();
+    let track: Vec<&str> = r.iter().map(|x| x.track.as_str()).collect();
+    let dept: Vec<&str> = r.iter().map(|x| x.department_id).collect();
     insert_arrays(
         tx,
         "roles",
@@ -139,13 +127,11 @@ async fn insert_org(tx: &Transaction<'_>, data: &SeedData) -> Result<(), tokio_p
     .await?;
 
     let b = &data.bands;
-    let (role, level, min, mid, max): (Vec<i64>, Vec<&str>, Vec<i64>, Vec<i64>, Vec<i64>) = (
-        b.iter().map(|x| x.role_id).collect(),
-        b.iter().map(|x| x.level.as_str()).collect(),
-        b.iter().map(|x| x.min).collect(),
-        b.iter().map(|x| x.mid).collect(),
-        b.iter().map(|x| x.max).collect(),
-    );
+    let role: Vec<i64> = b.iter().map(|x| x.role_id).collect();
+    let level: Vec<&str> = b.iter().map(|x| x.level.as_str()).collect();
+    let min: Vec<i64> = b.iter().map(|x| x.min).collect();
+    let mid: Vec<i64> = b.iter().map(|x| x.mid).collect();
+    let max: Vec<i64> = b.iter().map(|x| x.max).collect();
     insert_arrays(
         tx,
         "compensation_bands",
@@ -156,11 +142,9 @@ async fn insert_org(tx: &Transaction<'_>, data: &SeedData) -> Result<(), tokio_p
     .await?;
 
     let s = &data.skills;
-    let (id, name, category): (Vec<i64>, Vec<&str>, Vec<&str>) = (
-        s.iter().map(|x| x.id).collect(),
-        s.iter().map(|x| x.name).collect(),
-        s.iter().map(|x| x.category).collect(),
-    );
+    let id: Vec<i64> = s.iter().map(|x| x.id).collect();
+    let name: Vec<&str> = s.iter().map(|x| x.name).collect();
+    let category: Vec<&str> = s.iter().map(|x| x.category).collect();
     insert_arrays(
         tx,
         "skills",
@@ -235,11 +219,9 @@ async fn insert_details(
     data: &SeedData,
 ) -> Result<(), tokio_postgres::Error> {
     let s = &data.employee_skills;
-    let (employee, skill, rank): (Vec<&str>, Vec<i64>, Vec<i64>) = (
-        s.iter().map(|x| x.employee_id.as_str()).collect(),
-        s.iter().map(|x| x.skill_id).collect(),
-        s.iter().map(|x| i64::from(x.proficiency.rank())).collect(),
-    );
+    let employee: Vec<&str> = s.iter().map(|x| x.employee_id.as_str()).collect();
+    let skill: Vec<i64> = s.iter().map(|x| x.skill_id).collect();
+    let rank: Vec<i64> = s.iter().map(|x| i64::from(x.proficiency.rank())).collect();
     insert_arrays(
         tx,
         "employee_skills",

@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mcp_server::access::CallOutcome;
-use rusqlite::{Connection, Transaction};
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 
 use super::Entry;
+use super::store::Store;
 use crate::audit_stats::AuditStats;
 
 /// The answer to one queued record.
@@ -109,7 +109,7 @@ struct Flood {
 
 /// The writer thread's state.
 pub(super) struct Writer {
-    conn: Connection,
+    store: Box<dyn Store>,
     retention: Option<Duration>,
     floods: HashMap<FloodKey, Flood>,
     last_flood_flush: Instant,
@@ -123,12 +123,12 @@ pub(super) struct Writer {
 
 impl Writer {
     pub(super) fn new(
-        conn: Connection,
+        store: Box<dyn Store>,
         retention: Option<Duration>,
         stats: Arc<AuditStats>,
     ) -> Writer {
         Writer {
-            conn,
+            store,
             retention,
             floods: HashMap::new(),
             last_flood_flush: Instant::now(),
@@ -217,8 +217,7 @@ impl Writer {
         batch: Vec<(Entry, Ack)>,
         waiting: &mut Vec<Ack>,
     ) -> Result<(), String> {
-        let fail = |e: rusqlite::Error| format!("cannot append to audit_log: {e}");
-        let tx = self.conn.transaction().map_err(fail)?;
+        self.store.begin()?;
         let mut result = Ok(());
         for (entry, ack) in batch {
             if result.is_err() {
@@ -226,11 +225,11 @@ impl Writer {
                 continue;
             }
             if entry.outcome != CallOutcome::RateLimited {
-                result = insert(&tx, &entry, None).map(drop);
+                result = self.store.insert(&entry, None).map(drop);
                 waiting.push(ack);
                 continue;
             }
-            match count_refusal(&tx, &mut self.floods, &entry) {
+            match count_refusal(self.store.as_mut(), &mut self.floods, &entry) {
                 Ok(true) => {
                     let _ = ack.send(Ok(()));
                 }
@@ -241,33 +240,36 @@ impl Writer {
                 }
             }
         }
-        result.map_err(fail)?;
-        tx.commit().map_err(fail)
+        match result.and_then(|()| self.store.commit()) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.store.rollback();
+                Err(e)
+            }
+        }
     }
 
     /// At shutdown: writes the pending counts and copies the WAL into the
     /// main file, so the stopped database is complete in one file.
     fn close(&mut self) {
         self.flush_floods(true);
-        if let Err(e) = self
-            .conn
-            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-        {
-            tracing::warn!(error = %e, "cannot checkpoint the audit database");
-        }
+        self.store.checkpoint();
     }
 
     /// Writes changed flood counts, and forgets closed windows (all of
     /// them when `all`, at shutdown).
     fn flush_floods(&mut self, all: bool) {
         let now_window = window_of(now_ms());
-        let result = (|| {
-            let tx = self.conn.transaction()?;
+        let store = self.store.as_mut();
+        let result = store.begin().and_then(|()| {
             for flood in self.floods.values_mut() {
-                store_count(&tx, flood)?;
+                store_count(store, flood)?;
             }
-            tx.commit()
-        })();
+            store.commit()
+        });
+        if result.is_err() {
+            store.rollback();
+        }
         match result {
             Ok(()) => self
                 .floods
@@ -300,12 +302,7 @@ impl Writer {
         };
         let keep_ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
         let cutoff = now_ms().saturating_sub(keep_ms);
-        let deleted = execute_cached(
-            &self.conn,
-            "DELETE FROM audit_log WHERE id IN
-                 (SELECT id FROM audit_log WHERE at_unix_ms < ?1 ORDER BY at_unix_ms LIMIT ?2)",
-            rusqlite::params![cutoff, PRUNE_BATCH],
-        );
+        let deleted = self.store.prune(cutoff, PRUNE_BATCH);
         match deleted {
             Ok(n) => {
                 self.pruned += n;
@@ -337,10 +334,10 @@ impl Writer {
 /// Counts one refusal: `Ok(true)` when it was folded into a committed
 /// row (acknowledge now), `Ok(false)` when it needs this transaction.
 fn count_refusal(
-    tx: &Transaction<'_>,
+    tx: &mut dyn Store,
     floods: &mut HashMap<FloodKey, Flood>,
     entry: &Entry,
-) -> rusqlite::Result<bool> {
+) -> Result<bool, String> {
     let window = window_of(entry.at_unix_ms);
     let mut key = FloodKey {
         caller: entry
@@ -363,11 +360,11 @@ fn count_refusal(
         store_count(tx, flood)?;
     }
     let row = if key == FloodKey::other() {
-        insert(tx, &other_entry(entry), Some(1))?
+        tx.insert(&other_entry(entry), Some(1))?
     } else {
         let mut stored = entry.clone();
         stored.arguments = "{}".to_owned();
-        insert(tx, &stored, Some(1))?
+        tx.insert(&stored, Some(1))?
     };
     let flood = Flood {
         window,
@@ -397,55 +394,14 @@ fn other_entry(entry: &Entry) -> Entry {
     }
 }
 
-/// Runs a statement through the connection's statement cache: the writer
-/// repeats the same few statements, and parsing the INSERT on every record
-/// cost more than executing it.
-fn execute_cached<P: rusqlite::Params>(
-    conn: &Connection,
-    sql: &str,
-    params: P,
-) -> rusqlite::Result<usize> {
-    conn.prepare_cached(sql)?.execute(params)
-}
-
 /// Writes a flood's count to its row when it changed.
-fn store_count(tx: &Transaction<'_>, flood: &mut Flood) -> rusqlite::Result<()> {
+fn store_count(tx: &mut dyn Store, flood: &mut Flood) -> Result<(), String> {
     if flood.count == flood.stored {
         return Ok(());
     }
-    execute_cached(
-        tx,
-        "UPDATE audit_log SET count = ?1, latency_ms = MAX(latency_ms, ?2) WHERE id = ?3",
-        rusqlite::params![flood.count, flood.latency_ms, flood.row],
-    )?;
+    tx.store_count(flood.row, flood.count, flood.latency_ms)?;
     flood.stored = flood.count;
     Ok(())
-}
-
-/// Inserts one row; returns its id.
-fn insert(tx: &Transaction<'_>, e: &Entry, count: Option<i64>) -> rusqlite::Result<i64> {
-    execute_cached(
-        tx,
-        "INSERT INTO audit_log (at, at_unix_ms, subject, client_id, client_name, remote_addr,
-             tool, arguments, outcome, detail, latency_ms, protocol_version, count)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        rusqlite::params![
-            e.at,
-            e.at_unix_ms,
-            e.subject,
-            e.client_id,
-            e.client_name,
-            e.remote_addr,
-            e.tool,
-            e.arguments,
-            e.outcome.as_str(),
-            e.detail,
-            e.latency_ms,
-            e.protocol_version,
-            count,
-        ],
-    )?;
-    Ok(tx.last_insert_rowid())
 }
 
 fn window_of(unix_ms: i64) -> i64 {
@@ -463,9 +419,10 @@ mod tests {
     use super::*;
 
     fn writer() -> Writer {
-        let conn = Connection::open_in_memory().unwrap();
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
         super::super::migrate(&conn).unwrap();
-        Writer::new(conn, None, Arc::default())
+        let store = super::super::store::SqliteStore { conn };
+        Writer::new(Box::new(store), None, Arc::default())
     }
 
     fn refusal(caller: &str, tool: &str, at_unix_ms: i64) -> Entry {
@@ -501,15 +458,8 @@ mod tests {
         }
     }
 
-    fn rows(w: &Writer) -> Vec<(String, String, i64)> {
-        let mut stmt = w
-            .conn
-            .prepare("SELECT tool, arguments, COALESCE(count, 1) FROM audit_log ORDER BY id")
-            .unwrap();
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap()
+    fn rows(w: &mut Writer) -> Vec<(String, String, i64)> {
+        w.store.dump()
     }
 
     #[test]
@@ -519,12 +469,12 @@ mod tests {
         write(&mut w, vec![refusal("a", "t", minute); 3]);
         write(&mut w, vec![refusal("a", "t", minute + 10); 5]);
         write(&mut w, vec![refusal("b", "t", minute + 20)]);
-        assert_eq!(rows(&w).len(), 2, "one row per caller");
+        assert_eq!(rows(&mut w).len(), 2, "one row per caller");
         // The next window: the old row gets its final count.
         write(&mut w, vec![refusal("a", "t", minute + FLOOD_WINDOW_MS)]);
         w.flush_floods(true);
         assert!(w.floods.is_empty());
-        let rows = rows(&w);
+        let rows = rows(&mut w);
         let counts: Vec<i64> = rows.iter().map(|r| r.2).collect();
         assert_eq!(counts, [8, 1, 1], "{rows:?}");
         assert!(rows.iter().all(|r| r.1 == "{}"), "no arguments stored");
@@ -542,7 +492,7 @@ mod tests {
         }
         assert_eq!(w.floods.len(), MAX_FLOOD_KEYS + 1);
         w.flush_floods(true);
-        let rows = rows(&w);
+        let rows = rows(&mut w);
         assert_eq!(rows.len(), MAX_FLOOD_KEYS + 1);
         let other = rows.iter().find(|r| r.0 == "*").map(|r| r.2);
         assert_eq!(other, Some(50));
@@ -554,7 +504,7 @@ mod tests {
         let mut call = refusal("a", "t", 1);
         call.outcome = CallOutcome::Success;
         write(&mut w, vec![call.clone(), call]);
-        let rows = rows(&w);
+        let rows = rows(&mut w);
         assert_eq!(rows.len(), 2);
         assert!(rows.iter().all(|r| r.1.contains("JohnDoe") && r.2 == 1));
     }

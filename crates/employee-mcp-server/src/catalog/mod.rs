@@ -33,6 +33,9 @@ pub fn database_file(url: &str) -> Result<PathBuf, String> {
             "the tool catalogue needs a database file (sqlite://PATH), not an in-memory database"
                 .into(),
         ),
+        crate::audit::Location::Postgres(_) => {
+            Err("the tool catalogue is not available on PostgreSQL yet".into())
+        }
     }
 }
 

@@ -64,20 +64,40 @@ fn seeded_template() -> &'static [u8] {
     })
 }
 
-/// A private seeded database file, removed on drop.
+#[path = "../../../employee-directory/tests/common/pg.rs"]
+pub mod pg;
+
+/// A private seeded database file, removed on drop; or (with `postgres`
+/// set) a per-test PostgreSQL copy of a seeded template database.
 pub struct TempDb {
     pub path: PathBuf,
+    pub postgres: Option<String>,
 }
 
 impl TempDb {
     pub fn seeded() -> Self {
         let path = temp_path("db", "db");
         std::fs::write(&path, seeded_template()).expect("write test database");
-        TempDb { path }
+        TempDb {
+            path,
+            postgres: None,
+        }
+    }
+
+    /// A seeded PostgreSQL database (blocking: call off the async threads
+    /// or before the runtime is busy).
+    pub fn seeded_postgres() -> Self {
+        TempDb {
+            path: temp_path("unused", "db"),
+            postgres: Some(pg::seeded_database()),
+        }
     }
 
     pub fn url(&self) -> String {
-        format!("sqlite://{}", self.path.display())
+        match &self.postgres {
+            Some(url) => url.clone(),
+            None => format!("sqlite://{}", self.path.display()),
+        }
     }
 }
 

@@ -102,10 +102,22 @@ fn seeded_template() -> &'static [u8] {
     })
 }
 
-/// A private, already seeded database file, removed on drop (unless it
-/// is a [`TempDb::share`]d handle on another's file).
+/// Which database a test server runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A private, already seeded database, removed on drop (unless it is a
+/// [`TempDb::share`]d handle on another's): a SQLite file, or (with
+/// `postgres` set) a per-test copy of a seeded PostgreSQL template database
+/// (left on the scratch cluster; `pg-scratch destroy` removes it).
 pub struct TempDb {
+    /// The SQLite file (unused for PostgreSQL).
     pub path: PathBuf,
+    /// The PostgreSQL URL, when the database is on PostgreSQL.
+    pub postgres: Option<String>,
     owned: bool,
 }
 
@@ -114,15 +126,32 @@ impl TempDb {
     pub fn seeded() -> Self {
         let path = temp_path("db", "db");
         std::fs::write(&path, seeded_template()).expect("write test database");
-        TempDb { path, owned: true }
+        TempDb {
+            path,
+            postgres: None,
+            owned: true,
+        }
     }
 
-    /// Another handle on the same file (for a second server on one
-    /// database); only the original removes the file.
+    /// Another handle on the same database (for a second server on it);
+    /// only the original removes the file.
     pub fn share(&self) -> TempDb {
         TempDb {
             path: self.path.clone(),
+            postgres: self.postgres.clone(),
             owned: false,
+        }
+    }
+
+    /// A seeded database on `backend`.
+    pub fn seeded_on(backend: Backend) -> Self {
+        match backend {
+            Backend::Sqlite => TempDb::seeded(),
+            Backend::Postgres => TempDb {
+                path: temp_path("unused", "db"),
+                postgres: Some(pg::seeded_database()),
+                owned: true,
+            },
         }
     }
 
@@ -130,12 +159,25 @@ impl TempDb {
     pub fn empty() -> Self {
         TempDb {
             path: temp_path("fresh", "db"),
+            postgres: None,
+            owned: true,
+        }
+    }
+
+    /// An empty PostgreSQL database (the server migrates and seeds it).
+    pub fn empty_postgres() -> Self {
+        TempDb {
+            path: temp_path("unused", "db"),
+            postgres: Some(pg::fresh_database()),
             owned: true,
         }
     }
 
     pub fn url(&self) -> String {
-        format!("sqlite://{}", self.path.display())
+        match &self.postgres {
+            Some(url) => url.clone(),
+            None => format!("sqlite://{}", self.path.display()),
+        }
     }
 }
 
@@ -376,6 +418,14 @@ impl Server {
     /// Same, with extra command-line flags.
     pub async fn start_with(args: &[&str]) -> Server {
         Server::start_on(TempDb::seeded(), args).await
+    }
+
+    /// A server on a private seeded database on `backend`.
+    pub async fn start_backend(backend: Backend) -> Server {
+        let db = tokio::task::spawn_blocking(move || TempDb::seeded_on(backend))
+            .await
+            .expect("create the test database");
+        Server::start_on(db, &[]).await
     }
 
     /// A server on `db` (which may not exist yet).

@@ -1,0 +1,360 @@
+//! The audit trail on PostgreSQL: the writer thread's [`Store`] and the
+//! `audit` subcommand's reader. Replicas share one `audit_log` table.
+//!
+//! The writer thread is synchronous; it drives tokio-postgres on its own
+//! single-threaded runtime (the connection is only polled inside those
+//! calls, which is all the writer needs). Commits are durable with the
+//! server's default `synchronous_commit = on`. Every call is bounded by
+//! [`STATEMENT_TIMEOUT`] (server side) and [`CALL_TIMEOUT`] (client side);
+//! a lost connection is reopened on the next transaction.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+use tokio_postgres::{Client, NoTls, Statement};
+
+use super::store::Store;
+use super::{Entry, Filter, Row};
+
+/// Server-side bound on one audit statement.
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Client-side bound on one call (connect or statement), below
+/// [`super::COMMIT_TIMEOUT`] so a stuck server fails the batch in the
+/// writer rather than after the callers gave up.
+const CALL_TIMEOUT: Duration = Duration::from_secs(6);
+
+const SCHEMA: &str = "
+SELECT pg_advisory_xact_lock(7402117002);
+CREATE TABLE IF NOT EXISTS audit_log (
+    id               BIGSERIAL PRIMARY KEY,
+    at               TEXT   NOT NULL,
+    at_unix_ms       BIGINT NOT NULL,
+    subject          TEXT,
+    client_id        TEXT,
+    client_name      TEXT,
+    remote_addr      TEXT,
+    tool             TEXT   NOT NULL,
+    arguments        TEXT   NOT NULL,
+    outcome          TEXT   NOT NULL,
+    detail           TEXT,
+    latency_ms       BIGINT NOT NULL,
+    protocol_version TEXT   NOT NULL,
+    count            BIGINT
+);
+CREATE INDEX IF NOT EXISTS audit_log_at ON audit_log (at_unix_ms);
+CREATE INDEX IF NOT EXISTS audit_log_tool ON audit_log (tool, at_unix_ms);
+CREATE INDEX IF NOT EXISTS audit_log_subject ON audit_log (subject, at_unix_ms);
+";
+
+/// The URL without its password, for messages.
+pub(super) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}@{host}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// PostgreSQL text cannot hold NUL; a client-chosen string may.
+fn text(s: &str) -> String {
+    s.replace('\0', "\u{FFFD}")
+}
+
+fn opt(s: &Option<String>) -> Option<String> {
+    s.as_deref().map(text)
+}
+
+/// Connects on `runtime` (the connection task runs on it).
+fn connect(runtime: &Runtime, url: &str) -> Result<Client, String> {
+    let mut config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e| format!("invalid PostgreSQL URL {}: {e}", redact(url)))?;
+    config
+        .options(format!(
+            "-c statement_timeout={}",
+            STATEMENT_TIMEOUT.as_millis()
+        ))
+        .connect_timeout(CALL_TIMEOUT)
+        .application_name("employee-mcp-server audit");
+    runtime.block_on(async {
+        let (client, connection) = tokio::time::timeout(CALL_TIMEOUT, config.connect(NoTls))
+            .await
+            .map_err(|_| format!("connecting to {} timed out", redact(url)))?
+            .map_err(|e| format!("cannot connect to the audit database {}: {e}", redact(url)))?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!(error = %e, "audit database connection closed");
+            }
+        });
+        Ok(client)
+    })
+}
+
+/// The writer's PostgreSQL connection.
+pub(super) struct PgStore {
+    url: String,
+    runtime: Runtime,
+    client: Option<Client>,
+    /// Prepared statements of the current connection, by SQL.
+    statements: HashMap<&'static str, Statement>,
+}
+
+impl PgStore {
+    /// Connects and creates the table if missing (under an advisory lock,
+    /// so replicas starting together do not race).
+    pub(super) fn open(url: &str) -> Result<PgStore, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the audit runtime: {e}"))?;
+        let client = connect(&runtime, url)?;
+        let mut store = PgStore {
+            url: url.to_owned(),
+            runtime,
+            client: Some(client),
+            statements: HashMap::new(),
+        };
+        store.batch(&format!("BEGIN; {SCHEMA}; COMMIT"))?;
+        Ok(store)
+    }
+
+    /// The connection, reconnecting if the last one was lost.
+    fn client(&mut self) -> Result<&Client, String> {
+        if self.client.as_ref().is_none_or(Client::is_closed) {
+            self.statements.clear();
+            self.client = Some(connect(&self.runtime, &self.url)?);
+        }
+        self.client
+            .as_ref()
+            .ok_or_else(|| "no audit database connection".to_owned())
+    }
+
+    /// Runs `work` with the client, bounded by [`CALL_TIMEOUT`].
+    fn run<T>(
+        &mut self,
+        work: impl AsyncFnOnce(&Client) -> Result<T, tokio_postgres::Error>,
+    ) -> Result<T, String> {
+        self.client()?;
+        let PgStore {
+            runtime, client, ..
+        } = self;
+        let Some(client) = client.as_ref() else {
+            return Err("no audit database connection".to_owned());
+        };
+        let result =
+            runtime.block_on(async { tokio::time::timeout(CALL_TIMEOUT, work(client)).await });
+        match result {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(format!("cannot append to audit_log: {}", detail(&e))),
+            Err(_) => {
+                // The connection is in an unknown state: start afresh.
+                self.client = None;
+                self.statements.clear();
+                Err(format!(
+                    "the audit database did not answer within {} s",
+                    CALL_TIMEOUT.as_secs()
+                ))
+            }
+        }
+    }
+
+    /// `sql` prepared once per connection: the writer repeats the same
+    /// few statements.
+    fn prepared(&mut self, sql: &'static str) -> Result<Statement, String> {
+        self.client()?;
+        if let Some(stmt) = self.statements.get(sql) {
+            return Ok(stmt.clone());
+        }
+        let stmt = self.run(async |c| c.prepare(sql).await)?;
+        self.statements.insert(sql, stmt.clone());
+        Ok(stmt)
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<(), String> {
+        self.run(async |c| c.batch_execute(sql).await)
+    }
+}
+
+fn detail(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => db.message().to_owned(),
+        None => e.to_string(),
+    }
+}
+
+impl Store for PgStore {
+    fn begin(&mut self) -> Result<(), String> {
+        self.batch("BEGIN")
+    }
+
+    fn commit(&mut self) -> Result<(), String> {
+        self.batch("COMMIT")
+    }
+
+    fn rollback(&mut self) {
+        if let Some(client) = &self.client
+            && !client.is_closed()
+            && let Err(e) = self.batch("ROLLBACK")
+        {
+            tracing::warn!(error = %e, "cannot roll back the audit transaction");
+        }
+    }
+
+    fn insert(&mut self, e: &Entry, count: Option<i64>) -> Result<i64, String> {
+        let values = (
+            text(&e.at),
+            opt(&e.subject),
+            opt(&e.client_id),
+            opt(&e.client_name),
+            opt(&e.remote_addr),
+            text(&e.tool),
+            text(&e.arguments),
+            opt(&e.detail),
+            text(&e.protocol_version),
+        );
+        let (at, subject, client_id, client_name, remote, tool, arguments, detail, protocol) =
+            &values;
+        let stmt = self.prepared(
+            "INSERT INTO audit_log (at, at_unix_ms, subject, client_id, client_name,
+                 remote_addr, tool, arguments, outcome, detail, latency_ms,
+                 protocol_version, count)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+             RETURNING id",
+        )?;
+        self.run(async |c| {
+            let row = c
+                .query_one(
+                    &stmt,
+                    &[
+                        at,
+                        &e.at_unix_ms,
+                        subject,
+                        client_id,
+                        client_name,
+                        remote,
+                        tool,
+                        arguments,
+                        &e.outcome.as_str(),
+                        detail,
+                        &e.latency_ms,
+                        protocol,
+                        &count,
+                    ],
+                )
+                .await?;
+            Ok(row.get::<_, i64>(0))
+        })
+    }
+
+    fn store_count(&mut self, row: i64, count: i64, latency_ms: i64) -> Result<(), String> {
+        let stmt = self.prepared(
+            "UPDATE audit_log SET count = $1, latency_ms = GREATEST(latency_ms, $2)
+             WHERE id = $3",
+        )?;
+        self.run(async |c| {
+            c.execute(&stmt, &[&count, &latency_ms, &row])
+                .await
+                .map(drop)
+        })
+    }
+
+    fn prune(&mut self, cutoff_ms: i64, limit: i64) -> Result<usize, String> {
+        let stmt = self.prepared(
+            "DELETE FROM audit_log WHERE id IN
+                 (SELECT id FROM audit_log WHERE at_unix_ms < $1 ORDER BY at_unix_ms LIMIT $2)",
+        )?;
+        self.run(async |c| c.execute(&stmt, &[&cutoff_ms, &limit]).await)
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    #[cfg(test)]
+    fn dump(&mut self) -> Vec<(String, String, i64)> {
+        self.run(async |c| {
+            c.query(
+                "SELECT tool, arguments, COALESCE(count, 1) FROM audit_log ORDER BY id",
+                &[],
+            )
+            .await
+        })
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect()
+    }
+}
+
+/// Reads records matching `filter`, oldest first (the newest `limit`), for
+/// the `audit` subcommand.
+pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    let client = connect(&runtime, url)?;
+    runtime.block_on(async {
+        let read = |e: tokio_postgres::Error| format!("cannot query audit_log: {}", detail(&e));
+        let exists: bool = client
+            .query_one("SELECT to_regclass('audit_log') IS NOT NULL", &[])
+            .await
+            .map_err(read)?
+            .get(0);
+        if !exists {
+            return Ok(Vec::new());
+        }
+        // NULL filters match everything: one statement for every filter.
+        let rows = client
+            .query(
+                "SELECT id, at, at_unix_ms, subject, client_id, client_name, remote_addr, tool,
+                        arguments, outcome, detail, latency_ms, protocol_version,
+                        COALESCE(count, 1)
+                 FROM audit_log
+                 WHERE ($1::bigint IS NULL OR at_unix_ms >= $1)
+                   AND ($2::bigint IS NULL OR at_unix_ms < $2)
+                   AND ($3::text IS NULL OR tool = $3)
+                   AND ($4::text IS NULL OR subject = $4)
+                   AND ($5::text IS NULL OR outcome = $5)
+                 ORDER BY at_unix_ms DESC, id DESC LIMIT $6",
+                &[
+                    &filter.since_ms,
+                    &filter.until_ms,
+                    &filter.tool.as_deref().map(text),
+                    &filter.subject.as_deref().map(text),
+                    &filter.outcome.as_deref().map(text),
+                    &i64::from(filter.limit),
+                ],
+            )
+            .await
+            .map_err(read)?;
+        let mut out: Vec<Row> = rows
+            .iter()
+            .map(|r| {
+                let arguments: String = r.get(8);
+                Row {
+                    id: r.get(0),
+                    at: r.get(1),
+                    at_unix_ms: r.get(2),
+                    subject: r.get(3),
+                    client_id: r.get(4),
+                    client_name: r.get(5),
+                    remote_addr: r.get(6),
+                    tool: r.get(7),
+                    arguments: serde_json::from_str(&arguments)
+                        .unwrap_or(serde_json::Value::String(arguments)),
+                    outcome: r.get(9),
+                    detail: r.get(10),
+                    latency_ms: r.get(11),
+                    protocol_version: r.get(12),
+                    count: r.get(13),
+                }
+            })
+            .collect();
+        out.reverse();
+        Ok(out)
+    })
+}

@@ -1,0 +1,128 @@
+//! Where the audit writer puts rows: the operations it needs, implemented
+//! for SQLite here and for PostgreSQL in [`super::postgres`]. The writer's
+//! logic (group commits, flood rows, pruning) is the same for both.
+
+use rusqlite::Connection;
+
+use super::Entry;
+
+/// The statements the audit writer runs. Calls between [`Store::begin`]
+/// and [`Store::commit`] / [`Store::rollback`] form one transaction.
+pub(super) trait Store: Send {
+    /// Starts a transaction.
+    fn begin(&mut self) -> Result<(), String>;
+    /// Commits the transaction (durably, before any caller is answered).
+    fn commit(&mut self) -> Result<(), String>;
+    /// Abandons the transaction.
+    fn rollback(&mut self);
+    /// Inserts one row; returns its id.
+    fn insert(&mut self, entry: &Entry, count: Option<i64>) -> Result<i64, String>;
+    /// Sets a flood row's count and raises its latency.
+    fn store_count(&mut self, row: i64, count: i64, latency_ms: i64) -> Result<(), String>;
+    /// Deletes at most `limit` rows older than `cutoff_ms`; returns how many.
+    fn prune(&mut self, cutoff_ms: i64, limit: i64) -> Result<usize, String>;
+    /// At shutdown: leaves the storage complete (SQLite: WAL checkpoint).
+    fn checkpoint(&mut self) {}
+    /// (tool, arguments, count) of every row, for the writer's tests.
+    #[cfg(test)]
+    fn dump(&mut self) -> Vec<(String, String, i64)>;
+}
+
+/// The SQLite store: one connection owned by the writer thread.
+pub(super) struct SqliteStore {
+    pub(super) conn: Connection,
+}
+
+fn failed(e: rusqlite::Error) -> String {
+    format!("cannot append to audit_log: {e}")
+}
+
+impl Store for SqliteStore {
+    fn begin(&mut self) -> Result<(), String> {
+        self.conn.execute_batch("BEGIN").map_err(failed)
+    }
+
+    fn commit(&mut self) -> Result<(), String> {
+        self.conn.execute_batch("COMMIT").map_err(failed)
+    }
+
+    fn rollback(&mut self) {
+        if !self.conn.is_autocommit()
+            && let Err(e) = self.conn.execute_batch("ROLLBACK")
+        {
+            tracing::warn!(error = %e, "cannot roll back the audit transaction");
+        }
+    }
+
+    fn insert(&mut self, e: &Entry, count: Option<i64>) -> Result<i64, String> {
+        // Cached: parsing the INSERT on every record cost more than
+        // executing it.
+        self.conn
+            .prepare_cached(
+                "INSERT INTO audit_log (at, at_unix_ms, subject, client_id, client_name,
+                     remote_addr, tool, arguments, outcome, detail, latency_ms,
+                     protocol_version, count)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(rusqlite::params![
+                    e.at,
+                    e.at_unix_ms,
+                    e.subject,
+                    e.client_id,
+                    e.client_name,
+                    e.remote_addr,
+                    e.tool,
+                    e.arguments,
+                    e.outcome.as_str(),
+                    e.detail,
+                    e.latency_ms,
+                    e.protocol_version,
+                    count,
+                ])
+            })
+            .map_err(failed)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    fn store_count(&mut self, row: i64, count: i64, latency_ms: i64) -> Result<(), String> {
+        self.conn
+            .prepare_cached(
+                "UPDATE audit_log SET count = ?1, latency_ms = MAX(latency_ms, ?2) WHERE id = ?3",
+            )
+            .and_then(|mut stmt| stmt.execute(rusqlite::params![count, latency_ms, row]))
+            .map(drop)
+            .map_err(failed)
+    }
+
+    fn prune(&mut self, cutoff_ms: i64, limit: i64) -> Result<usize, String> {
+        self.conn
+            .prepare_cached(
+                "DELETE FROM audit_log WHERE id IN
+                     (SELECT id FROM audit_log WHERE at_unix_ms < ?1 ORDER BY at_unix_ms LIMIT ?2)",
+            )
+            .and_then(|mut stmt| stmt.execute(rusqlite::params![cutoff_ms, limit]))
+            .map_err(|e| e.to_string())
+    }
+
+    fn checkpoint(&mut self) {
+        if let Err(e) = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+        {
+            tracing::warn!(error = %e, "cannot checkpoint the audit database");
+        }
+    }
+
+    #[cfg(test)]
+    fn dump(&mut self) -> Vec<(String, String, i64)> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT tool, arguments, COALESCE(count, 1) FROM audit_log ORDER BY id")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+}

@@ -341,7 +341,7 @@ fn build_server(
 }
 
 /// Serves the catalogue's tool set (built-ins minus the disabled ones,
-/// plus custom SQL tools) and keeps following it. On an in-memory
+/// plus custom SQL tools on SQLite) and keeps following it. On an in-memory
 /// database, which no other process can reach, the built-ins are served
 /// as they are.
 async fn start_catalog(
@@ -349,18 +349,22 @@ async fn start_catalog(
     server: &Server,
     builtins: Vec<mcp_server::Tool>,
 ) -> Result<Option<catalog::watch::Watcher>, String> {
-    let path = match catalog::database_file(&cli.database) {
-        Ok(path) => path,
-        Err(reason) if cli.tools_file.is_none() => {
-            tracing::info!(%reason, "runtime tool catalogue off");
-            return Ok(None);
+    // Off only on an in-memory database; PostgreSQL serves the built-in
+    // part, and --tools-file there is refused by `database_file`.
+    if !cluster::is_postgres(&cli.database) || cli.tools_file.is_some() {
+        match catalog::database_file(&cli.database) {
+            Ok(_) => {}
+            Err(reason) if cli.tools_file.is_none() => {
+                tracing::info!(%reason, "runtime tool catalogue off");
+                return Ok(None);
+            }
+            Err(reason) => return Err(format!("--tools-file: {reason}")),
         }
-        Err(reason) => return Err(format!("--tools-file: {reason}")),
-    };
-    catalog::open_rw(&path)?;
+    }
+    let store = catalog::Store::open(&cli.database).await?;
     let connections = usize::try_from(cli.custom_query_connections).unwrap_or(4);
     let catalog = Arc::new(catalog::Catalog::new(
-        path,
+        store,
         builtins,
         cli.max_custom_tools,
         connections,

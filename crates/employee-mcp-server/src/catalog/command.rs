@@ -9,7 +9,7 @@ use std::sync::Arc;
 use employee_directory::{Directory, SystemClock};
 use serde_json::json;
 
-use super::{open_rw, store};
+use super::{Store, open_rw, store};
 use crate::cli::{ToolsAction, ToolsArgs};
 use crate::custom::spec::{self, ToolSpec};
 use crate::custom::sqlite::open_read_only;
@@ -31,7 +31,16 @@ pub fn actor(explicit: Option<&str>) -> String {
 
 /// Runs `tools …`.
 pub async fn run(args: &ToolsArgs) -> Result<(), String> {
-    let path = super::database_file(&args.database)?;
+    let custom_action = matches!(
+        args.action,
+        ToolsAction::Add { .. }
+            | ToolsAction::Remove { .. }
+            | ToolsAction::Show { .. }
+            | ToolsAction::Validate { .. }
+    );
+    if custom_action && crate::cluster::is_postgres(&args.database) {
+        return Err(super::POSTGRES_LIMITATION.into());
+    }
     // Opening the directory creates and migrates the database, so a
     // statement can be checked against its real schema.
     let directory = Directory::open(&args.database, Arc::new(SystemClock))
@@ -44,14 +53,35 @@ pub async fn run(args: &ToolsArgs) -> Result<(), String> {
         .iter()
         .map(|t| t.definition().name.clone())
         .collect();
+    let store = Store::open(&args.database).await?;
     let actor = actor(args.actor.as_deref());
-    let args = ToolsAction::clone(&args.action);
-    tokio::task::spawn_blocking(move || run_blocking(&path, &builtins, &actor, args))
-        .await
-        .map_err(|e| e.to_string())?
+    match ToolsAction::clone(&args.action) {
+        ToolsAction::List { json } => list(&store.entries().await?, &builtins, json),
+        ToolsAction::Enable { name } | ToolsAction::Disable { name } if name.is_empty() => {
+            Err("give a tool name".into())
+        }
+        ToolsAction::Enable { name } => toggle(&store, &builtins, &name, true, &actor).await,
+        ToolsAction::Disable { name } => toggle(&store, &builtins, &name, false, &actor).await,
+        ToolsAction::History { limit } => {
+            for c in store.changes(limit).await? {
+                println!("{}", serde_json::to_string(&c).map_err(|e| e.to_string())?);
+            }
+            Ok(())
+        }
+        action => {
+            let path = store
+                .sqlite_path()
+                .ok_or(super::POSTGRES_LIMITATION)?
+                .to_owned();
+            tokio::task::spawn_blocking(move || custom_blocking(&path, &builtins, &actor, action))
+                .await
+                .map_err(|e| e.to_string())?
+        }
+    }
 }
 
-fn run_blocking(
+/// The custom-tool actions (SQLite only).
+fn custom_blocking(
     path: &Path,
     builtins: &[String],
     actor: &str,
@@ -60,12 +90,6 @@ fn run_blocking(
     let mut conn = open_rw(path)?;
     let db = |e: rusqlite::Error| format!("tool catalogue: {e}");
     match action {
-        ToolsAction::List { json } => list(&conn, builtins, json),
-        ToolsAction::Enable { name } | ToolsAction::Disable { name } if name.is_empty() => {
-            Err("give a tool name".into())
-        }
-        ToolsAction::Enable { name } => toggle(&mut conn, builtins, &name, true, actor),
-        ToolsAction::Disable { name } => toggle(&mut conn, builtins, &name, false, actor),
         ToolsAction::Validate { file } => {
             let checked = check_file(path, &file, builtins, &conn)?;
             for c in &checked {
@@ -105,12 +129,10 @@ fn run_blocking(
             }
         }
         ToolsAction::Show { name } => show(&conn, &name),
-        ToolsAction::History { limit } => {
-            for c in store::changes(&conn, limit).map_err(db)? {
-                println!("{}", serde_json::to_string(&c).map_err(|e| e.to_string())?);
-            }
-            Ok(())
-        }
+        ToolsAction::List { .. }
+        | ToolsAction::Enable { .. }
+        | ToolsAction::Disable { .. }
+        | ToolsAction::History { .. } => Err("handled by the store".into()),
     }
 }
 
@@ -141,20 +163,19 @@ fn check_file(
     custom::check_all(&checker, specs, &taken).map_err(|e| e.to_string())
 }
 
-fn toggle(
-    conn: &mut rusqlite::Connection,
+async fn toggle(
+    store: &Store,
     builtins: &[String],
     name: &str,
     enabled: bool,
     actor: &str,
 ) -> Result<(), String> {
     let builtin = builtins.iter().any(|b| b == name);
-    let entries = store::entries(conn).map_err(|e| format!("tool catalogue: {e}"))?;
+    let entries = store.entries().await?;
     if !builtin && !entries.iter().any(|e| e.name == name) {
         return Err(format!("no tool named {name:?}; see `tools list`"));
     }
-    let changed = store::set_enabled(conn, name, builtin, enabled, actor)
-        .map_err(|e| format!("tool catalogue: {e}"))?;
+    let changed = store.set_enabled(name, builtin, enabled, actor).await?;
     let state = if enabled { "enabled" } else { "disabled" };
     if changed {
         println!("{name} {state}");
@@ -164,8 +185,7 @@ fn toggle(
     Ok(())
 }
 
-fn list(conn: &rusqlite::Connection, builtins: &[String], as_json: bool) -> Result<(), String> {
-    let entries = store::entries(conn).map_err(|e| format!("tool catalogue: {e}"))?;
+fn list(entries: &[store::Entry], builtins: &[String], as_json: bool) -> Result<(), String> {
     let mut rows: Vec<serde_json::Value> = builtins
         .iter()
         .map(|name| match entries.iter().find(|e| &e.name == name) {

@@ -8,12 +8,15 @@
 //! announces `list_changed` to that process's listeners.
 
 pub mod command;
+pub mod pg;
 pub mod store;
 pub mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
+use deadpool_postgres::Pool;
 use mcp_server::Tool;
 use rusqlite::{Connection, OpenFlags};
 
@@ -24,6 +27,126 @@ use crate::custom::{self, Checked};
 /// Default of `--max-custom-tools`.
 pub const DEFAULT_MAX_CUSTOM_TOOLS: usize = 200;
 
+/// Why custom SQL tools are refused on PostgreSQL.
+pub const POSTGRES_LIMITATION: &str = "custom SQL tools (tools add/remove/show/validate, --tools-file) are not available on PostgreSQL yet; on PostgreSQL the catalogue only enables and disables built-in tools (tools list/enable/disable/history)";
+
+/// Connections the catalogue keeps on PostgreSQL: the watcher polls on
+/// one; the CLI uses one.
+const PG_POOL_SIZE: usize = 2;
+
+/// How long a PostgreSQL round trip may take before a tick counts as
+/// failed (the watcher then retries on the next one).
+const PG_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Where the catalogue tables live. One code path for the watcher and the
+/// CLI; only the storage differs.
+#[derive(Clone)]
+pub enum Store {
+    /// The directory's SQLite file.
+    Sqlite(PathBuf),
+    /// The directory's PostgreSQL database.
+    Postgres(Pool),
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| e.to_string())?
+}
+
+impl Store {
+    /// The catalogue of the database at `url`, its tables created if
+    /// missing.
+    pub async fn open(url: &str) -> Result<Store, String> {
+        if crate::cluster::is_postgres(url) {
+            let pool = crate::cluster::pool(url, PG_POOL_SIZE, PG_TIMEOUT)?;
+            pg::migrate(&pool).await?;
+            return Ok(Store::Postgres(pool));
+        }
+        let path = database_file(url)?;
+        let p = path.clone();
+        blocking(move || open_rw(&p).map(drop)).await?;
+        Ok(Store::Sqlite(path))
+    }
+
+    /// The SQLite file, if the catalogue is on one.
+    pub fn sqlite_path(&self) -> Option<&Path> {
+        match self {
+            Store::Sqlite(path) => Some(path),
+            Store::Postgres(_) => None,
+        }
+    }
+
+    /// The current generation.
+    pub async fn generation(&self) -> Result<i64, String> {
+        match self {
+            Store::Sqlite(path) => {
+                let path = path.clone();
+                blocking(move || {
+                    let conn = open_catalog_reader(&path)?;
+                    store::generation(&conn).map_err(|e| e.to_string())
+                })
+                .await
+            }
+            Store::Postgres(pool) => pg::generation(pool).await,
+        }
+    }
+
+    /// Every catalogue row.
+    pub async fn entries(&self) -> Result<Vec<store::Entry>, String> {
+        match self {
+            Store::Sqlite(path) => {
+                let path = path.clone();
+                blocking(move || {
+                    let conn = open_catalog_reader(&path)?;
+                    store::entries(&conn).map_err(|e| format!("tool catalogue: {e}"))
+                })
+                .await
+            }
+            Store::Postgres(pool) => pg::entries(pool).await,
+        }
+    }
+
+    /// Enables or disables a tool; `Ok(false)` if it already was.
+    pub async fn set_enabled(
+        &self,
+        name: &str,
+        builtin: bool,
+        enabled: bool,
+        actor: &str,
+    ) -> Result<bool, String> {
+        match self {
+            Store::Sqlite(path) => {
+                let (path, name, actor) = (path.clone(), name.to_owned(), actor.to_owned());
+                blocking(move || {
+                    let mut conn = open_rw(&path)?;
+                    store::set_enabled(&mut conn, &name, builtin, enabled, &actor)
+                        .map_err(|e| format!("tool catalogue: {e}"))
+                })
+                .await
+            }
+            Store::Postgres(pool) => pg::set_enabled(pool, name, builtin, enabled, actor).await,
+        }
+    }
+
+    /// The newest `limit` changes, oldest first.
+    pub async fn changes(&self, limit: u32) -> Result<Vec<store::Change>, String> {
+        match self {
+            Store::Sqlite(path) => {
+                let path = path.clone();
+                blocking(move || {
+                    let conn = open_catalog_reader(&path)?;
+                    store::changes(&conn, limit).map_err(|e| format!("tool catalogue: {e}"))
+                })
+                .await
+            }
+            Store::Postgres(pool) => pg::changes(pool, limit).await,
+        }
+    }
+}
+
 /// The SQLite file behind a `sqlite://PATH` URL; custom tools and the
 /// catalogue need a file every process can open.
 pub fn database_file(url: &str) -> Result<PathBuf, String> {
@@ -33,9 +156,7 @@ pub fn database_file(url: &str) -> Result<PathBuf, String> {
             "the tool catalogue needs a database file (sqlite://PATH), not an in-memory database"
                 .into(),
         ),
-        crate::audit::Location::Postgres(_) => {
-            Err("the tool catalogue is not available on PostgreSQL yet".into())
-        }
+        crate::audit::Location::Postgres(_) => Err(POSTGRES_LIMITATION.into()),
     }
 }
 
@@ -63,34 +184,37 @@ pub fn open_catalog_reader(path: &Path) -> Result<Connection, String> {
 
 /// What a server needs to rebuild its tool set from the catalogue.
 pub struct Catalog {
-    path: PathBuf,
+    store: Store,
     builtins: Vec<Tool>,
-    executor: Arc<Executor>,
+    /// Runs custom tools' queries; SQLite only.
+    executor: Option<Arc<Executor>>,
     max_custom: usize,
 }
 
 impl Catalog {
-    /// A catalogue on the database file at `path`, serving `builtins`
-    /// (minus the disabled ones) and at most `max_custom` custom tools,
-    /// whose queries run on at most `max_connections` connections.
+    /// A catalogue in `store`, serving `builtins` (minus the disabled ones)
+    /// and, on SQLite, at most `max_custom` custom tools, whose queries run
+    /// on at most `max_connections` connections.
     pub fn new(
-        path: PathBuf,
+        store: Store,
         builtins: Vec<Tool>,
         max_custom: usize,
         max_connections: usize,
     ) -> Self {
-        let executor = Arc::new(Executor::new(path.clone(), max_connections));
+        let executor = store
+            .sqlite_path()
+            .map(|path| Arc::new(Executor::new(path.to_owned(), max_connections)));
         Self {
-            path,
+            store,
             builtins,
             executor,
             max_custom,
         }
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Where the catalogue lives.
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
     /// Names of the built-in tools.
@@ -101,21 +225,46 @@ impl Catalog {
             .collect()
     }
 
-    /// Reads the catalogue and builds the tool set it describes, with the
-    /// generation it was read at. A custom tool that no longer checks (the
-    /// schema changed under it) is left out with a warning. Blocking.
-    pub fn tool_set(&self, conn: &Connection) -> Result<(i64, Vec<Tool>), String> {
-        let db = |e: rusqlite::Error| format!("cannot read the tool catalogue: {e}");
-        let generation = store::generation(conn).map_err(db)?;
-        let entries = store::entries(conn).map_err(db)?;
+    fn enabled_builtins(&self, entries: &[store::Entry]) -> Vec<Tool> {
         let disabled = |name: &str| entries.iter().any(|e| e.name == name && !e.enabled);
-        let mut tools: Vec<Tool> = self
-            .builtins
+        self.builtins
             .iter()
             .filter(|t| !disabled(&t.definition().name))
             .cloned()
-            .collect();
-        let checker = open_read_only(&self.path)?;
+            .collect()
+    }
+
+    /// Reads the catalogue and builds the tool set it describes, with the
+    /// generation it was read at.
+    pub async fn tool_set(self: &Arc<Self>) -> Result<(i64, Vec<Tool>), String> {
+        match &self.store {
+            Store::Sqlite(path) => {
+                let (me, path) = (Arc::clone(self), path.clone());
+                blocking(move || {
+                    let conn = open_catalog_reader(&path)?;
+                    me.sqlite_tool_set(&conn, &path)
+                })
+                .await
+            }
+            // Generation first: entries read after it are at least as new,
+            // and a newer generation is applied again on the next tick.
+            Store::Postgres(pool) => {
+                let generation = pg::generation(pool).await?;
+                let entries = pg::entries(pool).await?;
+                Ok((generation, self.enabled_builtins(&entries)))
+            }
+        }
+    }
+
+    /// The SQLite tool set: built-ins and custom tools. A custom tool that
+    /// no longer checks (the schema changed under it) is left out with a
+    /// warning. Blocking.
+    fn sqlite_tool_set(&self, conn: &Connection, path: &Path) -> Result<(i64, Vec<Tool>), String> {
+        let db = |e: rusqlite::Error| format!("cannot read the tool catalogue: {e}");
+        let generation = store::generation(conn).map_err(db)?;
+        let entries = store::entries(conn).map_err(db)?;
+        let mut tools = self.enabled_builtins(&entries);
+        let checker = open_read_only(path)?;
         let custom = entries
             .iter()
             .filter(|e| e.kind == "custom" && e.enabled)
@@ -132,12 +281,13 @@ impl Catalog {
     }
 
     fn load_custom(&self, checker: &Connection, entry: &store::Entry) -> Result<Tool, String> {
+        let executor = self.executor.as_ref().ok_or(POSTGRES_LIMITATION)?;
         let json = entry.definition.as_deref().unwrap_or("");
         let spec: ToolSpec =
             serde_json::from_str(json).map_err(|e| format!("stored definition unreadable: {e}"))?;
         let checked: Vec<Checked> = custom::check_all(checker, vec![spec], &self.builtin_names())
             .map_err(|e| e.to_string())?;
         let checked = checked.into_iter().next().ok_or("no definition")?;
-        Ok(custom::build(&checked, Arc::clone(&self.executor)))
+        Ok(custom::build(&checked, Arc::clone(executor)))
     }
 }

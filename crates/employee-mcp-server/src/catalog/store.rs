@@ -93,7 +93,7 @@ pub fn entries(conn: &Connection) -> rusqlite::Result<Vec<Entry>> {
     .collect()
 }
 
-fn now() -> String {
+pub(super) fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 

@@ -13,10 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_server::Server;
-use rusqlite::Connection;
 use tokio::sync::Notify;
 
-use super::{Catalog, open_catalog_reader, open_rw, store};
+use super::{Catalog, POSTGRES_LIMITATION, open_rw, store};
 use crate::custom::spec;
 use crate::custom::sqlite::open_read_only;
 
@@ -59,11 +58,7 @@ pub async fn start(
             .map_err(|e| e.to_string())?;
         *f = synced?;
     }
-    let c = Arc::clone(&catalog);
-    let s = server.clone();
-    let applied = tokio::task::spawn_blocking(move || apply(&c, &s, None))
-        .await
-        .map_err(|e| e.to_string())??;
+    let applied = apply(&catalog, &server, None).await?;
     let reload = Arc::new(Notify::new());
     let watcher = Watcher {
         reload: Arc::clone(&reload),
@@ -74,13 +69,16 @@ pub async fn start(
 
 /// Swaps the server's tools for the catalogue's if the generation moved
 /// past `applied`; returns the generation now served.
-fn apply(catalog: &Catalog, server: &Server, applied: Option<i64>) -> Result<i64, String> {
-    let conn = open_catalog_reader(catalog.path())?;
-    let generation = store::generation(&conn).map_err(|e| e.to_string())?;
+async fn apply(
+    catalog: &Arc<Catalog>,
+    server: &Server,
+    applied: Option<i64>,
+) -> Result<i64, String> {
+    let generation = catalog.store().generation().await?;
     if applied == Some(generation) {
         return Ok(generation);
     }
-    let (generation, tools) = catalog.tool_set(&conn)?;
+    let (generation, tools) = catalog.tool_set().await?;
     let names: Vec<String> = tools.iter().map(|t| t.definition().name.clone()).collect();
     server
         .replace_tools(tools)
@@ -97,7 +95,6 @@ async fn run(
     mut applied: i64,
 ) {
     let shutdown = server.shutdown_token();
-    let mut poll: Option<Connection> = None;
     let mut failing = false;
     loop {
         tokio::select! {
@@ -105,26 +102,17 @@ async fn run(
             _ = tokio::time::sleep(POLL_INTERVAL) => {}
             _ = reload.notified() => {}
         }
-        let c = Arc::clone(&catalog);
-        let s = server.clone();
-        let f = file.take();
-        let p = poll.take();
-        let step = tokio::task::spawn_blocking(move || {
-            let mut f = f;
-            if let Some(f) = f.as_mut()
-                && let Err(reason) = f.sync(&c)
-            {
-                tracing::warn!(file = %f.path.display(), %reason, "tools file not applied; keeping the previous tool set");
-            }
-            let (p, result) = tick(&c, &s, p, applied);
-            (f, p, result)
-        })
-        .await;
-        let Ok((f, p, result)) = step else { continue };
-        file = f;
-        poll = p;
-        match result {
+        if let Some(f) = file.take() {
+            file = sync_file(&catalog, f).await;
+        }
+        // A lost database (deleted, locked, restarted, PostgreSQL down) is
+        // logged once and retried on the next tick: serving goes on with
+        // the tool set last applied.
+        match apply(&catalog, &server, Some(applied)).await {
             Ok(g) => {
+                if failing {
+                    tracing::info!("tool catalogue readable again");
+                }
                 applied = g;
                 failing = false;
             }
@@ -137,25 +125,18 @@ async fn run(
     }
 }
 
-/// One poll on a kept connection (reopened after a failure).
-fn tick(
-    catalog: &Catalog,
-    server: &Server,
-    conn: Option<Connection>,
-    applied: i64,
-) -> (Option<Connection>, Result<i64, String>) {
-    let conn = match conn {
-        Some(c) => c,
-        None => match open_catalog_reader(catalog.path()) {
-            Ok(c) => c,
-            Err(e) => return (None, Err(e)),
-        },
-    };
-    match store::generation(&conn) {
-        Ok(g) if g == applied => (Some(conn), Ok(g)),
-        Ok(_) => (Some(conn), apply(catalog, server, Some(applied))),
-        Err(e) => (None, Err(e.to_string())),
-    }
+/// One `--tools-file` check, off the async threads; `None` only if the
+/// blocking task itself was lost.
+async fn sync_file(catalog: &Arc<Catalog>, mut f: ToolsFile) -> Option<ToolsFile> {
+    let c = Arc::clone(catalog);
+    tokio::task::spawn_blocking(move || {
+        if let Err(reason) = f.sync(&c) {
+            tracing::warn!(file = %f.path.display(), %reason, "tools file not applied; keeping the previous tool set");
+        }
+        f
+    })
+    .await
+    .ok()
 }
 
 /// A `--tools-file` and the content last read from it.
@@ -182,11 +163,12 @@ impl ToolsFile {
         }
         self.last = Some(text.clone());
         let specs = spec::parse_file(&text).map_err(|e| e.to_string())?;
-        let checker = open_read_only(catalog.path())?;
+        let path = catalog.store().sqlite_path().ok_or(POSTGRES_LIMITATION)?;
+        let checker = open_read_only(path)?;
         let checked = crate::custom::check_all(&checker, specs, &catalog.builtin_names())
             .map_err(|e| e.to_string())?;
         let specs: Vec<spec::ToolSpec> = checked.into_iter().map(|c| c.spec).collect();
-        let mut conn = open_rw(catalog.path())?;
+        let mut conn = open_rw(path)?;
         let source = format!("file:{}", self.path.display());
         store::put_custom(
             &mut conn,

@@ -1,0 +1,174 @@
+//! The catalogue tables on PostgreSQL: the same three tables as
+//! [`super::store`] on SQLite, for the built-in part (enable, disable,
+//! history). Custom SQL tools stay SQLite-only for now.
+
+use deadpool_postgres::Pool;
+
+use super::store::{Change, Entry, now};
+use crate::cluster::db_message;
+
+/// Serialises concurrent `CREATE … IF NOT EXISTS` of replicas and the CLI
+/// starting together (PostgreSQL 15 refuses `_` in numeric literals).
+const MIGRATION: &str = "
+SELECT pg_advisory_xact_lock(7402117010);
+CREATE TABLE IF NOT EXISTS tool_catalog (
+    name       TEXT NOT NULL PRIMARY KEY,
+    kind       TEXT NOT NULL CHECK (kind IN ('builtin', 'custom')),
+    enabled    BOOLEAN NOT NULL DEFAULT TRUE,
+    definition TEXT,
+    source     TEXT NOT NULL DEFAULT 'cli',
+    updated_at TEXT NOT NULL,
+    updated_by TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tool_catalog_changes (
+    id         BIGSERIAL PRIMARY KEY,
+    at         TEXT NOT NULL,
+    actor      TEXT NOT NULL,
+    action     TEXT NOT NULL,
+    tool       TEXT NOT NULL,
+    detail     TEXT
+);
+CREATE TABLE IF NOT EXISTS tool_catalog_generation (
+    id         INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+    generation BIGINT NOT NULL
+);
+INSERT INTO tool_catalog_generation (id, generation) VALUES (1, 0)
+    ON CONFLICT (id) DO NOTHING;
+";
+
+fn failed(what: &str) -> impl Fn(tokio_postgres::Error) -> String + '_ {
+    move |e| format!("tool catalogue on PostgreSQL: {what}: {}", db_message(&e))
+}
+
+async fn client(pool: &Pool) -> Result<deadpool_postgres::Object, String> {
+    pool.get()
+        .await
+        .map_err(|e| format!("tool catalogue: cannot reach PostgreSQL: {e}"))
+}
+
+/// Creates the tables if missing (idempotent, under an advisory lock).
+pub async fn migrate(pool: &Pool) -> Result<(), String> {
+    let mut c = client(pool).await?;
+    let f = failed("creating the tables");
+    let tx = c.transaction().await.map_err(&f)?;
+    tx.batch_execute(MIGRATION).await.map_err(&f)?;
+    tx.commit().await.map_err(&f)
+}
+
+/// The current generation: one single-row read.
+pub async fn generation(pool: &Pool) -> Result<i64, String> {
+    let c = client(pool).await?;
+    let row = c
+        .query_one(
+            "SELECT generation FROM tool_catalog_generation WHERE id = 1",
+            &[],
+        )
+        .await
+        .map_err(failed("reading the generation"))?;
+    Ok(row.get(0))
+}
+
+/// Every row, by kind and name.
+pub async fn entries(pool: &Pool) -> Result<Vec<Entry>, String> {
+    let c = client(pool).await?;
+    let rows = c
+        .query(
+            "SELECT name, kind, enabled, definition, source, updated_at, updated_by
+             FROM tool_catalog ORDER BY kind, name",
+            &[],
+        )
+        .await
+        .map_err(failed("reading the tools"))?;
+    Ok(rows
+        .iter()
+        .map(|r| Entry {
+            name: r.get(0),
+            kind: r.get(1),
+            enabled: r.get(2),
+            definition: r.get(3),
+            source: r.get(4),
+            updated_at: r.get(5),
+            updated_by: r.get(6),
+        })
+        .collect())
+}
+
+/// Enables or disables `name`; `Ok(false)` when it already was in that
+/// state. The change, its record and the generation bump are one
+/// transaction.
+pub async fn set_enabled(
+    pool: &Pool,
+    name: &str,
+    builtin: bool,
+    enabled: bool,
+    actor: &str,
+) -> Result<bool, String> {
+    let mut c = client(pool).await?;
+    let f = failed("changing a tool");
+    let tx = c.transaction().await.map_err(&f)?;
+    // Locking the counter row serialises concurrent changes, so the
+    // "already in that state" check below cannot race.
+    tx.execute(
+        "SELECT generation FROM tool_catalog_generation WHERE id = 1 FOR UPDATE",
+        &[],
+    )
+    .await
+    .map_err(&f)?;
+    let current: Option<bool> = tx
+        .query_opt("SELECT enabled FROM tool_catalog WHERE name = $1", &[&name])
+        .await
+        .map_err(&f)?
+        .map(|r| r.get(0));
+    if current.unwrap_or(true) == enabled && (current.is_some() || builtin) {
+        return Ok(false);
+    }
+    let kind = if builtin { "builtin" } else { "custom" };
+    let at = now();
+    tx.execute(
+        "INSERT INTO tool_catalog (name, kind, enabled, updated_at, updated_by)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (name) DO UPDATE SET enabled = $3, updated_at = $4, updated_by = $5",
+        &[&name, &kind, &enabled, &at, &actor],
+    )
+    .await
+    .map_err(&f)?;
+    let action = if enabled { "enable" } else { "disable" };
+    tx.execute(
+        "INSERT INTO tool_catalog_changes (at, actor, action, tool) VALUES ($1, $2, $3, $4)",
+        &[&at, &actor, &action, &name],
+    )
+    .await
+    .map_err(&f)?;
+    tx.execute(
+        "UPDATE tool_catalog_generation SET generation = generation + 1 WHERE id = 1",
+        &[],
+    )
+    .await
+    .map_err(&f)?;
+    tx.commit().await.map_err(&f)?;
+    Ok(true)
+}
+
+/// The newest `limit` changes, oldest first.
+pub async fn changes(pool: &Pool, limit: u32) -> Result<Vec<Change>, String> {
+    let c = client(pool).await?;
+    let rows = c
+        .query(
+            "SELECT at, actor, action, tool, detail FROM
+               (SELECT * FROM tool_catalog_changes ORDER BY id DESC LIMIT $1) AS newest
+             ORDER BY id",
+            &[&i64::from(limit)],
+        )
+        .await
+        .map_err(failed("reading the history"))?;
+    Ok(rows
+        .iter()
+        .map(|r| Change {
+            at: r.get(0),
+            actor: r.get(1),
+            action: r.get(2),
+            tool: r.get(3),
+            detail: r.get(4),
+        })
+        .collect())
+}

@@ -31,16 +31,6 @@ pub fn actor(explicit: Option<&str>) -> String {
 
 /// Runs `tools …`.
 pub async fn run(args: &ToolsArgs) -> Result<(), String> {
-    let custom_action = matches!(
-        args.action,
-        ToolsAction::Add { .. }
-            | ToolsAction::Remove { .. }
-            | ToolsAction::Show { .. }
-            | ToolsAction::Validate { .. }
-    );
-    if custom_action && crate::cluster::is_postgres(&args.database) {
-        return Err(super::POSTGRES_LIMITATION.into());
-    }
     // Opening the directory creates and migrates the database, so a
     // statement can be checked against its real schema.
     let directory = Directory::open(&args.database, Arc::new(SystemClock))
@@ -55,6 +45,13 @@ pub async fn run(args: &ToolsArgs) -> Result<(), String> {
         .collect();
     let store = Store::open(&args.database).await?;
     let actor = actor(args.actor.as_deref());
+    if let ToolsAction::Remove { name } = &args.action
+        && builtins.contains(name)
+    {
+        return Err(format!(
+            "{name:?} is a built-in tool; built-ins cannot be removed, only disabled (tools disable {name})"
+        ));
+    }
     match ToolsAction::clone(&args.action) {
         ToolsAction::List { json } => list(&store.entries().await?, &builtins, json),
         ToolsAction::Enable { name } | ToolsAction::Disable { name } if name.is_empty() => {
@@ -68,6 +65,7 @@ pub async fn run(args: &ToolsArgs) -> Result<(), String> {
             }
             Ok(())
         }
+        // Custom SQL tools: SQLite only for now.
         action => {
             let path = store
                 .sqlite_path()
@@ -115,11 +113,6 @@ fn custom_blocking(
             Ok(())
         }
         ToolsAction::Remove { name } => {
-            if builtins.contains(&name) {
-                return Err(format!(
-                    "{name:?} is a built-in tool; built-ins cannot be removed, only disabled (tools disable {name})"
-                ));
-            }
             match store::remove_custom(&mut conn, &name, actor).map_err(db)? {
                 true => {
                     println!("removed {name}");

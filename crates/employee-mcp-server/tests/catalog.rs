@@ -188,3 +188,36 @@ async fn started_after_a_change(backend: Backend) {
     assert_eq!(names.len(), 7);
     assert!(!names.contains(&"generate-employee-report".to_owned()));
 }
+
+/// The watcher outlives a PostgreSQL outage: it logs, retries on every tick
+/// and applies the next change once the database is back.
+#[tokio::test(flavor = "multi_thread")]
+async fn on_postgres_the_watcher_survives_an_outage_and_applies_the_next_change() {
+    const NAME: &str = "faults-catalog";
+    let root = tokio::task::spawn_blocking(|| common::pg_scratch("start", NAME))
+        .await
+        .expect("cluster");
+    let name = format!("catalog_outage_{}", std::process::id());
+    let url = format!(
+        "{}/{name}",
+        root.rsplit_once('/').map_or(root.as_str(), |(r, _)| r)
+    );
+    common::pg::psql(&root, &format!("DROP DATABASE IF EXISTS {name}"));
+    common::pg::psql(&root, &format!("CREATE DATABASE {name}"));
+    let server = Server::start_on(TempDb::postgres_at(&url), &[]).await;
+    let mut listen = server.listen_tools().await;
+
+    tokio::task::spawn_blocking(|| common::pg_scratch("stop", NAME))
+        .await
+        .expect("stop");
+    // Several ticks fail while the database is down.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::task::spawn_blocking(|| common::pg_scratch("start", NAME))
+        .await
+        .expect("start");
+
+    tools_ok(server.db(), &["disable", TOOL, "--actor", "after-outage"]);
+    read_stream_until(&mut listen, "notifications/tools/list_changed").await;
+    let names = wait_for_tools(&server, |n| n.len() == 7).await;
+    assert!(!names.contains(&TOOL.to_owned()), "{names:?}");
+}

@@ -164,6 +164,16 @@ impl TempDb {
         }
     }
 
+    /// The PostgreSQL database at `url`, left in place on drop (for a
+    /// database on a cluster of its own, e.g. one a test stops).
+    pub fn postgres_at(url: &str) -> Self {
+        TempDb {
+            path: temp_path("unused", "db"),
+            postgres: Some(url.to_owned()),
+            owned: false,
+        }
+    }
+
     /// An empty PostgreSQL database (the server migrates and seeds it).
     pub fn empty_postgres() -> Self {
         TempDb {

@@ -56,14 +56,14 @@ const LEASE_LOCK_SPACE: i32 = 7402;
 /// forward so no refill is counted twice.
 const TAKE: &str = "
 INSERT INTO mcp_rate_buckets AS b (caller, tool, tokens, admitted, updated_at)
-VALUES ($1, $2, $3 - 1, true, statement_timestamp())
+VALUES ($1, $2, $3::float8 - 1, true, statement_timestamp())
 ON CONFLICT (caller, tool) DO UPDATE SET
     tokens = CASE
-        WHEN LEAST($3, b.tokens + GREATEST(0, EXTRACT(EPOCH FROM statement_timestamp() - b.updated_at)) * $4) >= 1
-        THEN LEAST($3, b.tokens + GREATEST(0, EXTRACT(EPOCH FROM statement_timestamp() - b.updated_at)) * $4) - 1
-        ELSE LEAST($3, b.tokens + GREATEST(0, EXTRACT(EPOCH FROM statement_timestamp() - b.updated_at)) * $4)
+        WHEN LEAST($3::float8, b.tokens + GREATEST(0, EXTRACT(EPOCH FROM statement_timestamp() - b.updated_at)) * $4::float8) >= 1
+        THEN LEAST($3::float8, b.tokens + GREATEST(0, EXTRACT(EPOCH FROM statement_timestamp() - b.updated_at)) * $4::float8) - 1
+        ELSE LEAST($3::float8, b.tokens + GREATEST(0, EXTRACT(EPOCH FROM statement_timestamp() - b.updated_at)) * $4::float8)
     END,
-    admitted = LEAST($3, b.tokens + GREATEST(0, EXTRACT(EPOCH FROM statement_timestamp() - b.updated_at)) * $4) >= 1,
+    admitted = LEAST($3::float8, b.tokens + GREATEST(0, EXTRACT(EPOCH FROM statement_timestamp() - b.updated_at)) * $4::float8) >= 1,
     updated_at = GREATEST(b.updated_at, statement_timestamp())
 RETURNING admitted, tokens";
 

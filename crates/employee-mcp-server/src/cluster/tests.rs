@@ -2,10 +2,6 @@
 //! cluster of `scripts/pg-scratch`, one fresh database per test), with
 //! several instances on one database standing in for replicas.
 
-#[path = "../../../employee-directory/tests/common/pg.rs"]
-#[allow(dead_code)]
-mod pg;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -22,6 +18,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::limits::{PgLimitOptions, PgLimiter, SharedLimiter};
+use super::pg;
 use super::tasks::PgTasks;
 
 const TTL: Duration = Duration::from_secs(60);

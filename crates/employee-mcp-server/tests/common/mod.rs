@@ -445,12 +445,23 @@ impl Server {
 
     /// A server on `db` with extra flags and environment variables.
     pub async fn start_with_env(db: TempDb, args: &[&str], env: &[(&str, &str)]) -> Server {
+        let url = db.url();
+        Server::spawn(url, db, args, env).await
+    }
+
+    /// A replica on a PostgreSQL database (`postgres://…`, e.g. from
+    /// `pg::fresh_database`), with extra flags.
+    pub async fn start_on_postgres(url: &str, args: &[&str]) -> Server {
+        Server::spawn(url.to_owned(), TempDb::empty(), args, &[]).await
+    }
+
+    async fn spawn(database: String, db: TempDb, args: &[&str], env: &[(&str, &str)]) -> Server {
         let port_file = temp_path("port", "txt");
         let mut child = Command::new(BIN)
             .arg("--listen")
             .arg("127.0.0.1:0")
             .arg("--database")
-            .arg(db.url())
+            .arg(database)
             .arg("--port-file")
             .arg(&port_file)
             .args(args)

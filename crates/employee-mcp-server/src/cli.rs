@@ -70,7 +70,8 @@ pub enum Command {
 /// Flags of `tools`.
 #[derive(Debug, Args)]
 pub struct ToolsArgs {
-    /// Database URL, as given to the server (a file: sqlite://PATH).
+    /// Database URL, as given to the server: sqlite://PATH, or
+    /// postgres://… (built-in tools only: list, enable, disable, history).
     #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE, global = true)]
     pub database: String,
 

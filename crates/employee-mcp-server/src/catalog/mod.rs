@@ -6,6 +6,10 @@
 //! polls its generation counter ([`watch`]) and, when it moved, swaps its
 //! whole tool set at once with [`mcp_server::Server::replace_tools`], which
 //! announces `list_changed` to that process's listeners.
+//!
+//! The tables live behind [`Store`]: the directory's SQLite file, or its
+//! PostgreSQL database (there only built-ins are enabled and disabled;
+//! custom SQL tools are refused with [`POSTGRES_LIMITATION`]).
 
 pub mod command;
 pub mod pg;

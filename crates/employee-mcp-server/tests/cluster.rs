@@ -151,13 +151,22 @@ async fn a_legacy_session_is_served_by_every_replica_and_deleted_everywhere() {
         deleted.status,
         deleted.text
     );
+    // The other replicas learn of it over LISTEN/NOTIFY: within a second.
     for (i, replica) in cluster.replicas.iter().enumerate() {
-        let after = on(&session, replica).request("ping", Value::Null).await;
-        assert_eq!(
-            after.status, 404,
-            "replica {i} still serves a deleted session: {}",
-            after.text
-        );
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            let after = on(&session, replica).request("ping", Value::Null).await;
+            if after.status == 404 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replica {i} still serves a deleted session after 1 s: {} {}",
+                after.status,
+                after.text
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
     assert_eq!(session.request("ping", Value::Null).await.status, 404);
     // The GET stream on another replica ends (generous bound).
@@ -595,8 +604,9 @@ async fn a_postgres_outage_under_load_gives_clear_errors_then_recovers() {
             Outcome::Failed(status, text) => {
                 errors += 1;
                 let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+                // -32603 in a 200 body (the JSON-RPC answer) or with 500/503.
                 assert!(
-                    matches!(status, 500 | 503) && body["error"]["code"] == -32603,
+                    matches!(status, 200 | 500 | 503) && body["error"]["code"] == -32603,
                     "call at {at:?}: HTTP {status} {text}"
                 );
                 let message = body["error"]["message"].as_str().unwrap_or_default();

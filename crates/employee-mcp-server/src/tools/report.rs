@@ -2,7 +2,7 @@
 
 use employee_directory::{Directory, Report, ReportType};
 use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{Tool, ToolResult};
+use mcp_server::{TaskSupport, Tool, ToolResult};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -48,6 +48,9 @@ pub fn tool(directory: Directory) -> Tool {
             COMPENSATION_REPORT.iter().copied(),
         )
         .output_schema(output)
+        // The slowest tool (whole-company aggregates): a client that speaks
+        // the tasks extension may poll for it instead of holding a request.
+        .task_support(TaskSupport::Optional)
         .state(directory)
         .handler(report)
 }

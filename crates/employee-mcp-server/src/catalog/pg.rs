@@ -1,10 +1,11 @@
 //! The catalogue tables on PostgreSQL: the same three tables as
 //! [`super::store`] on SQLite, for the built-in part (enable, disable,
-//! history). Custom SQL tools stay SQLite-only for now.
+//! history) and the custom SQL tools.
 
 use deadpool_postgres::Pool;
 
 use super::store::{Change, Entry, now};
+use crate::custom::spec::ToolSpec;
 use crate::cluster::db_message;
 
 /// Serialises concurrent `CREATE … IF NOT EXISTS` of replicas and the CLI
@@ -171,4 +172,135 @@ pub async fn changes(pool: &Pool, limit: u32) -> Result<Vec<Change>, String> {
             detail: r.get(4),
         })
         .collect())
+}
+
+async fn record(
+    tx: &deadpool_postgres::Transaction<'_>,
+    actor: &str,
+    action: &str,
+    tool: &str,
+    detail: Option<&str>,
+) -> Result<(), tokio_postgres::Error> {
+    tx.execute(
+        "INSERT INTO tool_catalog_changes (at, actor, action, tool, detail) VALUES ($1, $2, $3, $4, $5)",
+        &[&now(), &actor, &action, &tool, &detail],
+    )
+    .await
+    .map(drop)
+}
+
+async fn lock_and_bump(tx: &deadpool_postgres::Transaction<'_>) -> Result<(), tokio_postgres::Error> {
+    tx.execute(
+        "UPDATE tool_catalog_generation SET generation = generation + 1 WHERE id = 1",
+        &[],
+    )
+    .await
+    .map(drop)
+}
+
+/// Stores checked custom tools from `source`, as [`super::store::put_custom`]
+/// does on SQLite: one transaction, serialised on the generation row.
+pub async fn put_custom(
+    pool: &Pool,
+    specs: &[ToolSpec],
+    source: &str,
+    sync: bool,
+    actor: &str,
+    max_custom: usize,
+) -> Result<bool, String> {
+    let mut c = client(pool).await?;
+    let f = failed("adding custom tools");
+    let tx = c.transaction().await.map_err(&f)?;
+    // Bumping first takes the row lock that serialises catalogue changes;
+    // nothing is committed unless something changed.
+    lock_and_bump(&tx).await.map_err(&f)?;
+    let mut changed = false;
+    if sync {
+        let rows = tx
+            .query(
+                "SELECT name FROM tool_catalog WHERE kind = 'custom' AND source = $1",
+                &[&source],
+            )
+            .await
+            .map_err(&f)?;
+        for name in rows.iter().map(|r| r.get::<_, String>(0)) {
+            if specs.iter().any(|s| s.name == name) {
+                continue;
+            }
+            tx.execute("DELETE FROM tool_catalog WHERE name = $1", &[&name])
+                .await
+                .map_err(&f)?;
+            record(&tx, actor, "remove", &name, Some(source)).await.map_err(&f)?;
+            changed = true;
+        }
+    }
+    for spec in specs {
+        let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+        let existing = tx
+            .query_opt(
+                "SELECT kind, definition, source FROM tool_catalog WHERE name = $1",
+                &[&spec.name],
+            )
+            .await
+            .map_err(&f)?
+            .map(|r| (r.get::<_, String>(0), r.get::<_, Option<String>>(1), r.get::<_, String>(2)));
+        match existing {
+            Some((_, def, src)) if src == source && sync && def.as_deref() == Some(json.as_str()) => {
+                continue;
+            }
+            Some((_, _, src)) if src == source && sync => {}
+            Some((kind, _, src)) => {
+                return Err(format!(
+                    "tool {:?}, field `name`: a {kind} tool with this name already exists (source {src}); remove it first or pick another name",
+                    spec.name
+                ));
+            }
+            None => {}
+        }
+        tx.execute(
+            "INSERT INTO tool_catalog (name, kind, enabled, definition, source, updated_at, updated_by)
+             VALUES ($1, 'custom', TRUE, $2, $3, $4, $5)
+             ON CONFLICT (name) DO UPDATE SET definition = $2, updated_at = $4, updated_by = $5",
+            &[&spec.name, &json, &source, &now(), &actor],
+        )
+        .await
+        .map_err(&f)?;
+        record(&tx, actor, "add", &spec.name, Some(source)).await.map_err(&f)?;
+        changed = true;
+    }
+    let count: i64 = tx
+        .query_one("SELECT count(*) FROM tool_catalog WHERE kind = 'custom'", &[])
+        .await
+        .map_err(&f)?
+        .get(0);
+    if usize::try_from(count).unwrap_or(usize::MAX) > max_custom {
+        return Err(format!(
+            "the catalogue would hold {count} custom tools, over the limit of {max_custom} (--max-custom-tools); remove some first"
+        ));
+    }
+    if changed {
+        tx.commit().await.map_err(&f)?;
+    }
+    Ok(changed)
+}
+
+/// Removes a custom tool; `Ok(false)` if there is none by that name.
+pub async fn remove_custom(pool: &Pool, name: &str, actor: &str) -> Result<bool, String> {
+    let mut c = client(pool).await?;
+    let f = failed("removing a custom tool");
+    let tx = c.transaction().await.map_err(&f)?;
+    let n = tx
+        .execute(
+            "DELETE FROM tool_catalog WHERE name = $1 AND kind = 'custom'",
+            &[&name],
+        )
+        .await
+        .map_err(&f)?;
+    if n == 0 {
+        return Ok(false);
+    }
+    record(&tx, actor, "remove", name, None).await.map_err(&f)?;
+    lock_and_bump(&tx).await.map_err(&f)?;
+    tx.commit().await.map_err(&f)?;
+    Ok(true)
 }

@@ -5,8 +5,8 @@
 use deadpool_postgres::Pool;
 
 use super::store::{Change, Entry, now};
-use crate::custom::spec::ToolSpec;
 use crate::cluster::db_message;
+use crate::custom::spec::ToolSpec;
 
 /// Serialises concurrent `CREATE … IF NOT EXISTS` of replicas and the CLI
 /// starting together (PostgreSQL 15 refuses `_` in numeric literals).
@@ -189,7 +189,9 @@ async fn record(
     .map(drop)
 }
 
-async fn lock_and_bump(tx: &deadpool_postgres::Transaction<'_>) -> Result<(), tokio_postgres::Error> {
+async fn lock_and_bump(
+    tx: &deadpool_postgres::Transaction<'_>,
+) -> Result<(), tokio_postgres::Error> {
     tx.execute(
         "UPDATE tool_catalog_generation SET generation = generation + 1 WHERE id = 1",
         &[],
@@ -230,7 +232,9 @@ pub async fn put_custom(
             tx.execute("DELETE FROM tool_catalog WHERE name = $1", &[&name])
                 .await
                 .map_err(&f)?;
-            record(&tx, actor, "remove", &name, Some(source)).await.map_err(&f)?;
+            record(&tx, actor, "remove", &name, Some(source))
+                .await
+                .map_err(&f)?;
             changed = true;
         }
     }
@@ -243,9 +247,17 @@ pub async fn put_custom(
             )
             .await
             .map_err(&f)?
-            .map(|r| (r.get::<_, String>(0), r.get::<_, Option<String>>(1), r.get::<_, String>(2)));
+            .map(|r| {
+                (
+                    r.get::<_, String>(0),
+                    r.get::<_, Option<String>>(1),
+                    r.get::<_, String>(2),
+                )
+            });
         match existing {
-            Some((_, def, src)) if src == source && sync && def.as_deref() == Some(json.as_str()) => {
+            Some((_, def, src))
+                if src == source && sync && def.as_deref() == Some(json.as_str()) =>
+            {
                 continue;
             }
             Some((_, _, src)) if src == source && sync => {}
@@ -265,11 +277,16 @@ pub async fn put_custom(
         )
         .await
         .map_err(&f)?;
-        record(&tx, actor, "add", &spec.name, Some(source)).await.map_err(&f)?;
+        record(&tx, actor, "add", &spec.name, Some(source))
+            .await
+            .map_err(&f)?;
         changed = true;
     }
     let count: i64 = tx
-        .query_one("SELECT count(*) FROM tool_catalog WHERE kind = 'custom'", &[])
+        .query_one(
+            "SELECT count(*) FROM tool_catalog WHERE kind = 'custom'",
+            &[],
+        )
         .await
         .map_err(&f)?
         .get(0);

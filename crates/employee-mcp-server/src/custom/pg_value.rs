@@ -54,15 +54,15 @@ fn number(f: f64) -> Option<Value> {
 struct Text(String);
 
 impl<'a> FromSql<'a> for Text {
-    fn from_sql(
-        _: &Type,
-        raw: &'a [u8],
-    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
         Ok(Text(String::from_utf8_lossy(raw).into_owned()))
     }
 
     fn accepts(ty: &Type) -> bool {
-        matches!(*ty, Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN)
+        matches!(
+            *ty,
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN
+        )
     }
 }
 
@@ -72,10 +72,7 @@ impl<'a> FromSql<'a> for Text {
 struct Numeric(f64);
 
 impl<'a> FromSql<'a> for Numeric {
-    fn from_sql(
-        _: &Type,
-        raw: &'a [u8],
-    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
         let word = |k: usize| -> Result<i16, Box<dyn std::error::Error + Sync + Send>> {
             raw.get(2 * k..2 * k + 2)
                 .map(|b| i16::from_be_bytes([b[0], b[1]]))

@@ -61,7 +61,13 @@ const DENIED_FUNCTIONS: [&str; 14] = [
 ];
 
 /// Prefixes and suffixes of denied function families.
-const DENIED_PREFIXES: [&str; 5] = ["pg_advisory", "pg_try_advisory", "lo_", "dblink", "pg_stat_reset"];
+const DENIED_PREFIXES: [&str; 5] = [
+    "pg_advisory",
+    "pg_try_advisory",
+    "lo_",
+    "dblink",
+    "pg_stat_reset",
+];
 const DENIED_SUFFIXES: [&str; 3] = ["_to_xml", "_to_xmlschema", "_to_xml_and_xmlschema"];
 
 fn denied(word: &str) -> bool {
@@ -277,7 +283,7 @@ pub async fn check(
     let first = scan.words.first().map(String::as_str).unwrap_or("");
     if !matches!(first, "select" | "with" | "values" | "table") {
         return Err(err(format!(
-            "a read-only tool runs a query: the statement must start with SELECT, WITH, VALUES or TABLE, not {first:?}"
+            "not allowed in a read-only tool: the statement must be a query starting with SELECT, WITH, VALUES or TABLE, not {first:?}"
         )));
     }
     if let Some(f) = scan.words.iter().find(|w| denied(w)) {
@@ -286,17 +292,21 @@ pub async fn check(
         )));
     }
     let p = prepared(spec);
-    let mut client = pool
-        .get()
-        .await
-        .map_err(|e| err(format!("cannot reach PostgreSQL to check the statement: {e}")))?;
+    let mut client = pool.get().await.map_err(|e| {
+        err(format!(
+            "cannot reach PostgreSQL to check the statement: {e}"
+        ))
+    })?;
     let tx = read_only_tx(&mut client, role, spec.timeout_ms)
         .await
         .map_err(|e| err(format!("cannot check the statement: {}", pg_error(&e))))?;
     let refused = |e: tokio_postgres::Error| err(refusal(&e));
     let stmt = tx.prepare_typed(&p.sql, &p.types).await.map_err(refused)?;
     let explain = format!("EXPLAIN (FORMAT JSON) {}", p.sql);
-    let plan_stmt = tx.prepare_typed(&explain, &p.types).await.map_err(refused)?;
+    let plan_stmt = tx
+        .prepare_typed(&explain, &p.types)
+        .await
+        .map_err(refused)?;
     let nulls: Vec<Option<String>> = vec![None; p.types.len()];
     let params: Vec<&(dyn ToSql + Sync)> = nulls.iter().map(|n| n as _).collect();
     let plan: Value = tx
@@ -335,13 +345,18 @@ fn refusal(e: &tokio_postgres::Error) -> String {
         return format!("cannot check the statement: {e}");
     };
     let hint = db.hint().map(|h| format!(" ({h})")).unwrap_or_default();
-    if db.code() == &SqlState::INSUFFICIENT_PRIVILEGE || db.code() == &SqlState::READ_ONLY_SQL_TRANSACTION {
+    if db.code() == &SqlState::INSUFFICIENT_PRIVILEGE
+        || db.code() == &SqlState::READ_ONLY_SQL_TRANSACTION
+    {
         format!(
             "not allowed in a read-only tool ({}): only reading the directory tables is allowed; no writes, no SELECT … FOR UPDATE, no audit_log, tool_catalog* or mcp_* tables",
             db.message()
         )
     } else {
-        format!("does not prepare on the target database: {}{hint}", db.message())
+        format!(
+            "does not prepare on the target database: {}{hint}",
+            db.message()
+        )
     }
 }
 
@@ -375,18 +390,33 @@ impl Executor {
     }
 
     /// Runs `query`: `(rows, truncated)`.
-    pub async fn run(&self, spec_types: &[Type], names: &[String], query: Query) -> Result<(Vec<Value>, bool), RunError> {
+    pub async fn run(
+        &self,
+        spec_types: &[Type],
+        names: &[String],
+        query: Query,
+    ) -> Result<(Vec<Value>, bool), RunError> {
         let timeout_ms = u64::try_from(query.timeout.as_millis()).unwrap_or(u64::MAX);
         let mut client = self.pool.get().await.map_err(|e| match e {
             deadpool_postgres::PoolError::Timeout(_) => RunError::Busy,
             e => RunError::Database(e.to_string()),
         })?;
-        let result = fetch(&mut client, &self.role, spec_types, names, &query, timeout_ms).await;
+        let result = fetch(
+            &mut client,
+            &self.role,
+            spec_types,
+            names,
+            &query,
+            timeout_ms,
+        )
+        .await;
         result.map_err(|e| match e.as_db_error().map(|d| d.code()) {
             Some(c) if c == &SqlState::QUERY_CANCELED => RunError::Timeout(timeout_ms),
             // Bad argument values (e.g. an invalid date): the caller's to fix.
             Some(c) if c.code().starts_with("22") => RunError::Argument(
-                e.as_db_error().map(|d| d.message().to_owned()).unwrap_or_default(),
+                e.as_db_error()
+                    .map(|d| d.message().to_owned())
+                    .unwrap_or_default(),
             ),
             _ => RunError::Database(pg_error(&e)),
         })
@@ -446,7 +476,10 @@ mod tests {
 
     #[test]
     fn directory_tables_match_the_migrations() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../employee-directory/migrations/postgres");
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../employee-directory/migrations/postgres"
+        );
         let mut found = Vec::new();
         for entry in std::fs::read_dir(dir).expect("migrations") {
             let text = std::fs::read_to_string(entry.expect("entry").path()).expect("read");

@@ -56,7 +56,8 @@ fn scan_with(sql: &str, pg: bool) -> Scan {
                     end
                 };
                 let inner = &sql[i + 1..close];
-                out.words.push(inner.replace("\"\"", "\"").to_ascii_lowercase());
+                out.words
+                    .push(inner.replace("\"\"", "\"").to_ascii_lowercase());
                 end
             }
             b'\'' | b'`' => skip_quoted(b, i, c),
@@ -138,8 +139,7 @@ fn skip_escaped(b: &[u8], mut i: usize) -> usize {
 /// Whether `b[i]` continues a word (an identifier, a number, a `$n`).
 fn after_word(b: &[u8], i: usize) -> bool {
     i > 0
-        && b
-            .get(i - 1)
+        && b.get(i - 1)
             .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$'))
 }
 

@@ -765,6 +765,20 @@ async fn the_custom_tool_bound_is_enforced_case(backend: Backend) {
     assert_eq!(tools_ok(&db, &["list", "--json"]).lines().count(), 8);
 }
 
+/// The server still answers a built-in call.
+async fn assert_serving(server: &Server) {
+    let alive = server
+        .call_tool(
+            "get-employee-details",
+            json!({"employeeId": "AliceJohnson"}),
+        )
+        .await;
+    assert_eq!(
+        alive["structuredContent"]["employeeId"], "AliceJohnson",
+        "{alive}"
+    );
+}
+
 /// Waits until `server` serves `name`.
 async fn wait_for_tool(server: &Server, name: &str) {
     let deadline = Instant::now() + common::TIMEOUT;
@@ -794,7 +808,7 @@ async fn on_postgres_a_sleeping_statement_is_stopped_at_its_timeout() {
     );
     // Nothing of PostgreSQL's own wording reaches the client.
     assert!(!text.contains("statement timeout"), "{text}");
-    server.assert_alive().await;
+    assert_serving(&server).await;
 }
 
 #[tokio::test]
@@ -833,7 +847,7 @@ async fn on_postgres_statement_errors_are_tool_errors_without_internals() {
             "{text}"
         );
     }
-    server.assert_alive().await;
+    assert_serving(&server).await;
 }
 
 /// Two replicas on one database: a tool added through the CLI is announced

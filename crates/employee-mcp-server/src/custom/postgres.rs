@@ -15,7 +15,7 @@
 use deadpool_postgres::{Pool, Transaction};
 use serde_json::{Map, Value};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use super::spec::{DefinitionError, ToolSpec};
 use super::sql;
@@ -307,8 +307,7 @@ pub async fn check(
         .prepare_typed(&explain, &p.types)
         .await
         .map_err(refused)?;
-    let nulls: Vec<Option<String>> = vec![None; p.types.len()];
-    let params: Vec<&(dyn ToSql + Sync)> = nulls.iter().map(|n| n as _).collect();
+    let params: Vec<&(dyn ToSql + Sync)> = p.types.iter().map(|_| &Null as _).collect();
     let plan: Value = tx
         .query_one(&plan_stmt, &params)
         .await
@@ -461,13 +460,34 @@ async fn fetch(
 /// A validated argument as the value of a parameter of type `ty`.
 fn bind(value: &Value, ty: &Type) -> Box<dyn ToSql + Sync + Send> {
     match (value, ty) {
-        (Value::Null, _) => Box::new(None::<String>),
+        (Value::Null, _) => Box::new(Null),
         (Value::Bool(b), _) => Box::new(*b),
         (Value::Number(n), t) if *t == Type::INT8 => Box::new(n.as_i64()),
         (Value::Number(n), _) => Box::new(n.as_f64()),
         (Value::String(s), _) => Box::new(s.clone()),
         (other, _) => Box::new(other.to_string()),
     }
+}
+
+/// SQL NULL as a value of any type (absent optional arguments, and the
+/// generic parameters `EXPLAIN` plans with).
+#[derive(Debug)]
+struct Null;
+
+impl ToSql for Null {
+    fn to_sql(
+        &self,
+        _: &Type,
+        _: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(IsNull::Yes)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
 }
 
 #[cfg(test)]

@@ -359,8 +359,13 @@ async fn start_catalog(
             Err(reason) => return Err(format!("--tools-file: {reason}")),
         }
     }
-    let store = catalog::Store::open(&cli.database).await?;
     let role = &cli.custom_reader_role;
+    if !crate::custom::postgres::valid_role(role) {
+        return Err(format!(
+            "--custom-reader-role {role:?}: use lowercase letters, digits and '_' (at most 63)"
+        ));
+    }
+    let store = catalog::Store::open(&cli.database).await?;
     // Without the reader role custom tools cannot run; built-ins can, so
     // only a --tools-file start (which must serve its tools) fails.
     if let Err(reason) = store.ensure_reader(role).await {

@@ -816,17 +816,17 @@ async fn on_postgres_statement_errors_are_tool_errors_without_internals() {
     let server = Server::start_backend(Backend::Postgres).await;
     let file = ToolFile::new(&tool(
         "divide",
-        "SELECT 10 / :d AS q, :day::date AS day",
+        "SELECT 10 / :d AS q, :day::date AS day, round(10::numeric / :d, 2) AS exact",
         "[tool.parameters]\nproperties.d = { type = \"integer\" }\nproperties.day = { type = \"string\" }",
     ));
     tools_ok(server.db(), &["add", "--file", file.arg()]);
     wait_for_tool(&server, "divide").await;
     let ok = server
-        .call_tool("divide", json!({"d": 5, "day": "2026-02-03"}))
+        .call_tool("divide", json!({"d": 4, "day": "2026-02-03"}))
         .await;
     assert_eq!(
         ok["structuredContent"]["rows"][0],
-        json!({"q": 2, "day": "2026-02-03"}),
+        json!({"q": 2, "day": "2026-02-03", "exact": 2.5}),
         "{ok}"
     );
     let zero = server

@@ -106,3 +106,29 @@ impl<'a> FromSql<'a> for Numeric {
         *ty == Type::NUMERIC
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The binary form of a numeric: count, weight, sign, scale, digits.
+    fn numeric(weight: i16, sign: u16, digits: &[i16]) -> f64 {
+        let mut raw = Vec::new();
+        for w in [digits.len() as i16, weight, sign as i16, 4] {
+            raw.extend_from_slice(&w.to_be_bytes());
+        }
+        for d in digits {
+            raw.extend_from_slice(&d.to_be_bytes());
+        }
+        Numeric::from_sql(&Type::NUMERIC, &raw).expect("decode").0
+    }
+
+    #[test]
+    fn numerics_read_as_their_decimal_value() {
+        assert_eq!(numeric(0, 0, &[123, 4500]), 123.45);
+        assert_eq!(numeric(-1, 0, &[10]), 0.001);
+        assert_eq!(numeric(1, 0x4000, &[1, 2]), -10002.0);
+        assert_eq!(numeric(0, 0, &[]), 0.0);
+        assert!(numeric(0, 0xC000, &[]).is_nan());
+    }
+}

@@ -101,6 +101,22 @@ fn pg_error(e: &tokio_postgres::Error) -> String {
 /// Creates the reader role and its grants where missing, or says exactly
 /// what a DBA must run. Idempotent; reads only when all is in place.
 pub async fn ensure_reader(pool: &Pool, role: &str) -> Result<(), String> {
+    // Replicas starting together race on the same catalog rows ("tuple
+    // concurrently updated"); a retry finds the other's work done.
+    let mut last = String::new();
+    for attempt in 0..3 {
+        if attempt > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
+        }
+        match ensure_reader_once(pool, role).await {
+            Ok(()) => return Ok(()),
+            Err(reason) => last = reason,
+        }
+    }
+    Err(last)
+}
+
+async fn ensure_reader_once(pool: &Pool, role: &str) -> Result<(), String> {
     if !valid_role(role) {
         return Err(format!(
             "invalid reader role {role:?}: use lowercase letters, digits and '_' (at most 63)"
@@ -442,6 +458,8 @@ async fn fetch(
     // One row more than the limit tells whether the result was cut.
     let limit = i32::try_from(query.row_limit).unwrap_or(i32::MAX - 1) + 1;
     let rows = tx.query_portal(&portal, limit).await?;
+    // Nothing to keep: end the transaction (and the portal) now.
+    tx.rollback().await?;
     let truncated = rows.len() > query.row_limit as usize;
     let out = rows
         .iter()

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use common::cluster::{Cluster, Database, EventStream};
 use common::{
-    LegacySession, MODERN, Reply, Server, TOOL_NAMES, modern_body, modern_headers, next_id,
+    LegacySession, MODERN, Reply, Server, TOOL_NAMES, details_asking, modern_body, modern_headers,
+    next_id, pick,
 };
 use serde_json::{Value, json};
 
@@ -268,6 +269,37 @@ async fn a_disabled_tool_is_refused_by_every_replica() {
             )
             .await;
         assert_eq!(reply.error_code(), -32602, "{}", reply.text);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_asked_by_one_replica_is_answered_on_any_other() {
+    let cluster = Cluster::start(3, &[]);
+    let expected = cluster.replicas[0]
+        .call_tool(
+            "get-employee-details",
+            json!({"employeeId": "AliceJohnson"}),
+        )
+        .await;
+    // Round 1 on replica 0 signs the offer into requestState with the
+    // cluster's key; round 2 lands elsewhere, directly and through nginx.
+    let round1 = details_asking(&cluster.replicas[0], "Alice Jonson", json!({})).await;
+    assert_eq!(round1["resultType"], "input_required", "{round1}");
+    let answer = pick(&round1, "accept", "AliceJohnson");
+    for server in [&cluster.replicas[1], &cluster.replicas[2]] {
+        let done = details_asking(server, "Alice Jonson", answer.clone()).await;
+        assert_eq!(
+            done["structuredContent"], expected["structuredContent"],
+            "round 2 on {}: {done}",
+            server.addr
+        );
+    }
+    for _ in 0..3 {
+        let done = details_asking(&cluster.balancer, "Alice Jonson", answer.clone()).await;
+        assert_eq!(
+            done["structuredContent"], expected["structuredContent"],
+            "{done}"
+        );
     }
 }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Backend, Server, TOOL_NAMES, text_json, tool_error_text};
+use common::{Backend, Server, TOOL_NAMES, details_asking, pick, text_json, tool_error_text};
 use serde_json::{Value, json};
 
 /// A successful modern tool result: complete, not an error, with
@@ -649,6 +649,50 @@ async fn unknown_tool_is_invalid_params(backend: Backend) {
     server.assert_alive().await;
 }
 
+async fn unknown_employee_is_asked_about_when_the_client_can_elicit(backend: Backend) {
+    let server = Server::start_backend(backend).await;
+    let round1 = details_asking(&server, "Alice Jonson", json!({})).await;
+    assert_eq!(round1["resultType"], "input_required", "{round1}");
+    let ask = &round1["inputRequests"]["employee"];
+    assert_eq!(ask["method"], "elicitation/create", "{round1}");
+    let offered = &ask["params"]["requestedSchema"]["properties"]["employeeId"]["enum"];
+    assert!(
+        offered
+            .as_array()
+            .is_some_and(|a| a.contains(&json!("AliceJohnson"))),
+        "offers AliceJohnson: {round1}"
+    );
+    assert!(round1["requestState"].is_string(), "{round1}");
+
+    // The user's choice returns that employee, as a direct call would.
+    let expected = server
+        .call_tool(
+            "get-employee-details",
+            json!({"employeeId": "AliceJohnson"}),
+        )
+        .await;
+    let chosen = details_asking(
+        &server,
+        "Alice Jonson",
+        pick(&round1, "accept", "AliceJohnson"),
+    )
+    .await;
+    assert_eq!(
+        chosen["structuredContent"], expected["structuredContent"],
+        "{chosen}"
+    );
+
+    // Declined, or an id that was not offered: the plain "did you mean".
+    for (action, id) in [("decline", "AliceJohnson"), ("accept", "JohnDoe")] {
+        let r = details_asking(&server, "Alice Jonson", pick(&round1, action, id)).await;
+        let text = tool_error_text(&r);
+        assert!(
+            text.contains("Did you mean") && text.contains("AliceJohnson"),
+            "{action} {id}: {text}"
+        );
+    }
+}
+
 mod sqlite {
     #[tokio::test]
     async fn tools_list_modern_shape() {
@@ -717,6 +761,11 @@ mod sqlite {
     #[tokio::test]
     async fn unknown_tool_is_invalid_params() {
         super::unknown_tool_is_invalid_params(super::Backend::Sqlite).await
+    }
+    #[tokio::test]
+    async fn unknown_employee_is_asked_about_when_the_client_can_elicit() {
+        super::unknown_employee_is_asked_about_when_the_client_can_elicit(super::Backend::Sqlite)
+            .await
     }
 }
 
@@ -789,5 +838,10 @@ mod postgres {
     #[tokio::test]
     async fn unknown_tool_is_invalid_params() {
         super::unknown_tool_is_invalid_params(super::Backend::Postgres).await
+    }
+    #[tokio::test]
+    async fn unknown_employee_is_asked_about_when_the_client_can_elicit() {
+        super::unknown_employee_is_asked_about_when_the_client_can_elicit(super::Backend::Postgres)
+            .await
     }
 }

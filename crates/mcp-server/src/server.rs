@@ -58,6 +58,11 @@ pub struct ServerOptions {
     /// request of a batch is answered in one body, so without a bound a
     /// body of tiny requests could ask for thousands of large results.
     pub max_batch_items: usize,
+    /// Most resource URIs one legacy session (`resources/subscribe`) or
+    /// one `subscriptions/listen` stream (`resourceSubscriptions`) may
+    /// watch: each is kept in memory and, with replicas, in the shared
+    /// session record.
+    pub max_subscriptions_per_session: usize,
 }
 
 impl Default for ServerOptions {
@@ -75,6 +80,7 @@ impl Default for ServerOptions {
                 burst: 120,
             }),
             max_batch_items: 64,
+            max_subscriptions_per_session: 256,
         }
     }
 }

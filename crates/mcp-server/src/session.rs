@@ -258,10 +258,20 @@ impl Session {
         }
     }
 
-    pub(crate) fn subscribe(&self, uri: String) {
-        if lock(&self.subscriptions).insert(uri) {
-            self.changed();
+    /// Adds a subscription; `false` (and nothing changes) when the session
+    /// already holds `max` others.
+    pub(crate) fn subscribe(&self, uri: String, max: usize) -> bool {
+        let mut subscriptions = lock(&self.subscriptions);
+        if subscriptions.contains(&uri) {
+            return true;
         }
+        if subscriptions.len() >= max {
+            return false;
+        }
+        subscriptions.insert(uri);
+        drop(subscriptions);
+        self.changed();
+        true
     }
 
     pub(crate) fn unsubscribe(&self, uri: &str) {

@@ -270,3 +270,89 @@ async fn replace_tools_swaps_the_whole_set_and_announces_once() {
     assert!(server.replace_tools(vec![named("x"), named("x")]).is_err());
     assert_eq!(server.tool_names(), names);
 }
+
+/// A server with one resource and one template, at most two
+/// subscriptions per session.
+fn watched_server() -> Server {
+    use mcp_server::protocol::model::{
+        Resource as Def, ResourceContents, ResourceTemplate as TemplateDef,
+    };
+    use mcp_server::{RequestContext, Resource, ResourceTemplate};
+    let read = |_ctx: RequestContext, uri: String| async move {
+        Ok(vec![ResourceContents::Text {
+            uri,
+            mime_type: None,
+            text: "x".into(),
+        }])
+    };
+    let def: Def = serde_json::from_value(json!({ "uri": "test://a", "name": "a" })).unwrap();
+    let template: TemplateDef =
+        serde_json::from_value(json!({ "uriTemplate": "test://t/{id}", "name": "t" })).unwrap();
+    builder()
+        .resource(Resource::new(def, read))
+        .resource_template(ResourceTemplate::new(template, move |ctx, uri, _| {
+            read(ctx, uri)
+        }))
+        .options(mcp_server::ServerOptions {
+            max_subscriptions_per_session: 2,
+            ..Default::default()
+        })
+        .build()
+        .unwrap()
+}
+
+fn uri(u: &str) -> serde_json::Map<String, Value> {
+    json!({ "uri": u }).as_object().cloned().unwrap()
+}
+
+fn rpc_error(r: Result<serde_json::Map<String, Value>, ClientError>) -> (i64, String) {
+    match r {
+        Err(ClientError::Rpc { code, message, .. }) => (code, message),
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resource_subscriptions_are_bounded_and_must_name_a_resource() {
+    let client = Client::builder(watched_server())
+        .legacy(ProtocolVersion::LATEST_LEGACY)
+        .connect()
+        .await
+        .unwrap();
+    let subscribe = |u: &str| client.request("resources/subscribe", uri(u));
+
+    // Unknown URIs would be held for the session's life and never fire.
+    let (code, message) = rpc_error(subscribe("file:///etc/passwd").await);
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("resource not found"), "{message}");
+
+    subscribe("test://a").await.unwrap();
+    subscribe("test://a").await.unwrap(); // again: still one
+    subscribe("test://t/1").await.unwrap();
+    let (code, message) = rpc_error(subscribe("test://t/2").await);
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("at most 2"), "{message}");
+
+    // Unsubscribing frees a slot; the session keeps serving.
+    client
+        .request("resources/unsubscribe", uri("test://a"))
+        .await
+        .unwrap();
+    subscribe("test://t/2").await.unwrap();
+    assert!(!client.list_tools().await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_listen_stream_watches_a_bounded_number_of_uris() {
+    let client = Client::connect(watched_server()).await.unwrap();
+    let many = json!({ "resourceSubscriptions": ["test://a", "test://t/1", "test://t/2"] });
+    match client.listen(many).await {
+        Err(ClientError::Rpc { code, message, .. }) => {
+            assert_eq!(code, -32602);
+            assert!(message.contains("at most 2"), "{message}");
+        }
+        other => panic!("expected -32602, got {:?}", other.map(|s| s.id().clone())),
+    }
+    let two = json!({ "resourceSubscriptions": ["test://a", "test://t/1", "test://a"] });
+    client.listen(two).await.unwrap();
+}

@@ -52,18 +52,27 @@ pub fn psql(url: &str, sql: &str) -> String {
 /// unique per process and call; they are left behind for post-mortems and
 /// go away with `scripts/pg-scratch destroy`.
 pub fn fresh_database() -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
     let base = cluster_url();
-    let name = format!(
-        "t_{}_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0)
-    );
+    let name = unique_name("t");
     psql(base, &format!("CREATE DATABASE {name}"));
+    url_of(&name)
+}
+
+/// A database name no other call of this process or of another test
+/// process uses: prefix, pid, a counter and the clock's nanoseconds.
+fn unique_name(prefix: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}_{}_{n}_{nanos}", std::process::id())
+}
+
+/// The scratch cluster's URL for database `name`.
+fn url_of(name: &str) -> String {
+    let base = cluster_url();
     let root = base.rsplit_once('/').map(|(r, _)| r).unwrap_or(base);
     format!("{root}/{name}")
 }
@@ -110,17 +119,8 @@ pub fn seeded_database() -> String {
         .expect("seeding thread");
         database_name(&url).to_owned()
     });
-    static N: AtomicU32 = AtomicU32::new(0);
     let base = cluster_url();
-    let name = format!(
-        "c_{}_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0)
-    );
+    let name = unique_name("c");
     // The template's last backends may still be exiting: retry briefly.
     let sql = format!("CREATE DATABASE {name} TEMPLATE {template}");
     let mut attempts = 0;
@@ -134,6 +134,5 @@ pub fn seeded_database() -> String {
             Err(e) => panic!("{sql}: {e}"),
         }
     }
-    let root = base.rsplit_once('/').map(|(r, _)| r).unwrap_or(base);
-    format!("{root}/{name}")
+    url_of(&name)
 }

@@ -16,6 +16,7 @@ use tokio_postgres::{Client, NoTls, Statement};
 
 use super::store::Store;
 use super::{Entry, Filter, Row};
+use crate::cluster::db_message;
 
 /// Server-side bound on one audit statement.
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -151,7 +152,7 @@ impl PgStore {
             runtime.block_on(async { tokio::time::timeout(CALL_TIMEOUT, work(client)).await });
         match result {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(format!("cannot append to audit_log: {}", detail(&e))),
+            Ok(Err(e)) => Err(format!("cannot append to audit_log: {}", db_message(&e))),
             Err(_) => {
                 // The connection is in an unknown state: start afresh.
                 self.client = None;
@@ -178,13 +179,6 @@ impl PgStore {
 
     fn batch(&mut self, sql: &str) -> Result<(), String> {
         self.run(async |c| c.batch_execute(sql).await)
-    }
-}
-
-fn detail(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => db.message().to_owned(),
-        None => e.to_string(),
     }
 }
 
@@ -298,7 +292,7 @@ pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, String> {
         .map_err(|e| format!("cannot start a runtime: {e}"))?;
     let client = connect(&runtime, url)?;
     runtime.block_on(async {
-        let read = |e: tokio_postgres::Error| format!("cannot query audit_log: {}", detail(&e));
+        let read = |e: tokio_postgres::Error| format!("cannot query audit_log: {}", db_message(&e));
         let exists: bool = client
             .query_one("SELECT to_regclass('audit_log') IS NOT NULL", &[])
             .await

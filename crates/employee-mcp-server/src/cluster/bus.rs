@@ -94,7 +94,7 @@ impl PgBus {
                 )
                 .await
                 .map_err(unavailable)?;
-            let id: i64 = row.get(0);
+            let id: i64 = row.try_get(0).map_err(unavailable)?;
             json!({ "ref": id }).to_string()
         };
         client
@@ -225,7 +225,7 @@ async fn load(pool: &Pool, id: &Value) -> Result<String, String> {
         .await
         .map_err(|e| e.to_string())?
         .ok_or("payload already pruned")?;
-    Ok(row.get(0))
+    row.try_get(0).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -94,7 +94,12 @@ pub async fn shared(pool: &Pool) -> Result<[u8; 32], String> {
         .get()
         .await
         .map_err(|e| format!("cannot reach PostgreSQL for the request-state key: {e}"))?;
-    let failed = |e: tokio_postgres::Error| format!("reading the request-state key failed: {e}");
+    let failed = |e: tokio_postgres::Error| {
+        format!(
+            "reading the request-state key failed: {}",
+            super::db_message(&e)
+        )
+    };
     client
         .execute(
             "INSERT INTO mcp_request_state_key (id, key) VALUES (1, $1) ON CONFLICT DO NOTHING",
@@ -106,7 +111,7 @@ pub async fn shared(pool: &Pool) -> Result<[u8; 32], String> {
         .query_one("SELECT key FROM mcp_request_state_key WHERE id = 1", &[])
         .await
         .map_err(failed)?;
-    let stored: Vec<u8> = row.get(0);
+    let stored: Vec<u8> = row.try_get(0).map_err(failed)?;
     <[u8; 32]>::try_from(stored.as_slice())
         .map_err(|_| "the stored request-state key is not 32 bytes".to_owned())
 }

@@ -38,6 +38,23 @@ CREATE TABLE IF NOT EXISTS mcp_call_leases (
     expires_at  timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS mcp_call_leases_caller ON mcp_call_leases (caller, expires_at);
+-- One round trip per lease. A volatile PL/pgSQL function takes a fresh
+-- snapshot per statement, so the count runs after the per-caller lock is
+-- held and sees every lease committed before it (a single plain
+-- statement would count from a snapshot taken before the lock).
+CREATE OR REPLACE FUNCTION mcp_take_lease(p_caller text, p_max bigint, p_ttl float8)
+RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    lease bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock(7402, hashtext(p_caller));
+    INSERT INTO mcp_call_leases (caller, expires_at)
+    SELECT p_caller, now() + make_interval(secs => p_ttl)
+    WHERE (SELECT count(*) FROM mcp_call_leases
+           WHERE caller = p_caller AND expires_at > now()) < p_max
+    RETURNING id INTO lease;
+    RETURN lease;
+END $$;
 ";
 
 /// How long a lease outlives its last refresh by default (a crashed
@@ -46,9 +63,6 @@ pub const LEASE_TTL: Duration = Duration::from_secs(30);
 
 /// How often idle buckets and lapsed leases are pruned (at most).
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
-
-/// Namespace of the per-caller advisory locks of lease acquisition.
-const LEASE_LOCK_SPACE: i32 = 7402;
 
 /// One statement: refill from the elapsed time, then take a token if one
 /// is there. `$3` burst, `$4` tokens per second. Statements queued on the
@@ -131,12 +145,14 @@ impl PgLimiter {
         let client = self.pool.get().await.map_err(unavailable)?;
         let burst = f64::from(limit.burst.max(1));
         let rate = f64::from(limit.per_minute.max(1)) / 60.0;
+        // Cached per pooled connection: one round trip per call, not two.
+        let take = client.prepare_cached(TAKE).await.map_err(pg_failed)?;
         let row = client
-            .query_one(TAKE, &[&caller, &tool, &burst, &rate])
+            .query_one(&take, &[&caller, &tool, &burst, &rate])
             .await
             .map_err(pg_failed)?;
-        let admitted: bool = row.get(0);
-        let tokens: f64 = row.get(1);
+        let admitted: bool = row.try_get(0).map_err(pg_failed)?;
+        let tokens: f64 = row.try_get(1).map_err(pg_failed)?;
         if admitted {
             return Ok(Ok(()));
         }
@@ -144,35 +160,24 @@ impl PgLimiter {
         Ok(Err(Duration::from_secs_f64(wait)))
     }
 
+    /// A lease if the caller runs fewer than `max` calls: one statement
+    /// (see `mcp_take_lease`); lapsed leases do not count and are deleted
+    /// by [`PgLimiter::prune`].
     async fn acquire_now(&self, caller: &str, max: usize) -> Result<Option<i64>, LimitError> {
-        let mut client = self.pool.get().await.map_err(unavailable)?;
-        let tx = client.transaction().await.map_err(pg_failed)?;
-        // Count-then-insert must not interleave for one caller.
-        tx.execute(
-            "SELECT pg_advisory_xact_lock($1, hashtext($2))",
-            &[&LEASE_LOCK_SPACE, &caller],
-        )
-        .await
-        .map_err(pg_failed)?;
-        tx.execute(
-            "DELETE FROM mcp_call_leases WHERE caller = $1 AND expires_at <= now()",
-            &[&caller],
-        )
-        .await
-        .map_err(pg_failed)?;
+        let client = self.pool.get().await.map_err(unavailable)?;
         let max = i64::try_from(max).unwrap_or(i64::MAX);
-        let row = tx
-            .query_opt(
-                "INSERT INTO mcp_call_leases (caller, expires_at) \
-                 SELECT $1, now() + make_interval(secs => $3) \
-                 WHERE (SELECT count(*) FROM mcp_call_leases WHERE caller = $1) < $2 \
-                 RETURNING id",
+        let lease = client
+            .prepare_cached("SELECT mcp_take_lease($1, $2, $3::float8)")
+            .await
+            .map_err(pg_failed)?;
+        let row = client
+            .query_one(
+                &lease,
                 &[&caller, &max, &self.options.lease_ttl.as_secs_f64()],
             )
             .await
             .map_err(pg_failed)?;
-        tx.commit().await.map_err(pg_failed)?;
-        Ok(row.map(|r| r.get(0)))
+        row.try_get(0).map_err(pg_failed)
     }
 
     /// Deletes idle buckets, buckets over the bound, and lapsed leases;

@@ -62,13 +62,15 @@ impl PgSessions {
             .await
             .map_err(unavailable)?
             .iter()
-            .map(|r| r.get(0))
-            .collect();
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()
+            .map_err(unavailable)?;
         let count: i64 = tx
             .query_one("SELECT count(*) FROM mcp_sessions", &[])
             .await
             .map_err(unavailable)?
-            .get(0);
+            .try_get(0)
+            .map_err(unavailable)?;
         if usize::try_from(count).unwrap_or(usize::MAX) >= bounds.max_sessions {
             // Never-used sessions first, then long-idle ones; oldest first.
             let evictable = bounds.evictable_idle.as_secs_f64();
@@ -84,7 +86,7 @@ impl PgSessions {
                 .await
                 .map_err(unavailable)?;
             match victim {
-                Some(row) => removed.push(row.get(0)),
+                Some(row) => removed.push(row.try_get(0).map_err(unavailable)?),
                 None => return Ok(Admission::Full),
             }
         }
@@ -125,7 +127,7 @@ impl PgSessions {
                 .map_err(unavailable)?;
             return Ok(None);
         };
-        let body: Value = row.get(0);
+        let body: Value = row.try_get(0).map_err(unavailable)?;
         serde_json::from_value(body)
             .map(Some)
             .map_err(|e| SharedError::Malformed(e.to_string()))
@@ -158,11 +160,11 @@ impl PgSessions {
 
 /// A driver or pool failure: the store is unavailable for now.
 pub fn unavailable(e: impl std::error::Error + 'static) -> SharedError {
-    // A server error's Display is only "db error": show its message.
-    let detail = (&e as &dyn std::error::Error)
-        .downcast_ref::<tokio_postgres::Error>()
-        .and_then(tokio_postgres::Error::as_db_error)
-        .map_or_else(|| e.to_string(), |d| d.message().to_owned());
+    let e: &dyn std::error::Error = &e;
+    let detail = match e.downcast_ref::<tokio_postgres::Error>() {
+        Some(pg) => super::db_message(pg),
+        None => e.to_string(),
+    };
     SharedError::Unavailable(detail)
 }
 

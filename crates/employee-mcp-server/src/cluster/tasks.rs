@@ -137,7 +137,8 @@ impl TaskBackend for PgTasks {
                 .query_one("SELECT count(*) FROM mcp_tasks", &[])
                 .await
                 .map_err(pg_failed)?
-                .get(0);
+                .try_get(0)
+                .map_err(pg_failed)?;
             if count >= max {
                 // Make room: the oldest finished tasks go first.
                 let sql = format!(
@@ -256,7 +257,7 @@ impl TaskBackend for PgTasks {
                 )
                 .await
                 .map_err(pg_failed)?;
-            Ok(row.get(0))
+            row.try_get(0).map_err(pg_failed)
         })
     }
 
@@ -299,7 +300,9 @@ impl TaskBackend for PgTasks {
                 )
                 .await
                 .map_err(pg_failed)?;
-            Ok(row.map(|r| object(r.get(0))))
+            row.map(|r| r.try_get(0).map(object))
+                .transpose()
+                .map_err(pg_failed)
         })
     }
 

@@ -1,8 +1,9 @@
 //! get-employee-details
 
 use employee_directory::{Directory, EmployeeDetails};
-use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{Tool, ToolResult};
+use mcp_server::protocol::model::{InputRequest, ToolAnnotations};
+use mcp_server::{InputRequired, RequestContext, Tool, ToolError, ToolResult};
+use serde_json::{Value, json};
 
 use crate::scopes;
 use schemars::JsonSchema;
@@ -24,6 +25,7 @@ pub fn tool(directory: Directory) -> Tool {
             concat!(
                 "Retrieve comprehensive details about a specific employee including contact information, role, department, team, manager, skills and employment history. Use an employee id such as AliceJohnson.",
                 " Contact fields (email, phone, location) are included only for callers allowed to see contact details.",
+                " For an unknown id the closest matches are suggested; a client that supports elicitation is asked which one was meant.",
             )
             .to_owned()
                 + super::DATA_NOT_INSTRUCTIONS,
@@ -35,13 +37,77 @@ pub fn tool(directory: Directory) -> Tool {
         .field_scope("/phone", scopes::CONTACT)
         .field_scope("/location", scopes::CONTACT)
         .state(directory)
-        .handler(details)
+        .handler_with_context(details)
 }
 
-async fn details(directory: Directory, input: Input) -> ToolResult<EmployeeDetails> {
-    match directory.employee(&input.employee_id).await {
+/// Key of the "which employee did you mean?" question.
+const PICK: &str = "employee";
+
+/// Candidates offered when an id is unknown.
+const CANDIDATES: usize = 5;
+
+/// An unknown id is answered with "did you mean"; a client that can ask
+/// its user (elicitation) gets the question instead, and the retry with
+/// the user's choice returns that employee.
+async fn details(
+    directory: Directory,
+    ctx: RequestContext,
+    input: Input,
+) -> ToolResult<EmployeeDetails> {
+    let id = picked(&ctx).unwrap_or(&input.employee_id).to_owned();
+    match directory.employee(&id).await {
         Ok(Some(e)) => Ok(e),
+        // Asked once: a decline (or a stale choice) ends in the error.
+        Ok(None) if ctx.input_responses().is_none() && ctx.client_supports("elicitation") => {
+            Err(ask_which(&directory, &input.employee_id).await)
+        }
         Ok(None) => Err(super::unknown_employee(&directory, &input.employee_id).await),
         Err(e) => Err(super::unavailable(e)),
     }
+}
+
+/// The id the user chose, if they accepted and chose one of the ids we
+/// offered (the offer comes back in the signed request state, so a client
+/// cannot substitute another).
+fn picked(ctx: &RequestContext) -> Option<&str> {
+    let answer = ctx.input_response(PICK)?;
+    if answer.get("action").and_then(Value::as_str) != Some("accept") {
+        return None;
+    }
+    let chosen = answer.get("content")?.get("employeeId")?.as_str()?;
+    let offered = ctx.request_state()?.get("candidates")?.as_array()?;
+    offered.iter().any(|c| c == chosen).then_some(chosen)
+}
+
+/// The question for the user, or the plain "not found" when nothing
+/// resembles the id.
+async fn ask_which(directory: &Directory, id: &str) -> ToolError {
+    let suggestions = match directory.suggest_employees(id, CANDIDATES).await {
+        Ok(s) if !s.is_empty() => s,
+        Ok(_) => return super::unknown_employee(directory, id).await,
+        Err(e) => return super::unavailable(e),
+    };
+    let ids: Vec<&str> = suggestions.iter().map(|(id, _)| id.as_str()).collect();
+    let listed: Vec<String> = suggestions
+        .iter()
+        .map(|(id, name)| format!("{id} ({name})"))
+        .collect();
+    let schema = json!({
+        "type": "object",
+        "properties": { "employeeId": {
+            "type": "string",
+            "title": "Employee",
+            "description": "The employee you meant.",
+            "enum": ids,
+        } },
+        "required": ["employeeId"],
+    });
+    let message = format!(
+        "There is no employee with id \"{id}\". Which one did you mean: {}?",
+        listed.join(", ")
+    );
+    InputRequired::new()
+        .request(PICK, InputRequest::elicit(message, schema))
+        .state(json!({ "candidates": ids }))
+        .into()
 }

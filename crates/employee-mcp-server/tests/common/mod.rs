@@ -1066,3 +1066,31 @@ pub fn tools_ok(db: &TempDb, args: &[&str]) -> String {
     assert!(ok, "tools {args:?} failed: {err}");
     out
 }
+
+// ------------------------------------------- multi round trip (elicitation)
+
+/// A modern `get-employee-details` call from a client that can elicit,
+/// with `extra` parameters (input responses, request state).
+pub async fn details_asking(server: &Server, employee_id: &str, extra: Value) -> Value {
+    let mut params =
+        json!({"name": "get-employee-details", "arguments": {"employeeId": employee_id}});
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        params[k] = v.clone();
+    }
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}
+    });
+    let body = json!({"jsonrpc": "2.0", "id": next_id(), "method": "tools/call", "params": params});
+    let reply = server.post_modern(&body, &[]).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.result().clone()
+}
+
+/// The answer to round 1's question: `action` and the chosen id.
+pub fn pick(round1: &Value, action: &str, employee_id: &str) -> Value {
+    json!({
+        "inputResponses": {"employee": {"action": action, "content": {"employeeId": employee_id}}},
+        "requestState": round1["requestState"],
+    })
+}

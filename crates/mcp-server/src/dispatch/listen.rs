@@ -157,15 +157,7 @@ impl Server {
             prompts: flag("promptsListChanged") && list_changed("prompts"),
             resources: flag("resourcesListChanged") && list_changed("resources"),
             resource_uris: if subscribe {
-                requested
-                    .get("resourceSubscriptions")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|u| u.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default()
+                self.watched_uris(requested)?
             } else {
                 Vec::new()
             },
@@ -179,5 +171,28 @@ impl Server {
             metrics: Arc::clone(&self.inner.metrics),
             _open: self.inner.metrics.stream_open(StreamKind::Listen),
         })
+    }
+}
+
+impl Server {
+    /// The `resourceSubscriptions` of a listen request, bounded like a
+    /// legacy session's subscriptions.
+    fn watched_uris(&self, requested: &Map<String, Value>) -> Result<Vec<String>, ProtocolError> {
+        let mut uris: Vec<String> = requested
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|u| u.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        uris.sort();
+        uris.dedup();
+        let max = self.inner.options.max_subscriptions_per_session;
+        if uris.len() > max {
+            return Err(super::resources::too_many_subscriptions(max));
+        }
+        Ok(uris)
     }
 }

@@ -81,16 +81,38 @@ impl Server {
     }
 
     pub(super) fn subscribe_resource(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
-        let uri = uri_param(call)?.to_owned();
+        let uri = uri_param(call)?;
         if let Some(s) = &call.session {
             if call.method == "resources/subscribe" {
-                s.subscribe(uri);
+                // Only what could ever be updated: an arbitrary URI would be
+                // held for the session's life and never fire.
+                if !self.resource_exists(uri) {
+                    return Err(not_found(uri));
+                }
+                let max = self.inner.options.max_subscriptions_per_session;
+                if !s.subscribe(uri.to_owned(), max) {
+                    return Err(too_many_subscriptions(max));
+                }
             } else {
-                s.unsubscribe(&uri);
+                s.unsubscribe(uri);
             }
         }
         Ok(call.finish(self, Map::new()))
     }
+
+    /// Whether a resource or a template answers to `uri`.
+    fn resource_exists(&self, uri: &str) -> bool {
+        self.resources().iter().any(|r| r.definition.uri == uri)
+            || self.templates().iter().any(|t| t.matches(uri).is_some())
+    }
+}
+
+/// -32602 when a session or listen stream would watch more than `max` URIs.
+pub(crate) fn too_many_subscriptions(max: usize) -> ProtocolError {
+    ProtocolError::invalid_params(format!(
+        "Invalid params: at most {max} resource subscriptions per session (the server's limit); unsubscribe from some first."
+    ))
+    .with_data(json!({ "limit": max }))
 }
 
 /// -32602 with `data.uri`: the modern code for an unknown resource.

@@ -544,7 +544,8 @@ impl Server {
 }
 
 /// A handler's result as the engine sees it: execution errors become
-/// `isError` results, internal errors a logged -32603.
+/// `isError` results, internal errors a logged -32603, a typed handler's
+/// request for input the same as a raw handler's.
 pub(crate) fn tool_outcome(
     name: &str,
     outcome: Result<ToolOutcome, ToolError>,
@@ -553,6 +554,7 @@ pub(crate) fn tool_outcome(
         Ok(o) => Ok(o),
         Err(ToolError::Execution(msg)) => Ok(ToolOutcome::Complete(CallToolResult::error(msg))),
         Err(ToolError::Protocol(e)) => Err(e),
+        Err(ToolError::InputRequired(ask)) => Ok(ToolOutcome::InputRequired(ask)),
         Err(ToolError::Internal(detail)) => {
             tracing::error!(tool = %name, error = %detail, "tool failed");
             Err(ProtocolError::internal(format!(

@@ -165,6 +165,18 @@ pub enum ToolError {
     /// internals.
     #[error("internal error: {0}")]
     Internal(String),
+    /// Not a failure: the handler needs answers from the client before it
+    /// can finish (multi round-trip). Lets typed handlers ask with `?` or
+    /// `Err(ask.into())`; the engine treats it exactly like a raw handler's
+    /// [`ToolOutcome::InputRequired`].
+    #[error("input required from the client")]
+    InputRequired(InputRequired),
+}
+
+impl From<InputRequired> for ToolError {
+    fn from(ask: InputRequired) -> Self {
+        Self::InputRequired(ask)
+    }
 }
 
 impl ToolError {

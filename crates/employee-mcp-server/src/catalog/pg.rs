@@ -216,71 +216,12 @@ pub async fn put_custom(
     // Bumping first takes the row lock that serialises catalogue changes;
     // nothing is committed unless something changed.
     lock_and_bump(&tx).await.map_err(&f)?;
-    let mut changed = false;
-    if sync {
-        let rows = tx
-            .query(
-                "SELECT name FROM tool_catalog WHERE kind = 'custom' AND source = $1",
-                &[&source],
-            )
+    let mut changed = sync
+        && remove_dropped(&tx, specs, source, actor)
             .await
             .map_err(&f)?;
-        for name in rows.iter().map(|r| r.get::<_, String>(0)) {
-            if specs.iter().any(|s| s.name == name) {
-                continue;
-            }
-            tx.execute("DELETE FROM tool_catalog WHERE name = $1", &[&name])
-                .await
-                .map_err(&f)?;
-            record(&tx, actor, "remove", &name, Some(source))
-                .await
-                .map_err(&f)?;
-            changed = true;
-        }
-    }
     for spec in specs {
-        let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
-        let existing = tx
-            .query_opt(
-                "SELECT kind, definition, source FROM tool_catalog WHERE name = $1",
-                &[&spec.name],
-            )
-            .await
-            .map_err(&f)?
-            .map(|r| {
-                (
-                    r.get::<_, String>(0),
-                    r.get::<_, Option<String>>(1),
-                    r.get::<_, String>(2),
-                )
-            });
-        match existing {
-            Some((_, def, src))
-                if src == source && sync && def.as_deref() == Some(json.as_str()) =>
-            {
-                continue;
-            }
-            Some((_, _, src)) if src == source && sync => {}
-            Some((kind, _, src)) => {
-                return Err(format!(
-                    "tool {:?}, field `name`: a {kind} tool with this name already exists (source {src}); remove it first or pick another name",
-                    spec.name
-                ));
-            }
-            None => {}
-        }
-        tx.execute(
-            "INSERT INTO tool_catalog (name, kind, enabled, definition, source, updated_at, updated_by)
-             VALUES ($1, 'custom', TRUE, $2, $3, $4, $5)
-             ON CONFLICT (name) DO UPDATE SET definition = $2, updated_at = $4, updated_by = $5",
-            &[&spec.name, &json, &source, &now(), &actor],
-        )
-        .await
-        .map_err(&f)?;
-        record(&tx, actor, "add", &spec.name, Some(source))
-            .await
-            .map_err(&f)?;
-        changed = true;
+        changed |= upsert(&tx, spec, source, sync, actor).await?;
     }
     let count: i64 = tx
         .query_one(
@@ -299,6 +240,79 @@ pub async fn put_custom(
         tx.commit().await.map_err(&f)?;
     }
     Ok(changed)
+}
+
+/// A `--tools-file` sync: removes the source's tools the file no longer
+/// has. Whether any was removed.
+async fn remove_dropped(
+    tx: &deadpool_postgres::Transaction<'_>,
+    specs: &[ToolSpec],
+    source: &str,
+    actor: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    let rows = tx
+        .query(
+            "SELECT name FROM tool_catalog WHERE kind = 'custom' AND source = $1",
+            &[&source],
+        )
+        .await?;
+    let mut changed = false;
+    for name in rows.iter().map(|r| r.get::<_, String>(0)) {
+        if specs.iter().any(|s| s.name == name) {
+            continue;
+        }
+        tx.execute("DELETE FROM tool_catalog WHERE name = $1", &[&name])
+            .await?;
+        record(tx, actor, "remove", &name, Some(source)).await?;
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// Inserts or updates one definition; an unchanged definition of the same
+/// source re-syncing is left alone, a name taken by another source or a
+/// built-in is refused. Whether it changed.
+async fn upsert(
+    tx: &deadpool_postgres::Transaction<'_>,
+    spec: &ToolSpec,
+    source: &str,
+    sync: bool,
+    actor: &str,
+) -> Result<bool, String> {
+    let f = failed("adding custom tools");
+    let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+    let existing = tx
+        .query_opt(
+            "SELECT kind, definition, source FROM tool_catalog WHERE name = $1",
+            &[&spec.name],
+        )
+        .await
+        .map_err(&f)?;
+    if let Some(row) = existing {
+        let (kind, def, src): (String, Option<String>, String) =
+            (row.get(0), row.get(1), row.get(2));
+        if src != source || !sync {
+            return Err(format!(
+                "tool {:?}, field `name`: a {kind} tool with this name already exists (source {src}); remove it first or pick another name",
+                spec.name
+            ));
+        }
+        if def.as_deref() == Some(json.as_str()) {
+            return Ok(false);
+        }
+    }
+    tx.execute(
+        "INSERT INTO tool_catalog (name, kind, enabled, definition, source, updated_at, updated_by)
+         VALUES ($1, 'custom', TRUE, $2, $3, $4, $5)
+         ON CONFLICT (name) DO UPDATE SET definition = $2, updated_at = $4, updated_by = $5",
+        &[&spec.name, &json, &source, &now(), &actor],
+    )
+    .await
+    .map_err(&f)?;
+    record(tx, actor, "add", &spec.name, Some(source))
+        .await
+        .map_err(&f)?;
+    Ok(true)
 }
 
 /// Removes a custom tool; `Ok(false)` if there is none by that name.

@@ -318,23 +318,7 @@ pub async fn check(
         .map_err(|e| err(format!("cannot check the statement: {}", pg_error(&e))))?;
     let refused = |e: tokio_postgres::Error| err(refusal(&e));
     let stmt = tx.prepare_typed(&p.sql, &p.types).await.map_err(refused)?;
-    let explain = format!("EXPLAIN (FORMAT JSON) {}", p.sql);
-    let plan_stmt = tx
-        .prepare_typed(&explain, &p.types)
-        .await
-        .map_err(refused)?;
-    let params: Vec<&(dyn ToSql + Sync)> = p.types.iter().map(|_| &Null as _).collect();
-    let plan: Value = tx
-        .query_one(&plan_stmt, &params)
-        .await
-        .map_err(refused)?
-        .try_get(0)
-        .map_err(|e| err(format!("unreadable plan: {e}")))?;
-    if let Some(node) = writing_node(&plan) {
-        return Err(err(format!(
-            "the statement is not read-only (its plan has a {node} step)"
-        )));
-    }
+    explain(&tx, &p, spec).await?;
     let mut columns = Vec::new();
     for c in stmt.columns() {
         let json_type = json_type(c.type_()).ok_or_else(|| {
@@ -352,6 +336,36 @@ pub async fn check(
     }
     super::check_columns(spec, &columns)?;
     Ok(columns)
+}
+
+/// Plans the statement with `EXPLAIN` (NULL for every parameter): the
+/// executor's permission checks run, the statement does not. A plan step
+/// that writes or locks rows is refused too.
+async fn explain(
+    tx: &Transaction<'_>,
+    p: &Prepared,
+    spec: &ToolSpec,
+) -> Result<(), DefinitionError> {
+    let err = |reason: String| DefinitionError::new(&spec.name, "sql", reason);
+    let refused = |e: tokio_postgres::Error| err(refusal(&e));
+    let explain = format!("EXPLAIN (FORMAT JSON) {}", p.sql);
+    let plan_stmt = tx
+        .prepare_typed(&explain, &p.types)
+        .await
+        .map_err(refused)?;
+    let params: Vec<&(dyn ToSql + Sync)> = p.types.iter().map(|_| &Null as _).collect();
+    let plan: Value = tx
+        .query_one(&plan_stmt, &params)
+        .await
+        .map_err(refused)?
+        .try_get(0)
+        .map_err(|e| err(format!("unreadable plan: {e}")))?;
+    if let Some(node) = writing_node(&plan) {
+        return Err(err(format!(
+            "the statement is not read-only (its plan has a {node} step)"
+        )));
+    }
+    Ok(())
 }
 
 /// The reason for a statement PostgreSQL refused, with its hint.

@@ -70,10 +70,14 @@ pub enum Command {
 /// Flags of `tools`.
 #[derive(Debug, Args)]
 pub struct ToolsArgs {
-    /// Database URL, as given to the server: sqlite://PATH, or
-    /// postgres://… (built-in tools only: list, enable, disable, history).
+    /// Database URL, as given to the server: sqlite://PATH or postgres://….
     #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE, global = true)]
     pub database: String,
+
+    /// PostgreSQL: the role custom tools' statements run as (created with
+    /// SELECT on the directory tables when the user may; see the README).
+    #[arg(long, env = "EMPLOYEE_MCP_CUSTOM_READER_ROLE", default_value = crate::custom::postgres::DEFAULT_READER_ROLE, global = true)]
+    pub custom_reader_role: String,
 
     /// Who makes the change, for the catalogue's history (default: the OS
     /// user, from USER or LOGNAME).
@@ -261,6 +265,16 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..=64)
     )]
     pub custom_query_connections: u64,
+
+    /// PostgreSQL: the role custom tools' statements run as, with SELECT on
+    /// the directory tables only; created at start when the user may (else
+    /// the log prints the SQL a DBA must run; see the README).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_CUSTOM_READER_ROLE",
+        default_value = crate::custom::postgres::DEFAULT_READER_ROLE
+    )]
+    pub custom_reader_role: String,
 
     /// Write the address actually bound (useful with port 0) to this file.
     #[arg(long, hide = true)]

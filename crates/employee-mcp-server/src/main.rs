@@ -341,7 +341,7 @@ fn build_server(
 }
 
 /// Serves the catalogue's tool set (built-ins minus the disabled ones,
-/// plus custom SQL tools on SQLite) and keeps following it. On an in-memory
+/// plus custom SQL tools) and keeps following it. On an in-memory
 /// database, which no other process can reach, the built-ins are served
 /// as they are.
 async fn start_catalog(
@@ -349,9 +349,7 @@ async fn start_catalog(
     server: &Server,
     builtins: Vec<mcp_server::Tool>,
 ) -> Result<Option<catalog::watch::Watcher>, String> {
-    // Off only on an in-memory database; PostgreSQL serves the built-in
-    // part, and --tools-file there is refused by `database_file`.
-    if !cluster::is_postgres(&cli.database) || cli.tools_file.is_some() {
+    if !cluster::is_postgres(&cli.database) {
         match catalog::database_file(&cli.database) {
             Ok(_) => {}
             Err(reason) if cli.tools_file.is_none() => {
@@ -361,14 +359,30 @@ async fn start_catalog(
             Err(reason) => return Err(format!("--tools-file: {reason}")),
         }
     }
+    let role = &cli.custom_reader_role;
+    if !crate::custom::postgres::valid_role(role) {
+        return Err(format!(
+            "--custom-reader-role {role:?}: use lowercase letters, digits and '_' (at most 63)"
+        ));
+    }
     let store = catalog::Store::open(&cli.database).await?;
+    // Without the reader role custom tools cannot run; built-ins can, so
+    // only a --tools-file start (which must serve its tools) fails.
+    if let Err(reason) = store.ensure_reader(role).await {
+        if cli.tools_file.is_some() {
+            return Err(format!("--tools-file: {reason}"));
+        }
+        tracing::warn!(%reason, "custom SQL tools cannot run until the reader role is set up");
+    }
     let connections = usize::try_from(cli.custom_query_connections).unwrap_or(4);
     let catalog = Arc::new(catalog::Catalog::new(
         store,
+        &cli.database,
         builtins,
         cli.max_custom_tools,
         connections,
-    ));
+        role,
+    )?);
     let actor = format!("{} (--tools-file)", catalog::command::actor(None));
     catalog::watch::start(catalog, server.clone(), cli.tools_file.clone(), actor)
         .await

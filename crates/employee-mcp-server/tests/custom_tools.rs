@@ -1,7 +1,9 @@
 //! Operator-defined read-only SQL tools, end to end on the real binary:
 //! added to a running server from a file, called through the engine
 //! (validation, scopes, redaction, audit), every refusal path, injection
-//! through parameters, row limit and timeout, and `--tools-file`.
+//! through parameters, row limit and timeout, and `--tools-file`; each case
+//! on SQLite and on PostgreSQL (`both!`), plus the PostgreSQL-only ones
+//! (the reader role, `EXPLAIN`-time refusals, two replicas).
 
 mod common;
 
@@ -9,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{
-    MODERN, Server, StdioServer, TempDb, read_stream_until, temp_path, tool_error_text, tools_cli,
-    tools_ok,
+    Backend, MODERN, Server, StdioServer, TempDb, read_stream_until, temp_path, tool_error_text,
+    tools_cli, tools_ok,
 };
 use serde_json::{Value, json};
 
@@ -53,8 +55,42 @@ required = ["last"]
 properties.last = { type = "string", maxLength = 200 }
 "#;
 
+/// Runs `case` on SQLite as `$sqlite` and on PostgreSQL as `$postgres`.
+macro_rules! both {
+    ($case:ident, $sqlite:ident, $postgres:ident) => {
+        #[tokio::test]
+        async fn $sqlite() {
+            $case(Backend::Sqlite).await;
+        }
+
+        #[tokio::test]
+        async fn $postgres() {
+            $case(Backend::Postgres).await;
+        }
+    };
+}
+
+/// A private seeded database on `backend`.
+async fn seeded(backend: Backend) -> TempDb {
+    tokio::task::spawn_blocking(move || TempDb::seeded_on(backend))
+        .await
+        .expect("create the test database")
+}
+
 /// A fingerprint of the directory: rows of every table we care about.
 fn fingerprint(db: &TempDb) -> (i64, i64, String) {
+    if let Some(url) = &db.postgres {
+        let count = |t: &str| -> i64 {
+            common::pg::psql(url, &format!("SELECT count(*) FROM {t}"))
+                .parse()
+                .expect("count")
+        };
+        let names = common::pg::psql(
+            url,
+            "SELECT string_agg(id || last_name || salary, ',' ORDER BY id) FROM employees",
+        );
+        return (count("employees"), count("departments"), names);
+    }
     let conn = rusqlite::Connection::open(&db.path).expect("open db");
     let employees: i64 = conn
         .query_row("SELECT count(*) FROM employees", [], |r| r.get(0))
@@ -64,7 +100,7 @@ fn fingerprint(db: &TempDb) -> (i64, i64, String) {
         .expect("count");
     let names: String = conn
         .query_row(
-            "SELECT group_concat(id || last_name || salary, ',') FROM employees",
+            "SELECT group_concat(id || last_name || salary, ',') FROM (SELECT * FROM employees ORDER BY id)",
             [],
             |r| r.get(0),
         )
@@ -72,9 +108,14 @@ fn fingerprint(db: &TempDb) -> (i64, i64, String) {
     (employees, departments, names)
 }
 
-#[tokio::test]
-async fn adding_a_file_makes_tools_callable_and_announces_list_changed() {
-    let server = Server::start().await;
+both!(
+    adding_a_file_makes_tools_callable_and_announces_list_changed_case,
+    adding_a_file_makes_tools_callable_and_announces_list_changed,
+    on_postgres_adding_a_file_makes_tools_callable_and_announces_list_changed
+);
+
+async fn adding_a_file_makes_tools_callable_and_announces_list_changed_case(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let mut listen = server.listen_tools().await;
     let out = tools_ok(
         server.db(),
@@ -170,9 +211,14 @@ async fn adding_a_file_makes_tools_callable_and_announces_list_changed() {
     );
 }
 
-#[tokio::test]
-async fn every_refusal_names_the_field_and_changes_nothing() {
-    let db = TempDb::seeded();
+both!(
+    every_refusal_names_the_field_and_changes_nothing_case,
+    every_refusal_names_the_field_and_changes_nothing,
+    on_postgres_every_refusal_names_the_field_and_changes_nothing
+);
+
+async fn every_refusal_names_the_field_and_changes_nothing_case(backend: Backend) {
+    let db = seeded(backend).await;
     let sel = "SELECT id AS employeeId FROM employees WHERE last_name = :last";
     let cases: Vec<(&str, String, &str)> = vec![
         (
@@ -250,11 +296,6 @@ async fn every_refusal_names_the_field_and_changes_nothing() {
             "not allowed in a read-only tool",
         ),
         (
-            "pragma function",
-            tool("t", "SELECT name FROM pragma_table_info('employees')", ""),
-            "not allowed in a read-only tool",
-        ),
-        (
             "audit_log",
             tool("t", "SELECT tool FROM audit_log", ""),
             "not allowed in a read-only tool",
@@ -305,6 +346,15 @@ async fn every_refusal_names_the_field_and_changes_nothing() {
             "not allowed in a read-only tool",
         ),
     ];
+    let mut cases = cases;
+    cases.extend(match backend {
+        Backend::Sqlite => sqlite_refusals(),
+        Backend::Postgres => postgres_refusals(),
+    });
+    // A server creates the audit trail (and on PostgreSQL the mcp_* tables)
+    // the statements try to read.
+    let server = Server::start_on(db.share(), &[]).await;
+    drop(server);
     let before = fingerprint(&db);
     for (what, text, reason) in &cases {
         let file = ToolFile::new(text);
@@ -320,9 +370,121 @@ async fn every_refusal_names_the_field_and_changes_nothing() {
     assert_eq!(fingerprint(&db), before);
 }
 
-#[tokio::test]
-async fn injection_through_parameters_returns_data_or_an_error_never_a_change() {
-    let server = Server::start().await;
+fn sqlite_refusals() -> Vec<(&'static str, String, &'static str)> {
+    vec![(
+        "pragma function",
+        tool("t", "SELECT name FROM pragma_table_info('employees')", ""),
+        "not allowed in a read-only tool",
+    )]
+}
+
+/// What only PostgreSQL can be asked: refused by the reader role's
+/// permissions under `EXPLAIN`, or by the statement checks before it.
+fn postgres_refusals() -> Vec<(&'static str, String, &'static str)> {
+    let refused = "not allowed in a read-only tool";
+    vec![
+        (
+            "data-modifying CTE",
+            tool(
+                "t",
+                "WITH gone AS (DELETE FROM employees WHERE last_name = :last RETURNING id) SELECT id FROM gone",
+                BY_LAST_NAME,
+            ),
+            refused,
+        ),
+        (
+            "for update",
+            tool("t", "SELECT id FROM employees FOR UPDATE", ""),
+            refused,
+        ),
+        (
+            "for share in a subquery",
+            tool(
+                "t",
+                "SELECT id FROM (SELECT id FROM employees FOR SHARE) AS e",
+                "",
+            ),
+            refused,
+        ),
+        (
+            "mcp_ table",
+            tool("t", "SELECT count(*) AS n FROM mcp_sessions", ""),
+            refused,
+        ),
+        (
+            "catalogue generation",
+            tool("t", "SELECT generation FROM tool_catalog_generation", ""),
+            refused,
+        ),
+        (
+            "set_config undoing the role",
+            tool("t", "SELECT set_config('role', 'postgres', true) AS r", ""),
+            "calls set_config()",
+        ),
+        (
+            "quoted set_config",
+            tool(
+                "t",
+                "SELECT \"set_config\"('role', 'postgres', true) AS r",
+                "",
+            ),
+            "calls set_config()",
+        ),
+        (
+            "set_config hidden after an E-string",
+            tool(
+                "t",
+                "SELECT E'\\\\'' AS a, set_config('role', 'postgres', true) AS r",
+                "",
+            ),
+            "calls set_config()",
+        ),
+        (
+            "nextval",
+            tool(
+                "t",
+                "SELECT nextval('tool_catalog_changes_id_seq') AS n",
+                "",
+            ),
+            "calls nextval()",
+        ),
+        (
+            "SQL run from text",
+            tool(
+                "t",
+                "SELECT query_to_xml('SELECT 1', true, true, '') AS x",
+                "",
+            ),
+            "calls query_to_xml()",
+        ),
+        (
+            "create table as",
+            tool("t", "CREATE TABLE stolen AS SELECT * FROM employees", ""),
+            refused,
+        ),
+        (
+            "dollar quoting",
+            tool("t", "SELECT $$x$$ AS a", ""),
+            "no `$`",
+        ),
+        (
+            "a type custom tools do not return",
+            tool("t", "SELECT interval '1 day' AS i", ""),
+            "cast it",
+        ),
+    ]
+}
+
+both!(
+    injection_through_parameters_returns_data_or_an_error_never_a_change_case,
+    injection_through_parameters_returns_data_or_an_error_never_a_change,
+    on_postgres_injection_through_parameters_returns_data_or_an_error_never_a_change
+);
+
+async fn injection_through_parameters_returns_data_or_an_error_never_a_change_case(
+    backend: Backend,
+) {
+    let server = Server::start_backend(backend).await;
     let file = ToolFile::new(&tool(
         "by-last-name",
         "SELECT id AS employeeId, last_name AS lastName FROM employees WHERE last_name = :last",
@@ -369,9 +531,14 @@ async fn injection_through_parameters_returns_data_or_an_error_never_a_change() 
     assert_eq!(fingerprint(server.db()), before);
 }
 
-#[tokio::test]
-async fn row_limit_and_timeout_are_enforced() {
-    let server = Server::start().await;
+both!(
+    row_limit_and_timeout_are_enforced_case,
+    row_limit_and_timeout_are_enforced,
+    on_postgres_row_limit_and_timeout_are_enforced
+);
+
+async fn row_limit_and_timeout_are_enforced_case(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < :n) SELECT count(*) AS n FROM c";
     let text = tool(
         "five-employees",
@@ -414,9 +581,14 @@ async fn row_limit_and_timeout_are_enforced() {
     assert_eq!(alive["structuredContent"]["employeeId"], "AliceJohnson");
 }
 
-#[tokio::test]
-async fn an_in_flight_call_finishes_when_its_tool_is_disabled() {
-    let server = Server::start().await;
+both!(
+    an_in_flight_call_finishes_when_its_tool_is_disabled_case,
+    an_in_flight_call_finishes_when_its_tool_is_disabled,
+    on_postgres_an_in_flight_call_finishes_when_its_tool_is_disabled
+);
+
+async fn an_in_flight_call_finishes_when_its_tool_is_disabled_case(backend: Backend) {
+    let server = Server::start_backend(backend).await;
     let slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < :n) SELECT count(*) AS n FROM c";
     let file = ToolFile::new(&tool(
         "slow-count",
@@ -450,9 +622,14 @@ async fn an_in_flight_call_finishes_when_its_tool_is_disabled() {
     assert_eq!(after.error_code(), -32602, "{}", after.text);
 }
 
-#[tokio::test]
-async fn scopes_and_field_redaction_apply_to_custom_tools() {
-    let db = TempDb::seeded();
+both!(
+    scopes_and_field_redaction_apply_to_custom_tools_case,
+    scopes_and_field_redaction_apply_to_custom_tools,
+    on_postgres_scopes_and_field_redaction_apply_to_custom_tools
+);
+
+async fn scopes_and_field_redaction_apply_to_custom_tools_case(backend: Backend) {
+    let db = seeded(backend).await;
     tools_ok(&db, &["add", "--file", examples().to_str().unwrap()]);
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -501,15 +678,20 @@ async fn scopes_and_field_redaction_apply_to_custom_tools() {
     );
 }
 
-#[tokio::test]
-async fn a_tools_file_is_loaded_and_watched_and_a_broken_edit_keeps_the_set() {
+both!(
+    a_tools_file_is_loaded_and_watched_and_a_broken_edit_keeps_the_set_case,
+    a_tools_file_is_loaded_and_watched_and_a_broken_edit_keeps_the_set,
+    on_postgres_a_tools_file_is_loaded_and_watched_and_a_broken_edit_keeps_the_set
+);
+
+async fn a_tools_file_is_loaded_and_watched_and_a_broken_edit_keeps_the_set_case(backend: Backend) {
     let first = tool(
         "file-one",
         "SELECT id AS employeeId FROM employees ORDER BY id LIMIT 1",
         "",
     );
     let file = ToolFile::new(&first);
-    let server = Server::start_with(&["--tools-file", file.arg()]).await;
+    let server = Server::start_on(seeded(backend).await, &["--tools-file", file.arg()]).await;
     let names = server.tool_names().await;
     assert!(names.contains(&"file-one".to_owned()), "{names:?}");
     let mut listen = server.listen_tools().await;
@@ -539,10 +721,15 @@ async fn a_tools_file_is_loaded_and_watched_and_a_broken_edit_keeps_the_set() {
     assert!(names.contains(&"file-one".to_owned()), "{names:?}");
 }
 
-#[tokio::test]
-async fn a_broken_tools_file_stops_the_start() {
+both!(
+    a_broken_tools_file_stops_the_start_case,
+    a_broken_tools_file_stops_the_start,
+    on_postgres_a_broken_tools_file_stops_the_start
+);
+
+async fn a_broken_tools_file_stops_the_start_case(backend: Backend) {
     let file = ToolFile::new(&tool("bad", "UPDATE employees SET salary = 1", ""));
-    let db = TempDb::seeded();
+    let db = seeded(backend).await;
     let out = std::process::Command::new(common::BIN)
         .args([
             "--listen",
@@ -559,9 +746,14 @@ async fn a_broken_tools_file_stops_the_start() {
     assert!(err.contains("not allowed in a read-only tool"), "{err}");
 }
 
-#[tokio::test]
-async fn the_custom_tool_bound_is_enforced() {
-    let db = TempDb::seeded();
+both!(
+    the_custom_tool_bound_is_enforced_case,
+    the_custom_tool_bound_is_enforced,
+    on_postgres_the_custom_tool_bound_is_enforced
+);
+
+async fn the_custom_tool_bound_is_enforced_case(backend: Backend) {
+    let db = seeded(backend).await;
     let text = tool("one", "SELECT 1 AS x", "") + &tool("two", "SELECT 2 AS x", "");
     let file = ToolFile::new(&text);
     let (ok, _, err) = tools_cli(
@@ -571,4 +763,201 @@ async fn the_custom_tool_bound_is_enforced() {
     assert!(!ok);
     assert!(err.contains("over the limit of 1"), "{err}");
     assert_eq!(tools_ok(&db, &["list", "--json"]).lines().count(), 8);
+}
+
+/// The server still answers a built-in call.
+async fn assert_serving(server: &Server) {
+    let alive = server
+        .call_tool(
+            "get-employee-details",
+            json!({"employeeId": "AliceJohnson"}),
+        )
+        .await;
+    assert_eq!(
+        alive["structuredContent"]["employeeId"], "AliceJohnson",
+        "{alive}"
+    );
+}
+
+/// Waits until `server` serves `name`.
+async fn wait_for_tool(server: &Server, name: &str) {
+    let deadline = Instant::now() + common::TIMEOUT;
+    while !server.tool_names().await.contains(&name.to_owned()) {
+        assert!(Instant::now() < deadline, "{name} never served");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn on_postgres_a_sleeping_statement_is_stopped_at_its_timeout() {
+    let server = Server::start_backend(Backend::Postgres).await;
+    let file = ToolFile::new(&tool(
+        "sleepy",
+        "SELECT 1 AS x FROM pg_sleep(:seconds)",
+        "timeout_ms = 300\n[tool.parameters]\nproperties.seconds = { type = \"number\", minimum = 0 }",
+    ));
+    tools_ok(server.db(), &["add", "--file", file.arg()]);
+    wait_for_tool(&server, "sleepy").await;
+    let quick = server.call_tool("sleepy", json!({"seconds": 0})).await;
+    assert_eq!(quick["structuredContent"]["rows"][0]["x"], 1, "{quick}");
+    let stopped = server.call_tool("sleepy", json!({"seconds": 30})).await;
+    let text = tool_error_text(&stopped);
+    assert!(
+        text.contains("longer than its limit of 300 ms"),
+        "{stopped}"
+    );
+    // Nothing of PostgreSQL's own wording reaches the client.
+    assert!(!text.contains("statement timeout"), "{text}");
+    assert_serving(&server).await;
+}
+
+#[tokio::test]
+async fn on_postgres_statement_errors_are_tool_errors_without_internals() {
+    let server = Server::start_backend(Backend::Postgres).await;
+    let file = ToolFile::new(&tool(
+        "divide",
+        "SELECT 10 / :d AS q, :day::date AS day, round(10::numeric / :d, 2) AS exact",
+        "[tool.parameters]\nproperties.d = { type = \"integer\" }\nproperties.day = { type = \"string\" }",
+    ));
+    tools_ok(server.db(), &["add", "--file", file.arg()]);
+    wait_for_tool(&server, "divide").await;
+    let ok = server
+        .call_tool("divide", json!({"d": 4, "day": "2026-02-03"}))
+        .await;
+    assert_eq!(
+        ok["structuredContent"]["rows"][0],
+        json!({"q": 2, "day": "2026-02-03", "exact": 2.5}),
+        "{ok}"
+    );
+    let zero = server
+        .call_tool("divide", json!({"d": 0, "day": "2026-02-03"}))
+        .await;
+    assert_eq!(zero["isError"], true, "{zero}");
+    let bad_date = server
+        .call_tool("divide", json!({"d": 1, "day": "not-a-date"}))
+        .await;
+    assert!(
+        tool_error_text(&bad_date).contains("refused an argument"),
+        "{bad_date}"
+    );
+    for r in [&zero, &bad_date] {
+        let text = tool_error_text(r);
+        assert!(
+            !text.contains("postgres") && !text.contains("SQLSTATE"),
+            "{text}"
+        );
+    }
+    assert_serving(&server).await;
+}
+
+/// Two replicas on one database: a tool added through the CLI is announced
+/// and callable on both, and its removal reaches both.
+#[tokio::test]
+async fn on_postgres_a_tool_added_once_is_served_by_every_replica() {
+    let db = seeded(Backend::Postgres).await;
+    let one = Server::start_on(db.share(), &[]).await;
+    let two = Server::start_on(db, &[]).await;
+    let mut listen_one = one.listen_tools().await;
+    let mut listen_two = two.listen_tools().await;
+    tools_ok(two.db(), &["add", "--file", examples().to_str().unwrap()]);
+    read_stream_until(&mut listen_one, "notifications/tools/list_changed").await;
+    read_stream_until(&mut listen_two, "notifications/tools/list_changed").await;
+    let args = json!({"since": "2026-01-01"});
+    let a = one.call_tool("new-hires-since", args.clone()).await;
+    let b = two.call_tool("new-hires-since", args).await;
+    assert!(
+        a["structuredContent"]["rows"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty()),
+        "{a}"
+    );
+    assert_eq!(a["structuredContent"], b["structuredContent"]);
+    tools_ok(one.db(), &["remove", "new-hires-since"]);
+    read_stream_until(&mut listen_two, "notifications/tools/list_changed").await;
+    assert!(
+        !two.tool_names()
+            .await
+            .contains(&"new-hires-since".to_owned())
+    );
+}
+
+/// The shipped examples answer the same on both backends.
+#[tokio::test]
+async fn the_examples_return_the_same_results_on_both_backends() {
+    let sqlite = Server::start_backend(Backend::Sqlite).await;
+    let postgres = Server::start_backend(Backend::Postgres).await;
+    for server in [&sqlite, &postgres] {
+        tools_ok(
+            server.db(),
+            &["add", "--file", examples().to_str().unwrap()],
+        );
+        wait_for_tool(server, "headcount-by-location").await;
+    }
+    let calls = [
+        ("new-hires-since", json!({"since": "2025-06-01"})),
+        ("headcount-by-location", json!({})),
+        (
+            "headcount-by-location",
+            json!({"department": "engineering"}),
+        ),
+    ];
+    for (name, args) in calls {
+        let a = sqlite.call_tool(name, args.clone()).await;
+        let b = postgres.call_tool(name, args).await;
+        let rows = a["structuredContent"]["rows"].as_array().expect("rows");
+        assert!(!rows.is_empty(), "{a}");
+        assert_eq!(a["structuredContent"], b["structuredContent"], "{name}");
+    }
+}
+
+/// A user that may not create roles gets the exact SQL a DBA must run; once
+/// it has run, the same command works.
+#[tokio::test]
+async fn on_postgres_a_user_without_role_rights_is_told_the_grants() {
+    let admin = common::pg::fresh_database();
+    let pid = std::process::id();
+    let (user, role) = (format!("owner_{pid}"), format!("reader_{pid}"));
+    let dbname = admin.rsplit('/').next().expect("db name").to_owned();
+    common::pg::psql(&admin, &format!("CREATE ROLE {user} LOGIN"));
+    common::pg::psql(&admin, &format!("ALTER DATABASE {dbname} OWNER TO {user}"));
+    common::pg::psql(&admin, &format!("ALTER SCHEMA public OWNER TO {user}"));
+    let url = admin.replacen("postgres@", &format!("{user}@"), 1);
+    assert_ne!(url, admin, "the scratch URL names its user");
+    let db = TempDb::postgres_at(&url);
+    let file = ToolFile::new(&tool("one", "SELECT count(*) AS n FROM employees", ""));
+    let args = [
+        "validate",
+        "--file",
+        file.arg(),
+        "--custom-reader-role",
+        role.as_str(),
+    ];
+    let (ok, _, err) = tools_cli(&db, &args);
+    assert!(!ok);
+    assert!(err.contains("a DBA must run once"), "{err}");
+    let sql: String = err
+        .lines()
+        .skip_while(|l| !l.starts_with("CREATE ROLE"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(sql.contains(&format!("GRANT {role} TO {user}")), "{err}");
+    assert!(
+        !sql.contains("audit_log") && !sql.contains("tool_catalog"),
+        "{sql}"
+    );
+    // The DBA runs it as the superuser, and nothing else is needed.
+    for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        common::pg::psql(&admin, statement);
+    }
+    let out = tools_ok(&db, &args);
+    assert!(out.contains("ok: one"), "{out}");
+    // The role reads the directory and nothing else.
+    let can = |t: &str| {
+        common::pg::psql(
+            &admin,
+            &format!("SELECT has_table_privilege('{role}', '{t}', 'SELECT')"),
+        )
+    };
+    assert_eq!(can("employees"), "t");
+    assert_eq!(can("tool_catalog"), "f");
 }

@@ -9,11 +9,10 @@ use std::sync::Arc;
 use employee_directory::{Directory, SystemClock};
 use serde_json::json;
 
-use super::{Store, open_rw, store};
+use super::{Store, store};
 use crate::cli::{ToolsAction, ToolsArgs};
+use crate::custom::Checked;
 use crate::custom::spec::{self, ToolSpec};
-use crate::custom::sqlite::open_read_only;
-use crate::custom::{self, Checked};
 
 /// Who makes a change: `--actor`, else the OS user.
 pub fn actor(explicit: Option<&str>) -> String {
@@ -65,31 +64,21 @@ pub async fn run(args: &ToolsArgs) -> Result<(), String> {
             }
             Ok(())
         }
-        // Custom SQL tools: SQLite only for now.
-        action => {
-            let path = store
-                .sqlite_path()
-                .ok_or(super::POSTGRES_LIMITATION)?
-                .to_owned();
-            tokio::task::spawn_blocking(move || custom_blocking(&path, &builtins, &actor, action))
-                .await
-                .map_err(|e| e.to_string())?
-        }
+        action => custom(&store, &args.custom_reader_role, &builtins, &actor, action).await,
     }
 }
 
-/// The custom-tool actions (SQLite only).
-fn custom_blocking(
-    path: &Path,
+/// The custom-tool actions.
+async fn custom(
+    store: &Store,
+    role: &str,
     builtins: &[String],
     actor: &str,
     action: ToolsAction,
 ) -> Result<(), String> {
-    let mut conn = open_rw(path)?;
-    let db = |e: rusqlite::Error| format!("tool catalogue: {e}");
     match action {
         ToolsAction::Validate { file } => {
-            let checked = check_file(path, &file, builtins, &conn)?;
+            let checked = check_file(store, role, &file, builtins).await?;
             for c in &checked {
                 println!(
                     "ok: {} ({} parameter(s), {} column(s))",
@@ -104,24 +93,25 @@ fn custom_blocking(
             file,
             max_custom_tools,
         } => {
-            let checked = check_file(path, &file, builtins, &conn)?;
+            let checked = check_file(store, role, &file, builtins).await?;
             let specs: Vec<ToolSpec> = checked.into_iter().map(|c| c.spec).collect();
-            store::put_custom(&mut conn, &specs, "cli", false, actor, max_custom_tools)?;
-            for s in &specs {
-                println!("added {}", s.name);
+            let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+            store
+                .put_custom(specs, "cli".into(), false, actor, max_custom_tools)
+                .await?;
+            for name in names {
+                println!("added {name}");
             }
             Ok(())
         }
-        ToolsAction::Remove { name } => {
-            match store::remove_custom(&mut conn, &name, actor).map_err(db)? {
-                true => {
-                    println!("removed {name}");
-                    Ok(())
-                }
-                false => Err(format!("no custom tool named {name:?}; see `tools list`")),
+        ToolsAction::Remove { name } => match store.remove_custom(&name, actor).await? {
+            true => {
+                println!("removed {name}");
+                Ok(())
             }
-        }
-        ToolsAction::Show { name } => show(&conn, &name),
+            false => Err(format!("no custom tool named {name:?}; see `tools list`")),
+        },
+        ToolsAction::Show { name } => show(&store.entries().await?, &name),
         ToolsAction::List { .. }
         | ToolsAction::Enable { .. }
         | ToolsAction::Disable { .. }
@@ -131,11 +121,11 @@ fn custom_blocking(
 
 /// Parses and checks a definition file against the database; every
 /// check runs before anything changes.
-fn check_file(
-    db_path: &Path,
+async fn check_file(
+    store: &Store,
+    role: &str,
     file: &Path,
     builtins: &[String],
-    conn: &rusqlite::Connection,
 ) -> Result<Vec<Checked>, String> {
     let meta =
         std::fs::metadata(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
@@ -150,10 +140,13 @@ fn check_file(
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let specs = spec::parse_file(&text).map_err(|e| e.to_string())?;
     let mut taken = builtins.to_vec();
-    let entries = store::entries(conn).map_err(|e| format!("tool catalogue: {e}"))?;
-    taken.extend(entries.into_iter().map(|e| e.name));
-    let checker = open_read_only(db_path)?;
-    custom::check_all(&checker, specs, &taken).map_err(|e| e.to_string())
+    taken.extend(store.entries().await?.into_iter().map(|e| e.name));
+    store.ensure_reader(role).await?;
+    store
+        .checker(role)
+        .check_all(specs, &taken)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 async fn toggle(
@@ -229,8 +222,7 @@ fn list(entries: &[store::Entry], builtins: &[String], as_json: bool) -> Result<
     Ok(())
 }
 
-fn show(conn: &rusqlite::Connection, name: &str) -> Result<(), String> {
-    let entries = store::entries(conn).map_err(|e| format!("tool catalogue: {e}"))?;
+fn show(entries: &[store::Entry], name: &str) -> Result<(), String> {
     let entry = entries
         .iter()
         .find(|e| e.name == name && e.kind == "custom")

@@ -8,8 +8,8 @@
 //! announces `list_changed` to that process's listeners.
 //!
 //! The tables live behind [`Store`]: the directory's SQLite file, or its
-//! PostgreSQL database (there only built-ins are enabled and disabled;
-//! custom SQL tools are refused with [`POSTGRES_LIMITATION`]).
+//! PostgreSQL database; custom tools' statements are checked by the
+//! matching [`Checker`] and run by the matching [`Runner`].
 
 pub mod command;
 pub mod pg;
@@ -25,14 +25,10 @@ use mcp_server::Tool;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::custom::spec::ToolSpec;
-use crate::custom::sqlite::{Executor, open_read_only};
-use crate::custom::{self, Checked};
+use crate::custom::{Checker, Runner, postgres, sqlite};
 
 /// Default of `--max-custom-tools`.
 pub const DEFAULT_MAX_CUSTOM_TOOLS: usize = 200;
-
-/// Why custom SQL tools are refused on PostgreSQL.
-pub const POSTGRES_LIMITATION: &str = "custom SQL tools (tools add/remove/show/validate, --tools-file) are not available on PostgreSQL yet; on PostgreSQL the catalogue only enables and disables built-in tools (tools list/enable/disable/history)";
 
 /// Connections the catalogue keeps on PostgreSQL: the watcher polls on
 /// one; the CLI uses one.
@@ -41,6 +37,9 @@ const PG_POOL_SIZE: usize = 2;
 /// How long a PostgreSQL round trip may take before a tick counts as
 /// failed (the watcher then retries on the next one).
 const PG_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Longest a custom query waits for a connection of its pool.
+const PG_QUERY_WAIT: Duration = Duration::from_secs(30);
 
 /// Where the catalogue tables live. One code path for the watcher and the
 /// CLI; only the storage differs.
@@ -75,11 +74,64 @@ impl Store {
         Ok(Store::Sqlite(path))
     }
 
-    /// The SQLite file, if the catalogue is on one.
-    pub fn sqlite_path(&self) -> Option<&Path> {
+    /// Where custom tools' statements are checked, run as `role` on
+    /// PostgreSQL.
+    pub fn checker(&self, role: &str) -> Checker {
         match self {
-            Store::Sqlite(path) => Some(path),
-            Store::Postgres(_) => None,
+            Store::Sqlite(path) => Checker::Sqlite(path.clone()),
+            Store::Postgres(pool) => Checker::Postgres {
+                pool: pool.clone(),
+                role: role.to_owned(),
+            },
+        }
+    }
+
+    /// Sets up the reader role custom statements run as (PostgreSQL; SQLite
+    /// needs nothing).
+    pub async fn ensure_reader(&self, role: &str) -> Result<(), String> {
+        match self {
+            Store::Sqlite(_) => Ok(()),
+            Store::Postgres(pool) => postgres::ensure_reader(pool, role).await,
+        }
+    }
+
+    /// Stores checked custom tools from `source` (see [`store::put_custom`]).
+    pub async fn put_custom(
+        &self,
+        specs: Vec<ToolSpec>,
+        source: String,
+        sync: bool,
+        actor: &str,
+        max_custom: usize,
+    ) -> Result<bool, String> {
+        match self {
+            Store::Sqlite(path) => {
+                let (path, actor) = (path.clone(), actor.to_owned());
+                blocking(move || {
+                    let mut conn = open_rw(&path)?;
+                    store::put_custom(&mut conn, &specs, &source, sync, &actor, max_custom)
+                })
+                .await
+            }
+            Store::Postgres(pool) => {
+                pg::put_custom(pool, &specs, &source, sync, actor, max_custom).await
+            }
+        }
+    }
+
+    /// Removes a custom tool; `Ok(false)` if there is none by that name.
+    pub async fn remove_custom(&self, name: &str, actor: &str) -> Result<bool, String> {
+        match self {
+            Store::Sqlite(path) => {
+                let (path, name, actor) = (path.clone(), name.to_owned(), actor.to_owned());
+                blocking(move || {
+                    let mut conn = open_rw(&path)?;
+                    store::remove_custom(&mut conn, &name, &actor)
+                        .map_err(|e| format!("tool catalogue: {e}"))
+                })
+                .await
+            }
+            Store::Postgres(pool) => pg::remove_custom(pool, name, actor).await,
         }
     }
 
@@ -160,7 +212,9 @@ pub fn database_file(url: &str) -> Result<PathBuf, String> {
             "the tool catalogue needs a database file (sqlite://PATH), not an in-memory database"
                 .into(),
         ),
-        crate::audit::Location::Postgres(_) => Err(POSTGRES_LIMITATION.into()),
+        crate::audit::Location::Postgres(_) => {
+            Err("a PostgreSQL URL names no database file".into())
+        }
     }
 }
 
@@ -190,35 +244,60 @@ pub fn open_catalog_reader(path: &Path) -> Result<Connection, String> {
 pub struct Catalog {
     store: Store,
     builtins: Vec<Tool>,
-    /// Runs custom tools' queries; SQLite only.
-    executor: Option<Arc<Executor>>,
+    /// Checks stored custom tools against the database before serving them.
+    checker: Checker,
+    /// Runs custom tools' queries.
+    runner: Arc<Runner>,
     max_custom: usize,
 }
 
 impl Catalog {
-    /// A catalogue in `store`, serving `builtins` (minus the disabled ones)
-    /// and, on SQLite, at most `max_custom` custom tools, whose queries run
-    /// on at most `max_connections` connections.
+    /// A catalogue in `store` (on the database at `url`), serving
+    /// `builtins` (minus the disabled ones) and at most `max_custom` custom
+    /// tools, whose queries run on at most `max_connections` connections,
+    /// as `role` on PostgreSQL.
     pub fn new(
         store: Store,
+        url: &str,
         builtins: Vec<Tool>,
         max_custom: usize,
         max_connections: usize,
-    ) -> Self {
-        let executor = store
-            .sqlite_path()
-            .map(|path| Arc::new(Executor::new(path.to_owned(), max_connections)));
-        Self {
+        role: &str,
+    ) -> Result<Self, String> {
+        let runner = match &store {
+            Store::Sqlite(path) => Runner::Sqlite(Arc::new(sqlite::Executor::new(
+                path.to_owned(),
+                max_connections,
+            ))),
+            // Waiting for a free connection is bounded by the call timeout;
+            // the pool's own timeout only guards against a lost server.
+            Store::Postgres(_) => Runner::Postgres(Arc::new(postgres::Executor::new(
+                crate::cluster::pool(url, max_connections.max(1), PG_QUERY_WAIT)?,
+                role.to_owned(),
+            ))),
+        };
+        Ok(Self {
+            checker: store.checker(role),
             store,
             builtins,
-            executor,
+            runner: Arc::new(runner),
             max_custom,
-        }
+        })
     }
 
     /// Where the catalogue lives.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Where custom tools are checked.
+    pub fn checker(&self) -> &Checker {
+        &self.checker
+    }
+
+    /// Most custom tools served.
+    pub fn max_custom(&self) -> usize {
+        self.max_custom
     }
 
     /// Names of the built-in tools.
@@ -239,42 +318,20 @@ impl Catalog {
     }
 
     /// Reads the catalogue and builds the tool set it describes, with the
-    /// generation it was read at.
+    /// generation it was read at. A custom tool that no longer checks (the
+    /// schema changed under it) is left out with a warning.
     pub async fn tool_set(self: &Arc<Self>) -> Result<(i64, Vec<Tool>), String> {
-        match &self.store {
-            Store::Sqlite(path) => {
-                let (me, path) = (Arc::clone(self), path.clone());
-                blocking(move || {
-                    let conn = open_catalog_reader(&path)?;
-                    me.sqlite_tool_set(&conn, &path)
-                })
-                .await
-            }
-            // Generation first: entries read after it are at least as new,
-            // and a newer generation is applied again on the next tick.
-            Store::Postgres(pool) => {
-                let generation = pg::generation(pool).await?;
-                let entries = pg::entries(pool).await?;
-                Ok((generation, self.enabled_builtins(&entries)))
-            }
-        }
-    }
-
-    /// The SQLite tool set: built-ins and custom tools. A custom tool that
-    /// no longer checks (the schema changed under it) is left out with a
-    /// warning. Blocking.
-    fn sqlite_tool_set(&self, conn: &Connection, path: &Path) -> Result<(i64, Vec<Tool>), String> {
-        let db = |e: rusqlite::Error| format!("cannot read the tool catalogue: {e}");
-        let generation = store::generation(conn).map_err(db)?;
-        let entries = store::entries(conn).map_err(db)?;
+        // Generation first: entries read after it are at least as new, and
+        // a newer generation is applied again on the next tick.
+        let generation = self.store.generation().await?;
+        let entries = self.store.entries().await?;
         let mut tools = self.enabled_builtins(&entries);
-        let checker = open_read_only(path)?;
         let custom = entries
             .iter()
             .filter(|e| e.kind == "custom" && e.enabled)
             .take(self.max_custom);
         for entry in custom {
-            match self.load_custom(&checker, entry) {
+            match self.load_custom(entry).await {
                 Ok(tool) => tools.push(tool),
                 Err(reason) => {
                     tracing::warn!(tool = %entry.name, %reason, "custom tool left out of the tool set")
@@ -284,14 +341,16 @@ impl Catalog {
         Ok((generation, tools))
     }
 
-    fn load_custom(&self, checker: &Connection, entry: &store::Entry) -> Result<Tool, String> {
-        let executor = self.executor.as_ref().ok_or(POSTGRES_LIMITATION)?;
+    async fn load_custom(&self, entry: &store::Entry) -> Result<Tool, String> {
         let json = entry.definition.as_deref().unwrap_or("");
         let spec: ToolSpec =
             serde_json::from_str(json).map_err(|e| format!("stored definition unreadable: {e}"))?;
-        let checked: Vec<Checked> = custom::check_all(checker, vec![spec], &self.builtin_names())
+        let checked = self
+            .checker
+            .check_all(vec![spec], &self.builtin_names())
+            .await
             .map_err(|e| e.to_string())?;
         let checked = checked.into_iter().next().ok_or("no definition")?;
-        Ok(custom::build(&checked, Arc::clone(executor)))
+        Ok(crate::custom::build(&checked, Arc::clone(&self.runner)))
     }
 }

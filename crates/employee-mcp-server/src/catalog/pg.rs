@@ -1,11 +1,12 @@
 //! The catalogue tables on PostgreSQL: the same three tables as
 //! [`super::store`] on SQLite, for the built-in part (enable, disable,
-//! history). Custom SQL tools stay SQLite-only for now.
+//! history) and the custom SQL tools.
 
 use deadpool_postgres::Pool;
 
 use super::store::{Change, Entry, now};
 use crate::cluster::db_message;
+use crate::custom::spec::ToolSpec;
 
 /// Serialises concurrent `CREATE … IF NOT EXISTS` of replicas and the CLI
 /// starting together (PostgreSQL 15 refuses `_` in numeric literals).
@@ -171,4 +172,166 @@ pub async fn changes(pool: &Pool, limit: u32) -> Result<Vec<Change>, String> {
             detail: r.get(4),
         })
         .collect())
+}
+
+async fn record(
+    tx: &deadpool_postgres::Transaction<'_>,
+    actor: &str,
+    action: &str,
+    tool: &str,
+    detail: Option<&str>,
+) -> Result<(), tokio_postgres::Error> {
+    tx.execute(
+        "INSERT INTO tool_catalog_changes (at, actor, action, tool, detail) VALUES ($1, $2, $3, $4, $5)",
+        &[&now(), &actor, &action, &tool, &detail],
+    )
+    .await
+    .map(drop)
+}
+
+async fn lock_and_bump(
+    tx: &deadpool_postgres::Transaction<'_>,
+) -> Result<(), tokio_postgres::Error> {
+    tx.execute(
+        "UPDATE tool_catalog_generation SET generation = generation + 1 WHERE id = 1",
+        &[],
+    )
+    .await
+    .map(drop)
+}
+
+/// Stores checked custom tools from `source`, as [`super::store::put_custom`]
+/// does on SQLite: one transaction, serialised on the generation row.
+pub async fn put_custom(
+    pool: &Pool,
+    specs: &[ToolSpec],
+    source: &str,
+    sync: bool,
+    actor: &str,
+    max_custom: usize,
+) -> Result<bool, String> {
+    let mut c = client(pool).await?;
+    let f = failed("adding custom tools");
+    let tx = c.transaction().await.map_err(&f)?;
+    // Bumping first takes the row lock that serialises catalogue changes;
+    // nothing is committed unless something changed.
+    lock_and_bump(&tx).await.map_err(&f)?;
+    let mut changed = sync
+        && remove_dropped(&tx, specs, source, actor)
+            .await
+            .map_err(&f)?;
+    for spec in specs {
+        changed |= upsert(&tx, spec, source, sync, actor).await?;
+    }
+    let count: i64 = tx
+        .query_one(
+            "SELECT count(*) FROM tool_catalog WHERE kind = 'custom'",
+            &[],
+        )
+        .await
+        .map_err(&f)?
+        .get(0);
+    if usize::try_from(count).unwrap_or(usize::MAX) > max_custom {
+        return Err(format!(
+            "the catalogue would hold {count} custom tools, over the limit of {max_custom} (--max-custom-tools); remove some first"
+        ));
+    }
+    if changed {
+        tx.commit().await.map_err(&f)?;
+    }
+    Ok(changed)
+}
+
+/// A `--tools-file` sync: removes the source's tools the file no longer
+/// has. Whether any was removed.
+async fn remove_dropped(
+    tx: &deadpool_postgres::Transaction<'_>,
+    specs: &[ToolSpec],
+    source: &str,
+    actor: &str,
+) -> Result<bool, tokio_postgres::Error> {
+    let rows = tx
+        .query(
+            "SELECT name FROM tool_catalog WHERE kind = 'custom' AND source = $1",
+            &[&source],
+        )
+        .await?;
+    let mut changed = false;
+    for name in rows.iter().map(|r| r.get::<_, String>(0)) {
+        if specs.iter().any(|s| s.name == name) {
+            continue;
+        }
+        tx.execute("DELETE FROM tool_catalog WHERE name = $1", &[&name])
+            .await?;
+        record(tx, actor, "remove", &name, Some(source)).await?;
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// Inserts or updates one definition; an unchanged definition of the same
+/// source re-syncing is left alone, a name taken by another source or a
+/// built-in is refused. Whether it changed.
+async fn upsert(
+    tx: &deadpool_postgres::Transaction<'_>,
+    spec: &ToolSpec,
+    source: &str,
+    sync: bool,
+    actor: &str,
+) -> Result<bool, String> {
+    let f = failed("adding custom tools");
+    let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+    let existing = tx
+        .query_opt(
+            "SELECT kind, definition, source FROM tool_catalog WHERE name = $1",
+            &[&spec.name],
+        )
+        .await
+        .map_err(&f)?;
+    if let Some(row) = existing {
+        let (kind, def, src): (String, Option<String>, String) =
+            (row.get(0), row.get(1), row.get(2));
+        if src != source || !sync {
+            return Err(format!(
+                "tool {:?}, field `name`: a {kind} tool with this name already exists (source {src}); remove it first or pick another name",
+                spec.name
+            ));
+        }
+        if def.as_deref() == Some(json.as_str()) {
+            return Ok(false);
+        }
+    }
+    tx.execute(
+        "INSERT INTO tool_catalog (name, kind, enabled, definition, source, updated_at, updated_by)
+         VALUES ($1, 'custom', TRUE, $2, $3, $4, $5)
+         ON CONFLICT (name) DO UPDATE SET definition = $2, updated_at = $4, updated_by = $5",
+        &[&spec.name, &json, &source, &now(), &actor],
+    )
+    .await
+    .map_err(&f)?;
+    record(tx, actor, "add", &spec.name, Some(source))
+        .await
+        .map_err(&f)?;
+    Ok(true)
+}
+
+/// Removes a custom tool; `Ok(false)` if there is none by that name.
+pub async fn remove_custom(pool: &Pool, name: &str, actor: &str) -> Result<bool, String> {
+    let mut c = client(pool).await?;
+    let f = failed("removing a custom tool");
+    let tx = c.transaction().await.map_err(&f)?;
+    let n = tx
+        .execute(
+            "DELETE FROM tool_catalog WHERE name = $1 AND kind = 'custom'",
+            &[&name],
+        )
+        .await
+        .map_err(&f)?;
+    if n == 0 {
+        return Ok(false);
+    }
+    record(&tx, actor, "remove", name, None).await.map_err(&f)?;
+    lock_and_bump(&tx).await.map_err(&f)?;
+    tx.commit().await.map_err(&f)?;
+    Ok(true)
 }

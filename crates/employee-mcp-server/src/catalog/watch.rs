@@ -15,9 +15,8 @@ use std::time::Duration;
 use mcp_server::Server;
 use tokio::sync::Notify;
 
-use super::{Catalog, POSTGRES_LIMITATION, open_rw, store};
+use super::Catalog;
 use crate::custom::spec;
-use crate::custom::sqlite::open_read_only;
 
 /// How often the generation is read (≤ 500 ms, so a change is served
 /// everywhere within a second).
@@ -51,12 +50,7 @@ pub async fn start(
     });
     if let Some(f) = file.as_mut() {
         // At start a broken file is an error: nothing was served from it yet.
-        let c = Arc::clone(&catalog);
-        let mut f2 = f.clone();
-        let synced = tokio::task::spawn_blocking(move || f2.sync(&c).map(|_| f2))
-            .await
-            .map_err(|e| e.to_string())?;
-        *f = synced?;
+        f.sync(&catalog).await?;
     }
     let applied = apply(&catalog, &server, None).await?;
     let reload = Arc::new(Notify::new());
@@ -125,18 +119,12 @@ async fn run(
     }
 }
 
-/// One `--tools-file` check, off the async threads; `None` only if the
-/// blocking task itself was lost.
+/// One `--tools-file` check; a refused edit is logged.
 async fn sync_file(catalog: &Arc<Catalog>, mut f: ToolsFile) -> Option<ToolsFile> {
-    let c = Arc::clone(catalog);
-    tokio::task::spawn_blocking(move || {
-        if let Err(reason) = f.sync(&c) {
-            tracing::warn!(file = %f.path.display(), %reason, "tools file not applied; keeping the previous tool set");
-        }
-        f
-    })
-    .await
-    .ok()
+    if let Err(reason) = f.sync(catalog).await {
+        tracing::warn!(file = %f.path.display(), %reason, "tools file not applied; keeping the previous tool set");
+    }
+    Some(f)
 }
 
 /// A `--tools-file` and the content last read from it.
@@ -150,12 +138,16 @@ struct ToolsFile {
 impl ToolsFile {
     /// Writes the file's tools to the catalogue if its content changed and
     /// checks; on any error the catalogue is left as it was.
-    fn sync(&mut self, catalog: &Catalog) -> Result<(), String> {
-        let meta = std::fs::metadata(&self.path).map_err(|e| format!("cannot read: {e}"))?;
+    async fn sync(&mut self, catalog: &Catalog) -> Result<(), String> {
+        let meta = tokio::fs::metadata(&self.path)
+            .await
+            .map_err(|e| format!("cannot read: {e}"))?;
         if meta.len() > spec::MAX_FILE_BYTES as u64 {
             return Err(format!("over {} bytes", spec::MAX_FILE_BYTES));
         }
-        let text = std::fs::read_to_string(&self.path).map_err(|e| format!("cannot read: {e}"))?;
+        let text = tokio::fs::read_to_string(&self.path)
+            .await
+            .map_err(|e| format!("cannot read: {e}"))?;
         // A content seen before (applied, or refused and logged) is not
         // tried again until the file changes.
         if self.last.as_deref() == Some(text.as_str()) {
@@ -163,21 +155,17 @@ impl ToolsFile {
         }
         self.last = Some(text.clone());
         let specs = spec::parse_file(&text).map_err(|e| e.to_string())?;
-        let path = catalog.store().sqlite_path().ok_or(POSTGRES_LIMITATION)?;
-        let checker = open_read_only(path)?;
-        let checked = crate::custom::check_all(&checker, specs, &catalog.builtin_names())
+        let checked = catalog
+            .checker()
+            .check_all(specs, &catalog.builtin_names())
+            .await
             .map_err(|e| e.to_string())?;
         let specs: Vec<spec::ToolSpec> = checked.into_iter().map(|c| c.spec).collect();
-        let mut conn = open_rw(path)?;
         let source = format!("file:{}", self.path.display());
-        store::put_custom(
-            &mut conn,
-            &specs,
-            &source,
-            true,
-            &self.actor,
-            catalog.max_custom,
-        )?;
+        catalog
+            .store()
+            .put_custom(specs, source, true, &self.actor, catalog.max_custom())
+            .await?;
         Ok(())
     }
 }

@@ -2,25 +2,158 @@
 //!
 //! A definition ([`spec`]) is checked in full before anything changes:
 //! its fields, its argument schema (compiled by the same code the server
-//! uses), and its statement on the target database ([`sqlite::check`]).
+//! uses), and its statement on the target database ([`sqlite::check`],
+//! [`postgres::check`]; [`Checker`] picks the one of the database).
 //! A checked definition becomes an ordinary [`Tool`]: calls go through the
 //! engine like the built-ins (argument validation, scopes, rate limits,
 //! timeout, redaction, sanitisation, audit).
 
+mod pg_value;
+pub mod postgres;
 pub mod spec;
 pub mod sql;
 pub mod sqlite;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use deadpool_postgres::Pool;
 use mcp_server::protocol::model::ToolAnnotations;
 use mcp_server::{CallToolResult, RegistrationError, Server, Tool, ToolError, ToolOutcome};
 use rusqlite::Connection;
 use serde_json::{Map, Value, json};
+use tokio_postgres::types::Type;
 
 use spec::{DefinitionError, ToolSpec};
-use sqlite::{Executor, OutColumn, Query, RunError};
+use sqlite::{OutColumn, Query, RunError};
+
+/// Where definitions are checked: the database their statements run on.
+#[derive(Clone)]
+pub enum Checker {
+    /// The directory's SQLite file.
+    Sqlite(PathBuf),
+    /// The directory's PostgreSQL database, and the reader role.
+    Postgres {
+        /// Connections for checking.
+        pool: Pool,
+        /// The role statements run as.
+        role: String,
+    },
+}
+
+impl Checker {
+    /// Checks definitions; `taken` are names no definition may use.
+    pub async fn check_all(
+        &self,
+        specs: Vec<ToolSpec>,
+        taken: &[String],
+    ) -> Result<Vec<Checked>, DefinitionError> {
+        match self {
+            Checker::Sqlite(path) => {
+                let (path, taken) = (path.clone(), taken.to_vec());
+                tokio::task::spawn_blocking(move || {
+                    let conn = sqlite::open_read_only(&path)
+                        .map_err(|e| DefinitionError::new("(file)", "(database)", e))?;
+                    check_all(&conn, specs, &taken)
+                })
+                .await
+                .map_err(|e| DefinitionError::new("(file)", "(database)", e.to_string()))?
+            }
+            Checker::Postgres { pool, role } => {
+                let mut out = Vec::with_capacity(specs.len());
+                for spec in specs {
+                    check_name(&spec, taken)?;
+                    let columns = postgres::check(pool, role, &spec).await?;
+                    let checked = Checked { spec, columns };
+                    check_schemas(&checked)?;
+                    out.push(checked);
+                }
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// Runs custom statements on the directory's database.
+pub enum Runner {
+    /// Read-only SQLite connections.
+    Sqlite(Arc<sqlite::Executor>),
+    /// A PostgreSQL pool, under the reader role.
+    Postgres(Arc<postgres::Executor>),
+}
+
+fn check_name(spec: &ToolSpec, taken: &[String]) -> Result<(), DefinitionError> {
+    if taken.contains(&spec.name) {
+        return Err(DefinitionError::new(
+            &spec.name,
+            "name",
+            "a tool with this name already exists (remove it first, or pick another name)",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks on the statement's text common to both backends: one
+/// statement, only named parameters, every one declared and every
+/// declared one used.
+pub fn check_parameters(spec: &ToolSpec, scan: &sql::Scan) -> Result<(), DefinitionError> {
+    let err = |reason: String| DefinitionError::new(&spec.name, "sql", reason);
+    if scan.several_statements {
+        return Err(err(
+            "exactly one statement is allowed; remove everything after the ';'".into(),
+        ));
+    }
+    if scan.positional {
+        return Err(err(
+            "use named parameters (:name), not ?, ?1, @name or $1".into()
+        ));
+    }
+    let declared = spec.parameter_names();
+    if let Some((name, _)) = scan.parameters.iter().find(|(n, _)| !declared.contains(n)) {
+        return Err(err(format!(
+            "parameter :{name} is not declared in [tool.parameters] properties"
+        )));
+    }
+    if let Some(name) = declared
+        .iter()
+        .find(|d| !scan.parameters.iter().any(|(n, _)| n == *d))
+    {
+        return Err(DefinitionError::new(
+            &spec.name,
+            "parameters",
+            format!("parameter {name:?} is declared but the SQL never uses :{name}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks on the result columns common to both backends: at least one,
+/// distinct names, every `field_scopes` key among them.
+pub fn check_columns(spec: &ToolSpec, columns: &[OutColumn]) -> Result<(), DefinitionError> {
+    let err = |reason: String| DefinitionError::new(&spec.name, "sql", reason);
+    if columns.is_empty() {
+        return Err(err("the statement returns no columns".into()));
+    }
+    for (i, c) in columns.iter().enumerate() {
+        if columns[..i].iter().any(|o| o.name == c.name) {
+            return Err(err(format!(
+                "column {:?} appears twice; give each column its own name with AS",
+                c.name
+            )));
+        }
+    }
+    for column in spec.field_scopes.keys() {
+        if !columns.iter().any(|c| &c.name == column) {
+            return Err(DefinitionError::new(
+                &spec.name,
+                "field_scopes",
+                format!("{column:?} is not a result column"),
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// A definition that passed every check, with its result columns.
 #[derive(Clone, Debug)]
@@ -41,13 +174,7 @@ pub fn check_all(
 ) -> Result<Vec<Checked>, DefinitionError> {
     let mut out = Vec::with_capacity(specs.len());
     for spec in specs {
-        if taken.contains(&spec.name) {
-            return Err(DefinitionError::new(
-                &spec.name,
-                "name",
-                "a tool with this name already exists (remove it first, or pick another name)",
-            ));
-        }
+        check_name(&spec, taken)?;
         let columns = sqlite::check(conn, &spec)?;
         let checked = Checked { spec, columns };
         check_schemas(&checked)?;
@@ -58,9 +185,12 @@ pub fn check_all(
 
 /// Compiles the tool's schemas the way the server will.
 fn check_schemas(checked: &Checked) -> Result<(), DefinitionError> {
-    // A placeholder executor: the tool is built, never called.
-    let executor = Arc::new(Executor::new("/nonexistent".into(), 1));
-    let tool = build(checked, executor);
+    // A placeholder runner: the tool is built, never called.
+    let runner = Arc::new(Runner::Sqlite(Arc::new(sqlite::Executor::new(
+        "/nonexistent".into(),
+        1,
+    ))));
+    let tool = build(checked, runner);
     match Server::builder("check", "0").tool(tool).build() {
         Ok(_) => Ok(()),
         Err(RegistrationError::Schema { which, reason, .. }) => Err(DefinitionError::new(
@@ -112,8 +242,8 @@ pub fn output_schema(columns: &[OutColumn]) -> Value {
     })
 }
 
-/// The tool for a checked definition, running on `executor`.
-pub fn build(checked: &Checked, executor: Arc<Executor>) -> Tool {
+/// The tool for a checked definition, running on `runner`.
+pub fn build(checked: &Checked, runner: Arc<Runner>) -> Tool {
     let spec = &checked.spec;
     let user = spec.annotations.clone().unwrap_or_default();
     let annotations = ToolAnnotations {
@@ -134,8 +264,17 @@ pub fn build(checked: &Checked, executor: Arc<Executor>) -> Tool {
     for (column, scope) in &spec.field_scopes {
         builder = builder.field_scope(format!("/rows/*/{column}"), scope.clone());
     }
+    let (sql, names, types) = match runner.as_ref() {
+        Runner::Sqlite(_) => (spec.sql_for("sqlite").to_owned(), Vec::new(), Vec::new()),
+        Runner::Postgres(_) => {
+            let p = postgres::prepared(spec);
+            (p.sql, p.names, p.types)
+        }
+    };
     let call = Arc::new(CallPlan {
-        sql: spec.sql_for("sqlite").to_owned(),
+        sql,
+        names,
+        types,
         columns: checked.columns.clone(),
         row_limit: spec.row_limit,
         timeout: Duration::from_millis(spec.timeout_ms),
@@ -143,14 +282,17 @@ pub fn build(checked: &Checked, executor: Arc<Executor>) -> Tool {
     });
     builder.raw_handler(move |_ctx, arguments| {
         let call = Arc::clone(&call);
-        let executor = Arc::clone(&executor);
-        async move { call.run(&executor, arguments).await }
+        let runner = Arc::clone(&runner);
+        async move { call.run(&runner, arguments).await }
     })
 }
 
 /// What a call needs, shared by every call of one tool.
 struct CallPlan {
     sql: String,
+    /// PostgreSQL: parameter names in `$n` order, and their types.
+    names: Vec<String>,
+    types: Vec<Type>,
     columns: Vec<OutColumn>,
     row_limit: u32,
     timeout: Duration,
@@ -160,7 +302,7 @@ struct CallPlan {
 impl CallPlan {
     async fn run(
         &self,
-        executor: &Arc<Executor>,
+        runner: &Runner,
         arguments: Map<String, Value>,
     ) -> Result<ToolOutcome, ToolError> {
         let query = Query {
@@ -170,7 +312,11 @@ impl CallPlan {
             row_limit: self.row_limit,
             timeout: self.timeout,
         };
-        match executor.run(query).await {
+        let result = match runner {
+            Runner::Sqlite(executor) => executor.run(query).await,
+            Runner::Postgres(executor) => executor.run(&self.types, &self.names, query).await,
+        };
+        match result {
             Ok((rows, truncated)) => {
                 let mut out = Map::new();
                 out.insert("rows".into(), Value::Array(rows));
@@ -181,6 +327,10 @@ impl CallPlan {
             }
             Err(RunError::Timeout(ms)) => Err(ToolError::execution(format!(
                 "The query of \"{}\" ran longer than its limit of {ms} ms and was stopped; narrow the arguments and retry.",
+                self.name
+            ))),
+            Err(RunError::Argument(reason)) => Err(ToolError::execution(format!(
+                "The database refused an argument of \"{}\": {reason}. Correct the argument and retry.",
                 self.name
             ))),
             Err(RunError::Busy) => Err(ToolError::execution(

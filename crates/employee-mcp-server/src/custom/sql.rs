@@ -2,6 +2,12 @@
 //! statement separators outside string literals, quoted identifiers and
 //! comments. Both backends use it, so a statement means the same on each
 //! (PostgreSQL needs `:name` rewritten to `$n`).
+//!
+//! The PostgreSQL flavour ([`scan_postgres`]) follows PostgreSQL's
+//! lexical rules where they differ (`E'…'` strings with backslash escapes,
+//! `[` as a subscript, not a quote) and flags `$` outside literals: a
+//! dollar-quoted string is refused rather than lexed, so what this lexer
+//! sees as code is what PostgreSQL runs.
 
 /// What the lexer found in a statement.
 #[derive(Debug, Default, PartialEq)]
@@ -12,10 +18,24 @@ pub struct Scan {
     pub several_statements: bool,
     /// Positional parameters (`?`, `?1`, `$1`, `@x`) were used.
     pub positional: bool,
+    /// A `$` outside literals (PostgreSQL: dollar quoting or `$n`).
+    pub dollar: bool,
+    /// Words and quoted identifiers outside literals, lowercased, in order
+    /// (the first one is the statement's keyword).
+    pub words: Vec<String>,
 }
 
-/// Scans `sql`.
+/// Scans `sql` by SQLite's rules.
 pub fn scan(sql: &str) -> Scan {
+    scan_with(sql, false)
+}
+
+/// Scans `sql` by PostgreSQL's rules.
+pub fn scan_postgres(sql: &str) -> Scan {
+    scan_with(sql, true)
+}
+
+fn scan_with(sql: &str, pg: bool) -> Scan {
     let b = sql.as_bytes();
     let mut out = Scan::default();
     let mut i = 0;
@@ -24,8 +44,24 @@ pub fn scan(sql: &str) -> Scan {
         let c = b[i];
         let start = i;
         i = match c {
-            b'\'' | b'"' | b'`' => skip_quoted(b, i, c),
-            b'[' => b[i..]
+            // E'…': backslash escapes (PostgreSQL).
+            b'e' | b'E' if pg && b.get(i + 1) == Some(&b'\'') && !after_word(b, i) => {
+                skip_escaped(b, i + 1)
+            }
+            b'"' => {
+                let end = skip_quoted(b, i, c);
+                let close = if end > i + 1 && b[end - 1] == b'"' {
+                    end - 1
+                } else {
+                    end
+                };
+                let inner = &sql[i + 1..close];
+                out.words
+                    .push(inner.replace("\"\"", "\"").to_ascii_lowercase());
+                end
+            }
+            b'\'' | b'`' => skip_quoted(b, i, c),
+            b'[' if !pg => b[i..]
                 .iter()
                 .position(|&x| x == b']')
                 .map_or(b.len(), |p| i + p + 1),
@@ -35,6 +71,11 @@ pub fn scan(sql: &str) -> Scan {
                 .map_or(b.len(), |p| i + p + 1),
             b'/' if b.get(i + 1) == Some(&b'*') => {
                 sql[i + 2..].find("*/").map_or(b.len(), |p| i + 2 + p + 2)
+            }
+            c if (c.is_ascii_alphabetic() || c == b'_') && !after_word(b, i) => {
+                let end = word_end(b, i);
+                out.words.push(sql[i..end].to_ascii_lowercase());
+                end
             }
             _ => i + 1,
         };
@@ -54,7 +95,11 @@ pub fn scan(sql: &str) -> Scan {
                 }
             }
             b'?' | b'@' => out.positional = true,
-            b'$' if b.get(i).is_some_and(u8::is_ascii_digit) => out.positional = true,
+            b'$' if b.get(i).is_some_and(u8::is_ascii_digit) => {
+                out.positional = true;
+                out.dollar = true;
+            }
+            b'$' => out.dollar = true,
             _ => {}
         }
     }
@@ -77,6 +122,38 @@ fn skip_quoted(b: &[u8], mut i: usize, quote: u8) -> usize {
     b.len()
 }
 
+/// A string with backslash escapes, from its opening quote.
+fn skip_escaped(b: &[u8], mut i: usize) -> usize {
+    i += 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'\'' if b.get(i + 1) == Some(&b'\'') => i += 2,
+            b'\'' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+/// Whether `b[i]` continues a word (an identifier, a number, a `$n`).
+fn after_word(b: &[u8], i: usize) -> bool {
+    i > 0
+        && b.get(i - 1)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$'))
+}
+
+fn word_end(b: &[u8], start: usize) -> usize {
+    let mut i = start;
+    while b
+        .get(i)
+        .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$'))
+    {
+        i += 1;
+    }
+    i
+}
+
 fn ident_end(b: &[u8], start: usize) -> usize {
     let mut i = start;
     if !b
@@ -96,7 +173,6 @@ fn ident_end(b: &[u8], start: usize) -> usize {
 
 /// `sql` with each `:name` replaced by `$n` (PostgreSQL), and the names in
 /// `$n` order.
-#[allow(dead_code)] // for the PostgreSQL path (not built yet)
 pub fn to_numbered(sql: &str, scan: &Scan) -> (String, Vec<String>) {
     let mut names: Vec<String> = Vec::new();
     let mut out = String::with_capacity(sql.len());
@@ -142,6 +218,15 @@ mod tests {
         assert!(!scan("SELECT 1; -- done\n").several_statements);
         assert!(scan("SELECT 1; DELETE FROM t").several_statements);
         assert!(!scan("SELECT ';DELETE'").several_statements);
+    }
+
+    #[test]
+    fn postgres_lexing_sees_what_postgres_runs() {
+        let s = scan_postgres("SELECT E'\\' set_config(1) ', x[set_config(2)] FROM \"T\"");
+        assert_eq!(s.words, vec!["select", "x", "set_config", "from", "t"]);
+        assert!(scan_postgres("SELECT $$ ' $$").dollar);
+        assert!(!scan_postgres("SELECT 'a$b', col$1 FROM t").dollar);
+        assert_eq!(scan("SELECT a:b").words, vec!["select", "a"]);
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub enum RunError {
     /// Every query connection is busy.
     #[error("too many custom queries are running")]
     Busy,
+    /// The database refused an argument's value (e.g. an invalid date).
+    #[error("invalid argument: {0}")]
+    Argument(String),
     /// The database failed.
     #[error("{0}")]
     Database(String),
@@ -95,32 +98,7 @@ pub fn check(conn: &Connection, spec: &ToolSpec) -> Result<Vec<OutColumn>, Defin
     let text = spec.sql_for("sqlite");
     let err = |reason: String| DefinitionError::new(&spec.name, "sql", reason);
     let scan = sql::scan(text);
-    if scan.several_statements {
-        return Err(err(
-            "exactly one statement is allowed; remove everything after the ';'".into(),
-        ));
-    }
-    if scan.positional {
-        return Err(err(
-            "use named parameters (:name), not ?, ?1, @name or $1".into()
-        ));
-    }
-    let declared = spec.parameter_names();
-    if let Some((name, _)) = scan.parameters.iter().find(|(n, _)| !declared.contains(n)) {
-        return Err(err(format!(
-            "parameter :{name} is not declared in [tool.parameters] properties"
-        )));
-    }
-    if let Some(name) = declared
-        .iter()
-        .find(|d| !scan.parameters.iter().any(|(n, _)| n == *d))
-    {
-        return Err(DefinitionError::new(
-            &spec.name,
-            "parameters",
-            format!("parameter {name:?} is declared but the SQL never uses :{name}"),
-        ));
-    }
+    super::check_parameters(spec, &scan)?;
     let stmt = conn.prepare(text).map_err(|e| {
         err(match e.sqlite_error_code() {
             Some(ErrorCode::AuthorizationForStatementDenied) => format!(
@@ -140,26 +118,7 @@ pub fn check(conn: &Connection, spec: &ToolSpec) -> Result<Vec<OutColumn>, Defin
             json_type: c.decl_type().and_then(json_type),
         })
         .collect();
-    if columns.is_empty() {
-        return Err(err("the statement returns no columns".into()));
-    }
-    for (i, c) in columns.iter().enumerate() {
-        if columns[..i].iter().any(|o| o.name == c.name) {
-            return Err(err(format!(
-                "column {:?} appears twice; give each column its own name with AS",
-                c.name
-            )));
-        }
-    }
-    for column in spec.field_scopes.keys() {
-        if !columns.iter().any(|c| &c.name == column) {
-            return Err(DefinitionError::new(
-                &spec.name,
-                "field_scopes",
-                format!("{column:?} is not a result column"),
-            ));
-        }
-    }
+    super::check_columns(spec, &columns)?;
     Ok(columns)
 }
 

@@ -1,0 +1,559 @@
+//! Custom tools on PostgreSQL: every statement runs in a `READ ONLY`
+//! transaction, under a role that may only read the directory tables
+//! (`SET LOCAL ROLE`), with `SET LOCAL statement_timeout` at the tool's
+//! timeout.
+//!
+//! Checks before a definition is accepted: the statement starts with
+//! `SELECT`/`WITH`/`VALUES`/`TABLE`, calls none of the functions that
+//! write or change the session ([`DENIED_FUNCTIONS`]), prepares with
+//! parameters typed from its JSON Schema, and passes `EXPLAIN` under the
+//! reader role in a read-only transaction: `EXPLAIN` runs the executor's
+//! permission checks without running the statement, so a write (a
+//! data-modifying CTE, `SELECT … FOR UPDATE`) or a read of the audit,
+//! catalogue or `mcp_*` tables is refused with "permission denied".
+
+use deadpool_postgres::{Pool, Transaction};
+use serde_json::{Map, Value};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+
+use super::spec::{DefinitionError, ToolSpec};
+use super::sql;
+use super::sqlite::{OutColumn, Query, RunError};
+
+/// Default name of the role custom statements run as.
+pub const DEFAULT_READER_ROLE: &str = "employee_mcp_reader";
+
+/// The directory's tables: the only ones the reader role may read (a unit
+/// test keeps this list equal to the directory's migrations).
+pub const DIRECTORY_TABLES: [&str; 11] = [
+    "departments",
+    "teams",
+    "locations",
+    "roles",
+    "compensation_bands",
+    "employees",
+    "skills",
+    "employee_skills",
+    "employment_history",
+    "leave_balances",
+    "directory_meta",
+];
+
+/// Functions a custom statement may not call: they write, take locks, or
+/// change the session (`set_config('role', …)` would undo `SET ROLE`), or
+/// run SQL given as text.
+const DENIED_FUNCTIONS: [&str; 14] = [
+    "set_config",
+    "nextval",
+    "setval",
+    "pg_notify",
+    "txid_current",
+    "pg_current_xact_id",
+    "pg_export_snapshot",
+    "pg_terminate_backend",
+    "pg_cancel_backend",
+    "pg_reload_conf",
+    "pg_rotate_logfile",
+    "pg_switch_wal",
+    "pg_create_restore_point",
+    "pg_logical_emit_message",
+];
+
+/// Prefixes and suffixes of denied function families.
+const DENIED_PREFIXES: [&str; 5] = [
+    "pg_advisory",
+    "pg_try_advisory",
+    "lo_",
+    "dblink",
+    "pg_stat_reset",
+];
+const DENIED_SUFFIXES: [&str; 3] = ["_to_xml", "_to_xmlschema", "_to_xml_and_xmlschema"];
+
+fn denied(word: &str) -> bool {
+    DENIED_FUNCTIONS.contains(&word)
+        || DENIED_PREFIXES.iter().any(|p| word.starts_with(p))
+        || DENIED_SUFFIXES.iter().any(|s| word.ends_with(s))
+}
+
+/// The SQL a DBA runs once so that `user` may run custom tools as `role`.
+pub fn grants_sql(role: &str, user: &str) -> String {
+    format!(
+        "CREATE ROLE {role} NOLOGIN;\nGRANT {role} TO {user};\nGRANT USAGE ON SCHEMA public TO {role};\nGRANT SELECT ON {} TO {role};",
+        DIRECTORY_TABLES.join(", ")
+    )
+}
+
+/// A valid role name: a plain lowercase identifier, so it needs no quoting.
+pub fn valid_role(role: &str) -> bool {
+    !role.is_empty()
+        && role.len() <= 63
+        && role.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && role
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+fn pg_error(e: &tokio_postgres::Error) -> String {
+    crate::cluster::db_message(e)
+}
+
+/// Creates the reader role and its grants where missing, or says exactly
+/// what a DBA must run. Idempotent; reads only when all is in place.
+pub async fn ensure_reader(pool: &Pool, role: &str) -> Result<(), String> {
+    // Replicas starting together race on the same catalog rows ("tuple
+    // concurrently updated"); a retry finds the other's work done.
+    let mut last = String::new();
+    for attempt in 0..3 {
+        if attempt > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
+        }
+        match ensure_reader_once(pool, role).await {
+            Ok(()) => return Ok(()),
+            Err(reason) => last = reason,
+        }
+    }
+    Err(last)
+}
+
+async fn ensure_reader_once(pool: &Pool, role: &str) -> Result<(), String> {
+    if !valid_role(role) {
+        return Err(format!(
+            "invalid reader role {role:?}: use lowercase letters, digits and '_' (at most 63)"
+        ));
+    }
+    let client = pool
+        .get()
+        .await
+        .map_err(|e| format!("cannot reach PostgreSQL: {e}"))?;
+    let user: String = client
+        .query_one("SELECT current_user::text", &[])
+        .await
+        .map_err(|e| pg_error(&e))?
+        .get(0);
+    let refused = |what: &str, e: &tokio_postgres::Error| {
+        format!(
+            "cannot set up the read-only role {role:?} for custom tools ({what}: {}); the user {user:?} may not do it, so a DBA must run once:\n{}",
+            pg_error(e),
+            grants_sql(role, &user)
+        )
+    };
+    let exists = |sql: &'static str| {
+        let client = &client;
+        async move {
+            client
+                .query_one(sql, &[&role])
+                .await
+                .map(|r| r.get::<_, bool>(0))
+        }
+    };
+    let has_role = "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)";
+    if !exists(has_role).await.map_err(|e| pg_error(&e))? {
+        // Another process may create it at the same moment: fine.
+        if let Err(e) = client
+            .batch_execute(&format!("CREATE ROLE {role} NOLOGIN"))
+            .await
+            && !exists(has_role).await.unwrap_or(false)
+        {
+            return Err(refused("CREATE ROLE", &e));
+        }
+    }
+    let member = "SELECT pg_has_role(current_user, $1, 'MEMBER')";
+    if !exists(member).await.map_err(|e| pg_error(&e))? {
+        client
+            .batch_execute(&format!("GRANT {role} TO CURRENT_USER"))
+            .await
+            .map_err(|e| refused("GRANT role", &e))?;
+    }
+    for table in DIRECTORY_TABLES {
+        let row = client
+            .query_one(
+                "SELECT to_regclass($1) IS NULL OR has_table_privilege($2, $1, 'SELECT')",
+                &[&table, &role],
+            )
+            .await
+            .map_err(|e| pg_error(&e))?;
+        if !row.get::<_, bool>(0) {
+            client
+                .batch_execute(&format!("GRANT SELECT ON {table} TO {role}"))
+                .await
+                .map_err(|e| refused("GRANT SELECT", &e))?;
+        }
+    }
+    check_reader_is_narrow(&client, role).await
+}
+
+/// Refuses a role that can read more than the directory (a superuser, or
+/// one granted the audit, catalogue or cluster tables).
+async fn check_reader_is_narrow(
+    client: &deadpool_postgres::Object,
+    role: &str,
+) -> Result<(), String> {
+    let rows = client
+        .query(
+            "SELECT c.relname::text FROM pg_class c
+             WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'v', 'm', 'p')
+               AND NOT (c.relname = ANY ($2))
+               AND has_table_privilege($1, c.oid, 'SELECT')
+             ORDER BY 1",
+            &[&role, &DIRECTORY_TABLES.to_vec()],
+        )
+        .await
+        .map_err(|e| pg_error(&e))?;
+    let extra: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    if extra.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the custom-tool role {role:?} can read more than the directory ({}); custom tools must not reach them: REVOKE SELECT ON {} FROM {role} (and make sure it is not a superuser)",
+        extra.join(", "),
+        extra.join(", ")
+    ))
+}
+
+/// The PostgreSQL type a JSON Schema parameter type binds as.
+fn param_type(spec: &ToolSpec, name: &str) -> Type {
+    let ty = spec
+        .parameters
+        .as_ref()
+        .and_then(|p| p.get("properties"))
+        .and_then(|p| p.get(name))
+        .and_then(|p| p.get("type"))
+        .and_then(Value::as_str);
+    match ty {
+        Some("integer") => Type::INT8,
+        Some("number") => Type::FLOAT8,
+        Some("boolean") => Type::BOOL,
+        _ => Type::TEXT,
+    }
+}
+
+/// The JSON type of a result column's PostgreSQL type; `None` for a type
+/// custom tools do not return (cast it to text).
+pub fn json_type(ty: &Type) -> Option<&'static str> {
+    match *ty {
+        Type::INT2 | Type::INT4 | Type::INT8 | Type::OID => Some("integer"),
+        Type::FLOAT4 | Type::FLOAT8 | Type::NUMERIC => Some("number"),
+        Type::BOOL => Some("boolean"),
+        Type::TEXT
+        | Type::VARCHAR
+        | Type::BPCHAR
+        | Type::NAME
+        | Type::DATE
+        | Type::TIMESTAMP
+        | Type::TIMESTAMPTZ
+        | Type::JSON
+        | Type::JSONB => Some("string"),
+        _ => None,
+    }
+}
+
+/// The statement in PostgreSQL form and its parameter types.
+pub struct Prepared {
+    /// With `$n` for each `:name`.
+    pub sql: String,
+    /// Parameter names in `$n` order.
+    pub names: Vec<String>,
+    /// Their types.
+    pub types: Vec<Type>,
+}
+
+/// The statement of `spec` as PostgreSQL runs it.
+pub fn prepared(spec: &ToolSpec) -> Prepared {
+    let text = spec.sql_for("postgres");
+    let (sql, names) = sql::to_numbered(text, &sql::scan_postgres(text));
+    let types = names.iter().map(|n| param_type(spec, n)).collect();
+    Prepared { sql, names, types }
+}
+
+/// Starts the transaction every custom statement runs in.
+async fn read_only_tx<'a>(
+    client: &'a mut deadpool_postgres::Object,
+    role: &str,
+    timeout_ms: u64,
+) -> Result<Transaction<'a>, tokio_postgres::Error> {
+    let tx = client.build_transaction().read_only(true).start().await?;
+    tx.batch_execute(&format!(
+        "SET LOCAL ROLE {role}; SET LOCAL statement_timeout = {timeout_ms}; \
+         SET LOCAL standard_conforming_strings = on; SET LOCAL DateStyle = 'ISO, YMD'"
+    ))
+    .await?;
+    Ok(tx)
+}
+
+/// Checks a tool's statement on PostgreSQL; returns its result columns.
+pub async fn check(
+    pool: &Pool,
+    role: &str,
+    spec: &ToolSpec,
+) -> Result<Vec<OutColumn>, DefinitionError> {
+    let err = |reason: String| DefinitionError::new(&spec.name, "sql", reason);
+    let text = spec.sql_for("postgres");
+    let scan = sql::scan_postgres(text);
+    super::check_parameters(spec, &scan)?;
+    if scan.dollar {
+        return Err(err(
+            "no `$` outside string literals: use named parameters (:name) and '…' strings, not $1 or dollar quoting".into(),
+        ));
+    }
+    let first = scan.words.first().map(String::as_str).unwrap_or("");
+    if !matches!(first, "select" | "with" | "values" | "table") {
+        return Err(err(format!(
+            "not allowed in a read-only tool: the statement must be a query starting with SELECT, WITH, VALUES or TABLE, not {first:?}"
+        )));
+    }
+    if let Some(f) = scan.words.iter().find(|w| denied(w)) {
+        return Err(err(format!(
+            "calls {f}(), which is not allowed in a read-only tool (it writes, locks or changes the session)"
+        )));
+    }
+    let p = prepared(spec);
+    let mut client = pool.get().await.map_err(|e| {
+        err(format!(
+            "cannot reach PostgreSQL to check the statement: {e}"
+        ))
+    })?;
+    let tx = read_only_tx(&mut client, role, spec.timeout_ms)
+        .await
+        .map_err(|e| err(format!("cannot check the statement: {}", pg_error(&e))))?;
+    let refused = |e: tokio_postgres::Error| err(refusal(&e));
+    let stmt = tx.prepare_typed(&p.sql, &p.types).await.map_err(refused)?;
+    explain(&tx, &p, spec).await?;
+    let mut columns = Vec::new();
+    for c in stmt.columns() {
+        let json_type = json_type(c.type_()).ok_or_else(|| {
+            err(format!(
+                "column {:?} has type {}, which custom tools do not return; cast it, e.g. `… ::text AS \"{}\"`",
+                c.name(),
+                c.type_(),
+                c.name()
+            ))
+        })?;
+        columns.push(OutColumn {
+            name: c.name().to_owned(),
+            json_type: Some(json_type),
+        });
+    }
+    super::check_columns(spec, &columns)?;
+    Ok(columns)
+}
+
+/// Plans the statement with `EXPLAIN` (NULL for every parameter): the
+/// executor's permission checks run, the statement does not. A plan step
+/// that writes or locks rows is refused too.
+async fn explain(
+    tx: &Transaction<'_>,
+    p: &Prepared,
+    spec: &ToolSpec,
+) -> Result<(), DefinitionError> {
+    let err = |reason: String| DefinitionError::new(&spec.name, "sql", reason);
+    let refused = |e: tokio_postgres::Error| err(refusal(&e));
+    let explain = format!("EXPLAIN (FORMAT JSON) {}", p.sql);
+    let plan_stmt = tx
+        .prepare_typed(&explain, &p.types)
+        .await
+        .map_err(refused)?;
+    let params: Vec<&(dyn ToSql + Sync)> = p.types.iter().map(|_| &Null as _).collect();
+    let plan: Value = tx
+        .query_one(&plan_stmt, &params)
+        .await
+        .map_err(refused)?
+        .try_get(0)
+        .map_err(|e| err(format!("unreadable plan: {e}")))?;
+    if let Some(node) = writing_node(&plan) {
+        return Err(err(format!(
+            "the statement is not read-only (its plan has a {node} step)"
+        )));
+    }
+    Ok(())
+}
+
+/// The reason for a statement PostgreSQL refused, with its hint.
+fn refusal(e: &tokio_postgres::Error) -> String {
+    let Some(db) = e.as_db_error() else {
+        return format!("cannot check the statement: {e}");
+    };
+    let hint = db.hint().map(|h| format!(" ({h})")).unwrap_or_default();
+    if db.code() == &SqlState::INSUFFICIENT_PRIVILEGE
+        || db.code() == &SqlState::READ_ONLY_SQL_TRANSACTION
+    {
+        format!(
+            "not allowed in a read-only tool ({}): only reading the directory tables is allowed; no writes, no SELECT … FOR UPDATE, no audit_log, tool_catalog* or mcp_* tables",
+            db.message()
+        )
+    } else {
+        format!(
+            "does not prepare on the target database: {}{hint}",
+            db.message()
+        )
+    }
+}
+
+/// The first plan step that writes or locks rows, if any.
+fn writing_node(plan: &Value) -> Option<String> {
+    match plan {
+        Value::Object(map) => {
+            if let Some(Value::String(t)) = map.get("Node Type")
+                && matches!(t.as_str(), "ModifyTable" | "LockRows")
+            {
+                return Some(t.clone());
+            }
+            map.values().find_map(writing_node)
+        }
+        Value::Array(items) => items.iter().find_map(writing_node),
+        _ => None,
+    }
+}
+
+/// Runs custom statements on their own small pool.
+pub struct Executor {
+    pool: Pool,
+    role: String,
+}
+
+impl Executor {
+    /// An executor on `pool` (its size bounds the queries running at
+    /// once), running statements as `role`.
+    pub fn new(pool: Pool, role: String) -> Self {
+        Self { pool, role }
+    }
+
+    /// Runs `query`: `(rows, truncated)`.
+    pub async fn run(
+        &self,
+        spec_types: &[Type],
+        names: &[String],
+        query: Query,
+    ) -> Result<(Vec<Value>, bool), RunError> {
+        let timeout_ms = u64::try_from(query.timeout.as_millis()).unwrap_or(u64::MAX);
+        let mut client = self.pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Timeout(_) => RunError::Busy,
+            e => RunError::Database(e.to_string()),
+        })?;
+        let result = fetch(
+            &mut client,
+            &self.role,
+            spec_types,
+            names,
+            &query,
+            timeout_ms,
+        )
+        .await;
+        result.map_err(|e| match e.as_db_error().map(|d| d.code()) {
+            Some(c) if c == &SqlState::QUERY_CANCELED => RunError::Timeout(timeout_ms),
+            // Bad argument values (e.g. an invalid date): the caller's to fix.
+            Some(c) if c.code().starts_with("22") => RunError::Argument(
+                e.as_db_error()
+                    .map(|d| d.message().to_owned())
+                    .unwrap_or_default(),
+            ),
+            _ => RunError::Database(pg_error(&e)),
+        })
+    }
+}
+
+async fn fetch(
+    client: &mut deadpool_postgres::Object,
+    role: &str,
+    types: &[Type],
+    names: &[String],
+    query: &Query,
+    timeout_ms: u64,
+) -> Result<(Vec<Value>, bool), tokio_postgres::Error> {
+    let tx = read_only_tx(client, role, timeout_ms).await?;
+    let stmt = tx.prepare_typed_cached(&query.sql, types).await?;
+    let values: Vec<Box<dyn ToSql + Sync + Send>> = names
+        .iter()
+        .zip(types)
+        .map(|(n, t)| bind(query.arguments.get(n).unwrap_or(&Value::Null), t))
+        .collect();
+    let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref() as _).collect();
+    let portal = tx.bind(&stmt, &params).await?;
+    // One row more than the limit tells whether the result was cut.
+    let limit = i32::try_from(query.row_limit).unwrap_or(i32::MAX - 1) + 1;
+    let rows = tx.query_portal(&portal, limit).await?;
+    // Nothing to keep: end the transaction (and the portal) now.
+    tx.rollback().await?;
+    let truncated = rows.len() > query.row_limit as usize;
+    let out = rows
+        .iter()
+        .take(query.row_limit as usize)
+        .map(|row| {
+            let mut object = Map::new();
+            for (i, column) in query.columns.iter().enumerate() {
+                object.insert(column.name.clone(), super::pg_value::decode(row, i));
+            }
+            Value::Object(object)
+        })
+        .collect();
+    Ok((out, truncated))
+}
+
+/// A validated argument as the value of a parameter of type `ty`.
+fn bind(value: &Value, ty: &Type) -> Box<dyn ToSql + Sync + Send> {
+    match (value, ty) {
+        (Value::Null, _) => Box::new(Null),
+        (Value::Bool(b), _) => Box::new(*b),
+        (Value::Number(n), t) if *t == Type::INT8 => Box::new(n.as_i64()),
+        (Value::Number(n), _) => Box::new(n.as_f64()),
+        (Value::String(s), _) => Box::new(s.clone()),
+        (other, _) => Box::new(other.to_string()),
+    }
+}
+
+/// SQL NULL as a value of any type (absent optional arguments, and the
+/// generic parameters `EXPLAIN` plans with).
+#[derive(Debug)]
+struct Null;
+
+impl ToSql for Null {
+    fn to_sql(
+        &self,
+        _: &Type,
+        _: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(IsNull::Yes)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directory_tables_match_the_migrations() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../employee-directory/migrations/postgres"
+        );
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).expect("migrations") {
+            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("read");
+            for line in text.lines() {
+                if let Some(rest) = line.trim().strip_prefix("CREATE TABLE ") {
+                    let name = rest.trim_start_matches("IF NOT EXISTS ");
+                    found.push(name.split([' ', '(']).next().unwrap_or("").to_owned());
+                }
+            }
+        }
+        found.sort();
+        let mut ours: Vec<String> = DIRECTORY_TABLES.iter().map(|s| s.to_string()).collect();
+        ours.sort();
+        assert_eq!(found, ours);
+    }
+
+    #[test]
+    fn denies_session_and_write_functions() {
+        assert!(denied("set_config"));
+        assert!(denied("pg_advisory_xact_lock"));
+        assert!(denied("query_to_xml"));
+        assert!(!denied("pg_sleep"));
+        assert!(!denied("lower"));
+    }
+}

@@ -99,7 +99,7 @@ async fn seed_is_deterministic_in_memory(kind: Kind) {
 
     let health = a.ping().await.unwrap();
     assert_eq!(health.backend, kind.name());
-    assert_eq!(health.schema_version, 2);
+    assert_eq!(health.schema_version, 3);
     assert!(health.total_employees >= 1000, "{health:?}");
     assert!(health.active_employees >= 1200, "{health:?}");
     assert!(health.total_employees > health.active_employees);
@@ -598,6 +598,54 @@ async fn compensation_report_is_consistent(kind: Kind) {
 }
 
 #[tokio::test]
+async fn profiles_follow_changes_made_behind_the_directorys_back() {
+    let db = TempDb::new("details-cache");
+    let dir = Directory::open(&db.url(), clock(today())).await.unwrap();
+    let first = dir.employee("JohnDoe").await.unwrap().unwrap();
+    // Asked again (now answered from the cache), in two spellings.
+    assert_eq!(dir.employee("JohnDoe").await.unwrap().unwrap(), first);
+    assert_eq!(dir.employee("John Doe").await.unwrap().unwrap(), first);
+
+    let conn = rusqlite::Connection::open(&db.path).unwrap();
+    let change = |sql: &str| assert_eq!(conn.execute(sql, []).unwrap(), 1, "{sql}");
+    change("UPDATE employees SET phone = '+1-555-0123' WHERE id = 'JohnDoe'");
+    let john = dir.employee("JohnDoe").await.unwrap().unwrap();
+    assert_eq!(john.phone, "+1-555-0123");
+    assert_eq!(dir.employee("John Doe").await.unwrap().unwrap(), john);
+
+    // A change to a joined table (the department's name).
+    change(&format!(
+        "UPDATE departments SET name = 'Renamed' WHERE id = '{}'",
+        john.department_id
+    ));
+    let john = dir.employee("JohnDoe").await.unwrap().unwrap();
+    assert_eq!(john.department, "Renamed");
+
+    // A deleted row is gone from the answer.
+    let skill = john
+        .skills
+        .first()
+        .expect("JohnDoe has skills")
+        .skill
+        .clone();
+    change(&format!(
+        "DELETE FROM employee_skills WHERE employee_id = 'JohnDoe'
+           AND skill_id = (SELECT id FROM skills WHERE name = '{skill}')"
+    ));
+    let john = dir.employee("JohnDoe").await.unwrap().unwrap();
+    assert!(
+        john.skills.iter().all(|s| s.skill != skill),
+        "{skill} still listed"
+    );
+
+    // The audit trail's writes to the same file do not count as changes,
+    // and the answers stay what the database says.
+    conn.execute_batch("CREATE TABLE audit_probe (x INTEGER); INSERT INTO audit_probe VALUES (1);")
+        .unwrap();
+    assert_eq!(dir.employee("JohnDoe").await.unwrap().unwrap(), john);
+}
+
+#[tokio::test]
 async fn reopening_a_file_neither_reseeds_nor_remigrates() {
     let db = TempDb::new("reopen");
     let dir = Directory::open(&db.url(), clock(today())).await.unwrap();
@@ -636,7 +684,7 @@ async fn reopening_a_file_neither_reseeds_nor_remigrates() {
         .unwrap();
     assert_eq!(
         (count, marker.as_str()),
-        (2, "marker"),
+        (3, "marker"),
         "migrations ran again"
     );
     let mode: String = conn

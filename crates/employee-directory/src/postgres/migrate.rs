@@ -25,6 +25,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0002_indexes.sql",
         sql: include_str!("../../migrations/postgres/0002_indexes.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_generation.sql",
+        sql: include_str!("../../migrations/postgres/0003_generation.sql"),
+    },
 ];
 
 /// Serialises migrating and seeding across servers (any constant unique to

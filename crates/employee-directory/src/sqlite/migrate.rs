@@ -23,6 +23,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0002_indexes.sql",
         sql: include_str!("../../migrations/0002_indexes.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_generation.sql",
+        sql: include_str!("../../migrations/0003_generation.sql"),
+    },
 ];
 
 /// The schema version this build expects.

@@ -3,6 +3,7 @@
 //! Everything SQLite-specific lives here, so another backend (PostgreSQL)
 //! can be added as a sibling module behind [`crate::backend::Backend`].
 
+mod details_cache;
 mod migrate;
 mod pool;
 mod queries;
@@ -21,6 +22,7 @@ use crate::model::{
     Report, ReportType, SkillSearch, TeamRoster, Tenure,
 };
 use crate::options::DirectoryOptions;
+use details_cache::{DetailsCache, Stamp};
 use pool::{Pool, Target};
 pub(crate) use row::make_location;
 
@@ -60,6 +62,8 @@ pub(crate) fn parse_url(url: &str) -> Option<Result<Target, DirectoryError>> {
 /// A SQLite-backed directory.
 pub(crate) struct SqliteBackend {
     pool: Arc<Pool>,
+    /// Profiles answered without SQL while the directory is unchanged.
+    details: Arc<DetailsCache>,
 }
 
 impl SqliteBackend {
@@ -96,14 +100,39 @@ impl SqliteBackend {
             })
             .await?;
         tracing::debug!(database = %described, migrated, seeded, "opened employee directory");
-        Ok(SqliteBackend { pool })
+        Ok(SqliteBackend {
+            pool,
+            details: Arc::default(),
+        })
     }
 
     pub(crate) async fn employee(
         &self,
         id: String,
     ) -> Result<Option<EmployeeDetails>, DirectoryError> {
-        self.pool.run(move |c| queries::employee(c, &id)).await
+        // Steady state: one tiny read on this thread, no query, no hop.
+        let inline = self.pool.try_run_inline(|c, file| {
+            let now = Stamp::read(c, file)?;
+            Ok(self.details.get(now, &id))
+        });
+        if let Some(hit) = inline.transpose()?.flatten() {
+            return Ok(Some(hit));
+        }
+        let cache = Arc::clone(&self.details);
+        self.pool
+            .run_on_file(move |c, file| {
+                // The stamp is read before the data (see details_cache).
+                let stamp = Stamp::read(c, file)?;
+                if let Some(hit) = cache.get(stamp, &id) {
+                    return Ok(Some(hit));
+                }
+                let found = queries::employee(c, &id)?;
+                if let Some(details) = &found {
+                    cache.put(stamp, id, details.clone());
+                }
+                Ok(found)
+            })
+            .await
     }
 
     pub(crate) async fn department_roster(

@@ -58,7 +58,7 @@ pub(crate) enum Target {
 
 /// Identity of a database file; a restored or replaced file has a new one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileId {
+pub(crate) struct FileId {
     dev: u64,
     ino: u64,
 }
@@ -143,6 +143,49 @@ impl Pool {
         T: Send + 'static,
     {
         self.run_with(Open::Create, work).await
+    }
+
+    /// Runs a read of a few microseconds (one indexed row) on the caller's
+    /// thread when a connection slot and an idle connection are free at
+    /// once: the hop to a blocking thread costs more than such a read.
+    /// `None` when none is free; the caller then uses [`Self::run`].
+    /// `work` also gets the identity of the connection's file (`None` for
+    /// the in-memory database), so callers can key caches by it.
+    pub(crate) fn try_run_inline<T, F>(&self, work: F) -> Option<Result<T, DirectoryError>>
+    where
+        F: FnOnce(&mut Connection, Option<FileId>) -> Result<T, DirectoryError>,
+    {
+        let _permit = Arc::clone(&self.permits).try_acquire_owned().ok()?;
+        let idle = match &self.target {
+            Target::Memory => self.lock_idle().pop(),
+            Target::File(path) => match self.idle_for(path) {
+                Ok((_, idle)) => idle,
+                Err(e) => return Some(Err(e)),
+            },
+        };
+        let mut pooled = idle?;
+        let result = work(&mut pooled.conn, pooled.file).map_err(|e| self.explain(e));
+        self.checkin(pooled);
+        Some(result)
+    }
+
+    /// Like [`Self::run`], with the identity of the connection's file.
+    pub(crate) async fn run_on_file<T, F>(self: &Arc<Self>, work: F) -> Result<T, DirectoryError>
+    where
+        F: FnOnce(&mut Connection, Option<FileId>) -> Result<T, DirectoryError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let permit = self.acquire().await?;
+        let pool = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let mut pooled = pool.checkout(Open::Existing)?;
+            let result = work(&mut pooled.conn, pooled.file).map_err(|e| pool.explain(e));
+            pool.checkin(pooled);
+            result
+        })
+        .instrument(query_span())
+        .await?
     }
 
     /// Counters for metrics: (waits, timeouts).

@@ -7,6 +7,7 @@
 mod completion;
 mod lifecycle;
 mod listen;
+mod mirrored;
 mod prompts;
 mod resources;
 mod tools;

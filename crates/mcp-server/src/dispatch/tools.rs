@@ -438,7 +438,10 @@ impl Server {
                 }
             }
         }
-        let size = Value::Object(result.to_map()).to_string().len();
+        let size = match result.mirror_text() {
+            Some(text) => super::mirrored::result_size(text, result.is_error),
+            None => Value::Object(result.to_map()).to_string().len(),
+        };
         if size > access.max_result_bytes {
             let name = &tool.tool.definition.name;
             tracing::warn!(tool = %name, size, limit = access.max_result_bytes, "tool result over the size limit");
@@ -450,7 +453,11 @@ impl Server {
             }
             truncate_text(&mut result, access.max_result_bytes);
         }
+        // A schema derived from the output type holds by construction;
+        // release builds trust it, debug builds (and tests) still check.
+        let trusted = tool.tool.output_from_type && !cfg!(debug_assertions);
         if !result.is_error
+            && !trusted
             && let Some(schema) = &tool.output
         {
             let violations = match &result.structured {
@@ -469,6 +476,15 @@ impl Server {
     }
 
     fn tool_result(&self, call: &Call, result: CallToolResult) -> ResultPayload {
+        if let Some(text) = result.mirror_text() {
+            let is_object = result.structured.as_ref().is_some_and(Value::is_object);
+            let info = Some(&self.inner.info_json);
+            if let Some(payload) =
+                super::mirrored::payload(text, is_object, result.is_error, call.version, info)
+            {
+                return payload;
+            }
+        }
         call.finish(self, shape::call_result_for(result.to_map(), call.version))
     }
 

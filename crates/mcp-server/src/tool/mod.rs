@@ -93,6 +93,10 @@ pub struct Tool {
     pub(crate) task_support: TaskSupport,
     /// The handler decides when the task starts.
     pub(crate) defer_task: bool,
+    /// The output schema was derived from the typed handler's output type,
+    /// so serde cannot produce output it rejects: release builds skip the
+    /// runtime check (debug builds keep it).
+    pub(crate) output_from_type: bool,
 }
 
 impl std::fmt::Debug for Tool {
@@ -310,6 +314,7 @@ impl<S> ToolBuilder<S> {
             policy: self.policy,
             task_support: self.task_support,
             defer_task: self.defer_task,
+            output_from_type: false,
         }
     }
 }

@@ -45,6 +45,35 @@ impl CallToolResult {
         }
     }
 
+    /// A structured result whose text mirror the engine fills in
+    /// (`Server::post_process`), after redaction and
+    /// sanitising, so the JSON is written once instead of twice.
+    pub(crate) fn structured_unmirrored(value: Value) -> Self {
+        Self {
+            content: Vec::new(),
+            structured: Some(value),
+            is_error: false,
+            text_mirrors_structured: true,
+        }
+    }
+
+    /// The JSON text of `structured`, when the only content block mirrors
+    /// it (true after the engine's post-processing of a structured result).
+    pub(crate) fn mirror_text(&self) -> Option<&str> {
+        if !self.text_mirrors_structured || self.structured.is_none() {
+            return None;
+        }
+        match self.content.as_slice() {
+            [
+                Content::Text {
+                    text,
+                    annotations: None,
+                },
+            ] => Some(text),
+            _ => None,
+        }
+    }
+
     /// A tool execution error (`isError: true`) whose text tells the model
     /// what went wrong and how to recover.
     pub fn error(message: impl Into<String>) -> Self {

@@ -123,6 +123,7 @@ impl<S> ToolBuilder<S> {
             .input_schema
             .take()
             .unwrap_or_else(|| schema_object(schemars::schema_for!(I).to_value()));
+        let output_from_type = self.output_schema.is_none();
         let output = self
             .output_schema
             .take()
@@ -139,9 +140,14 @@ impl<S> ToolBuilder<S> {
                     .map_err(|e| ToolError::execution(format!("Invalid arguments: {e}.")))?;
                 let output = f(ctx, input).await?;
                 let value = serde_json::to_value(output).map_err(ToolError::internal)?;
-                Ok(ToolOutcome::Complete(CallToolResult::structured(value)))
+                // The engine writes the text mirror once, after redaction.
+                Ok(ToolOutcome::Complete(
+                    CallToolResult::structured_unmirrored(value),
+                ))
             }
         };
-        self.finish(Arc::new(handler))
+        let mut tool = self.finish(Arc::new(handler));
+        tool.output_from_type = output_from_type;
+        tool
     }
 }

@@ -16,6 +16,7 @@ use common::cluster::{Cluster, Database, EventStream};
 use common::{
     LegacySession, MODERN, Reply, Server, TOOL_NAMES, modern_body, modern_headers, next_id,
 };
+use mcp_server::protocol::meta;
 use serde_json::{Value, json};
 
 /// Realistic arguments for every tool, in `TOOL_NAMES` order.
@@ -274,9 +275,9 @@ async fn a_disabled_tool_is_refused_by_every_replica() {
 /// Client capabilities declaring the tasks extension.
 fn task_meta() -> Value {
     json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {
-            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        meta::PROTOCOL_VERSION: MODERN,
+        meta::CLIENT_CAPABILITIES: {
+            "extensions": {mcp_server::tasks::EXTENSION_ID: {}}
         }
     })
 }

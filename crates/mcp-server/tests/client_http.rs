@@ -97,8 +97,9 @@ async fn input_requests_are_answered_over_http_on_both_wires() {
 async fn tool_arguments_are_mirrored_into_mcp_param_headers() {
     let h = spawn_http(server()).await;
     let client = Client::http(&h.url).connect().await.expect("client");
-    // The server checks each mirror against the body; a missing or wrong
-    // header would be -32020. Non-ASCII goes as =?base64?…?=.
+    // The server checks each mirror against the body (-32020 when one is
+    // missing or wrong); the client learns the mirrors from tools/list on
+    // the first refusal. Non-ASCII goes as =?base64?…?=.
     for region in ["eu-west", "Zoë", " padded "] {
         let args = json!({ "region": region, "count": 3 });
         let r = client.call_tool("region", args.clone()).await;

@@ -37,8 +37,9 @@
 //! for a Streamable HTTP endpoint (`http://` only): each request is a POST
 //! whose JSON or SSE answer is parsed, the modern wire's `MCP-Protocol-Version`,
 //! `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers are derived from the
-//! body (the tools' `Mcp-Param-*` mirrors from `tools/list`, fetched once
-//! before the first call), a legacy session carries its `Mcp-Session-Id`,
+//! body (the tools' `Mcp-Param-*` mirrors from `tools/list`: the last
+//! listing, or one fetched when the server first refuses a call for a
+//! missing mirror), a legacy session carries its `Mcp-Session-Id`,
 //! [`ClientBuilder::bearer`] adds a token, [`Client::listen`] keeps the
 //! subscription's stream open and [`Client::open_stream`] opens a legacy
 //! session's GET stream. Closing a legacy client deletes its session.
@@ -430,24 +431,32 @@ impl Client {
         Ok(tools)
     }
 
-    /// HTTP mode on the modern wire: `Mcp-Param-*` headers need the tools'
-    /// declarations, listed once (a failed listing only leaves them out).
-    async fn learn_tools(&self) {
+    /// HTTP mode on the modern wire: whether a refused call is worth
+    /// retrying after `tools/list`, because the server wants `Mcp-Param-*`
+    /// headers this client could not know yet (-32020, nothing ran).
+    async fn learnt_tools_after(&self, error: &ClientError) -> bool {
         #[cfg(feature = "client-http")]
         if let Transport::Http(link) = &self.transport
             && self.wire == ClientWire::Modern
+            && error.code() == Some(mcp_protocol::ErrorCode::HeaderMismatch.code())
             && !link.knows_tools()
-            && self.list_tools().await.is_err()
         {
-            link.learn_tools(&[]);
+            return self.list_tools().await.is_ok();
+        }
+        let _ = error;
+        false
         }
     }
 
     /// Calls a tool; requests for input are answered by the input handler.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<ToolReply, ClientError> {
-        self.learn_tools().await;
-        let params = json!({ "name": name, "arguments": arguments });
-        let result = self.request("tools/call", object(params)).await?;
+        let params = object(json!({ "name": name, "arguments": arguments }));
+        let result = match self.request("tools/call", params.clone()).await {
+            Err(e) if self.learnt_tools_after(&e).await => {
+                self.request("tools/call", params).await?
+            }
+            other => other?,
+        };
         Ok(ToolReply::from_result(result))
     }
 

@@ -3,6 +3,9 @@
 //! client over in-memory pipes.
 #![allow(dead_code)]
 
+/// An in-process authorization server and an MCP server it protects.
+pub mod oauth;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::process::Stdio;
 
 use common::access::{Issuer, audit_rows};
-use common::{BIN, MODERN, Server, TempDb};
+use common::{BIN, Server, TempDb};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 

@@ -445,7 +445,6 @@ impl Client {
         }
         let _ = error;
         false
-        }
     }
 
     /// Calls a tool; requests for input are answered by the input handler.

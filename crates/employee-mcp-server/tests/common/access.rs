@@ -8,14 +8,19 @@ use std::net::TcpListener;
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use mcp_server::protocol::meta;
 use serde_json::{Value, json};
 
 use super::{BIN, Reply, Server, TempDb, modern_body, next_id};
 
 impl Server {
-    /// A modern request, with an optional bearer token.
+    /// A modern request (`clientInfo` named `access-tests`), with an
+    /// optional bearer token.
     pub async fn request_as(&self, method: &str, params: Value, token: Option<&str>) -> Reply {
-        let body = modern_body(next_id(), method, params);
+        let mut body = modern_body(next_id(), method, params);
+        // The audit records the client's name (`client_name`).
+        body["params"]["_meta"][meta::CLIENT_INFO] =
+            json!({"name": "access-tests", "version": "1"});
         let auth = token.map(|t| format!("Bearer {t}"));
         let extra: Vec<(&str, &str)> = auth.iter().map(|a| ("Authorization", a.as_str())).collect();
         self.post_modern(&body, &extra).await

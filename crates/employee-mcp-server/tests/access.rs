@@ -3,12 +3,13 @@
 //! fields redacted, self-service leave, the two-scope compensation report,
 //! `hr:admin`; stdio credentials from the environment; the paged roster.
 
-mod access_support;
+mod common;
 
 use std::collections::BTreeSet;
 use std::process::Stdio;
 
-use access_support::{BIN, Issuer, MODERN, Server, TempDb, audit_rows};
+use common::access::{Issuer, audit_rows};
+use common::{BIN, Server, TempDb};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -27,7 +28,7 @@ fn set(names: &[&str]) -> BTreeSet<String> {
 async fn oauth_server(issuer: &Issuer, db: &TempDb) -> Server {
     let flags = issuer.flags();
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    Server::start(db, &flags).await
+    Server::start_on(db.share(), &flags).await
 }
 
 #[tokio::test]
@@ -35,15 +36,15 @@ async fn requests_without_a_valid_token_get_401() {
     let issuer = Issuer::start();
     let db = TempDb::seeded();
     let server = oauth_server(&issuer, &db).await;
-    let r = server.list(None).await;
+    let r = server.list_as(None).await;
     assert_eq!(r.status, 401, "{}", r.text);
     let challenge = r.header("www-authenticate").expect("challenge");
     assert!(challenge.contains("resource_metadata="), "{challenge}");
     assert!(challenge.contains("hr:directory"), "{challenge}");
-    let r = server.list(Some("not.a.token")).await;
+    let r = server.list_as(Some("not.a.token")).await;
     assert_eq!(r.status, 401, "{}", r.text);
     // Protected Resource Metadata names the issuer and our scopes.
-    let prm: Value = access_support::client_builder()
+    let prm: Value = common::client_builder()
         .no_proxy()
         .build()
         .unwrap()
@@ -80,13 +81,13 @@ async fn tools_list_is_filtered_by_scope() {
     ];
     for (scope, me, expected) in cases {
         let token = issuer.token("u", scope, me);
-        let r = server.list(Some(&token)).await;
+        let r = server.list_as(Some(&token)).await;
         let got: BTreeSet<String> = r.tool_names().into_iter().collect();
         assert_eq!(got, expected, "scope {scope:?}");
         assert_eq!(r.result()["cacheScope"], "private", "{}", r.text);
     }
     let admin = issuer.token("root", "hr:admin", None);
-    assert_eq!(server.list(Some(&admin)).await.tool_names().len(), 8);
+    assert_eq!(server.list_as(Some(&admin)).await.tool_names().len(), 8);
 }
 
 #[tokio::test]
@@ -99,7 +100,7 @@ async fn contact_fields_need_hr_contact() {
     let args = json!({"employeeId": "AliceJohnson"});
 
     let r = server
-        .call("get-employee-details", args.clone(), Some(&directory))
+        .call_as("get-employee-details", args.clone(), Some(&directory))
         .await;
     let s = &r.result()["structuredContent"];
     assert_eq!(s["employeeId"], "AliceJohnson");
@@ -114,7 +115,7 @@ async fn contact_fields_need_hr_contact() {
     assert!(!text.contains("@"), "{text}");
 
     let r = server
-        .call("get-employee-details", args, Some(&contact))
+        .call_as("get-employee-details", args, Some(&contact))
         .await;
     let s = &r.result()["structuredContent"];
     assert!(s["email"].as_str().is_some_and(|e| e.contains('@')), "{s}");
@@ -122,7 +123,7 @@ async fn contact_fields_need_hr_contact() {
 
     let team = json!({"teamId": "backend"});
     let r = server
-        .call("get-team-members", team.clone(), Some(&directory))
+        .call_as("get-team-members", team.clone(), Some(&directory))
         .await;
     let members = r.result()["structuredContent"]["members"]
         .as_array()
@@ -135,7 +136,9 @@ async fn contact_fields_need_hr_contact() {
             .all(|m| m.get("email").is_none() && m.get("location").is_none())
     );
     assert!(members.iter().all(|m| m["employeeId"].is_string()));
-    let r = server.call("get-team-members", team, Some(&contact)).await;
+    let r = server
+        .call_as("get-team-members", team, Some(&contact))
+        .await;
     let members = r.result()["structuredContent"]["members"]
         .as_array()
         .expect("members")
@@ -143,7 +146,7 @@ async fn contact_fields_need_hr_contact() {
     assert!(members.iter().all(|m| m["email"].is_string()));
 
     // The published output schema no longer requires the scoped fields.
-    let list = server.list(Some(&contact)).await;
+    let list = server.list_as(Some(&contact)).await;
     let details = list.result()["tools"]
         .as_array()
         .unwrap()
@@ -163,7 +166,7 @@ async fn employees_read_their_own_leave_balance_only() {
     let server = oauth_server(&issuer, &db).await;
     let alice = issuer.token("alice", "hr:directory", Some("AliceJohnson"));
     let r = server
-        .call(
+        .call_as(
             "check-leave-balance",
             json!({"employeeId": "AliceJohnson", "leaveType": "annual"}),
             Some(&alice),
@@ -175,7 +178,7 @@ async fn employees_read_their_own_leave_balance_only() {
     );
     // The id matches in any case, as the directory's lookups do.
     server
-        .call(
+        .call_as(
             "check-leave-balance",
             json!({"employeeId": "alicejohnson", "leaveType": "sick"}),
             Some(&alice),
@@ -184,14 +187,14 @@ async fn employees_read_their_own_leave_balance_only() {
         .result();
 
     let r = server
-        .call(
+        .call_as(
             "check-leave-balance",
             json!({"employeeId": "JohnDoe", "leaveType": "annual"}),
             Some(&alice),
         )
         .await;
     assert_eq!(r.status, 403, "{}", r.text);
-    assert_eq!(r.error_code(), Some(-31001));
+    assert_eq!(r.error_code(), -31001);
     let challenge = r.header("www-authenticate").expect("challenge");
     assert!(challenge.contains("insufficient_scope"), "{challenge}");
     assert!(challenge.contains("hr:leave"), "{challenge}");
@@ -200,7 +203,7 @@ async fn employees_read_their_own_leave_balance_only() {
     // HR with hr:leave reads anyone's.
     let hr = issuer.token("hr", "hr:leave", None);
     server
-        .call(
+        .call_as(
             "check-leave-balance",
             json!({"employeeId": "JohnDoe", "leaveType": "annual"}),
             Some(&hr),
@@ -222,7 +225,7 @@ async fn compensation_report_needs_reports_and_compensation() {
     let reports = issuer.token("analyst", "hr:reports", None);
     for kind in ["headcount", "turnover"] {
         server
-            .call(
+            .call_as(
                 "generate-employee-report",
                 json!({"reportType": kind}),
                 Some(&reports),
@@ -231,14 +234,14 @@ async fn compensation_report_needs_reports_and_compensation() {
             .result();
     }
     let r = server
-        .call(
+        .call_as(
             "generate-employee-report",
             json!({"reportType": "compensation"}),
             Some(&reports),
         )
         .await;
     assert_eq!(r.status, 403, "{}", r.text);
-    assert_eq!(r.error_code(), Some(-31001));
+    assert_eq!(r.error_code(), -31001);
     let challenge = r.header("www-authenticate").expect("challenge");
     assert!(
         challenge.contains("scope=\"hr:reports hr:compensation\""),
@@ -246,7 +249,7 @@ async fn compensation_report_needs_reports_and_compensation() {
     );
     let both = issuer.token("cfo", "hr:reports hr:compensation", None);
     let r = server
-        .call(
+        .call_as(
             "generate-employee-report",
             json!({"reportType": "compensation"}),
             Some(&both),
@@ -259,7 +262,7 @@ async fn compensation_report_needs_reports_and_compensation() {
     // Compensation alone does not grant reports.
     let comp = issuer.token("payroll", "hr:compensation", None);
     let r = server
-        .call(
+        .call_as(
             "generate-employee-report",
             json!({"reportType": "compensation"}),
             Some(&comp),
@@ -281,7 +284,7 @@ async fn admin_sees_everything() {
     let admin = issuer.token("root", "hr:admin", None);
     let t = Some(admin.as_str());
     let s = server
-        .call("get-employee-details", json!({"employeeId": "JohnDoe"}), t)
+        .call_as("get-employee-details", json!({"employeeId": "JohnDoe"}), t)
         .await;
     assert!(s.result()["structuredContent"]["email"].is_string());
     let calls = [
@@ -309,7 +312,7 @@ async fn admin_sees_everything() {
         ("search-employees-by-skill", json!({"skill": "Rust"})),
     ];
     for (tool, args) in calls {
-        let r = server.call(tool, args, t).await;
+        let r = server.call_as(tool, args, t).await;
         assert_eq!(r.result()["isError"], Value::Null, "{tool}: {}", r.text);
     }
 }
@@ -333,10 +336,7 @@ async fn stdio_credentials_come_from_the_environment() {
         .expect("spawn stdio server");
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {}
-    });
+    let meta = common::modern_meta();
     let requests = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"_meta": meta,
@@ -351,7 +351,7 @@ async fn stdio_credentials_come_from_the_environment() {
             .await
             .unwrap();
         stdin.flush().await.unwrap();
-        let line = tokio::time::timeout(access_support::TIMEOUT, lines.next_line())
+        let line = tokio::time::timeout(common::TIMEOUT, lines.next_line())
             .await
             .expect("reply in time")
             .unwrap()
@@ -384,9 +384,9 @@ async fn stdio_credentials_come_from_the_environment() {
 async fn department_roster_pages_to_fit() {
     let db = TempDb::seeded();
     // A small result cap: the unpaged roster must still answer, in pages.
-    let server = Server::start(&db, &["--max-result-bytes", "40000"]).await;
+    let server = Server::start_on(db.share(), &["--max-result-bytes", "40000"]).await;
     let r = server
-        .call(
+        .call_as(
             "list-department-employees",
             json!({"departmentId": "engineering"}),
             None,
@@ -405,7 +405,7 @@ async fn department_roster_pages_to_fit() {
     let mut offset = 0;
     loop {
         let r = server
-            .call(
+            .call_as(
                 "list-department-employees",
                 json!({"departmentId": "engineering", "limit": 50, "offset": offset}),
                 None,
@@ -424,7 +424,7 @@ async fn department_roster_pages_to_fit() {
 
     // A team filter.
     let r = server
-        .call(
+        .call_as(
             "list-department-employees",
             json!({"departmentId": "engineering", "teamId": "backend"}),
             None,
@@ -442,7 +442,7 @@ async fn department_roster_pages_to_fit() {
     assert!(count > 0 && count <= total, "{count} of {total}");
     assert_eq!(p["nextOffset"].is_null(), count == total);
     let r = server
-        .call(
+        .call_as(
             "list-department-employees",
             json!({"departmentId": "engineering", "teamId": "payroll"}),
             None,

@@ -2,11 +2,12 @@
 //! visible through the `audit` subcommand; records of answered calls
 //! survive a SIGKILL; the rate limit answers 429 and recovers.
 
-mod access_support;
+mod common;
 
 use std::time::Duration;
 
-use access_support::{Issuer, Server, TempDb, audit_rows, audit_table};
+use common::access::{Issuer, audit_rows, audit_table};
+use common::{Backend, Server, TempDb};
 use serde_json::{Value, json};
 
 fn outcomes(rows: &[Value]) -> Vec<&str> {
@@ -16,7 +17,7 @@ fn outcomes(rows: &[Value]) -> Vec<&str> {
 /// A seeded database on SQLite or PostgreSQL.
 async fn database(postgres: bool) -> TempDb {
     if postgres {
-        tokio::task::spawn_blocking(TempDb::seeded_postgres)
+        tokio::task::spawn_blocking(|| TempDb::seeded_on(Backend::Postgres))
             .await
             .expect("create a PostgreSQL test database")
     } else {
@@ -41,13 +42,13 @@ async fn every_outcome_is_audited_and_queryable_on(postgres: bool) {
     flags.extend(["--rate-limit-burst".into(), "2".into()]);
     flags.extend(["--rate-limit-per-minute".into(), "1".into()]);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let server = Server::start(&db, &flags).await;
+    let server = Server::start_on(db.share(), &flags).await;
     let token = issuer.token("alice@acme.test", "hr:directory", None);
     let t = Some(token.as_str());
 
     // success
     let r = server
-        .call(
+        .call_as(
             "get-employee-details",
             json!({"employeeId": "AliceJohnson"}),
             t,
@@ -56,7 +57,7 @@ async fn every_outcome_is_audited_and_queryable_on(postgres: bool) {
     assert_eq!(r.result()["isError"], json!(null), "{}", r.text);
     // tool error (unknown employee)
     let r = server
-        .call(
+        .call_as(
             "get-employee-details",
             json!({"employeeId": "NoSuchPerson"}),
             t,
@@ -65,18 +66,18 @@ async fn every_outcome_is_audited_and_queryable_on(postgres: bool) {
     assert_eq!(r.result()["isError"], true, "{}", r.text);
     // denied (no hr:compensation)
     let r = server
-        .call(
+        .call_as(
             "get-compensation-info",
             json!({"role": "Software Engineer", "level": "senior"}),
             t,
         )
         .await;
     assert_eq!(r.status, 403, "{}", r.text);
-    assert_eq!(r.error_code(), Some(-31001));
+    assert_eq!(r.error_code(), -31001);
     // rate limited: a burst of two per tool, the third call is refused
     for _ in 0..2 {
         let r = server
-            .call(
+            .call_as(
                 "calculate-employee-tenure",
                 json!({"employeeId": "JohnDoe"}),
                 t,
@@ -85,14 +86,14 @@ async fn every_outcome_is_audited_and_queryable_on(postgres: bool) {
         r.result();
     }
     let r = server
-        .call(
+        .call_as(
             "calculate-employee-tenure",
             json!({"employeeId": "JohnDoe"}),
             t,
         )
         .await;
     assert_eq!(r.status, 429, "{}", r.text);
-    assert_eq!(r.error_code(), Some(-31002));
+    assert_eq!(r.error_code(), -31002);
     assert!(r.header("retry-after").is_some());
 
     // Everything, oldest first.
@@ -169,11 +170,11 @@ async fn answered_calls_survive_sigkill_on_postgres() {
 
 async fn answered_calls_survive_sigkill_on(postgres: bool) {
     let db = database(postgres).await;
-    let mut server = Server::start(&db, &[]).await;
+    let mut server = Server::start_on(db.share(), &[]).await;
     let ids = ["AliceJohnson", "JohnDoe", "NoSuchPerson"];
     for id in ids {
         let r = server
-            .call("calculate-employee-tenure", json!({"employeeId": id}), None)
+            .call_as("calculate-employee-tenure", json!({"employeeId": id}), None)
             .await;
         r.result();
     }
@@ -188,9 +189,9 @@ async fn answered_calls_survive_sigkill_on(postgres: bool) {
     assert_eq!(outcomes(&rows), ["success", "success", "tool_error"]);
 
     // A restart on the same database appends to the same trail.
-    let mut server = Server::start(&db, &[]).await;
+    let mut server = Server::start_on(db.share(), &[]).await;
     server
-        .call("get-team-members", json!({"teamId": "backend"}), None)
+        .call_as("get-team-members", json!({"teamId": "backend"}), None)
         .await
         .result();
     server.kill_9();
@@ -202,16 +203,16 @@ async fn answered_calls_survive_sigkill_on(postgres: bool) {
 #[tokio::test]
 async fn rate_limit_answers_429_then_recovers_after_retry_after() {
     let db = TempDb::seeded();
-    let server = Server::start(
-        &db,
+    let server = Server::start_on(
+        db.share(),
         &["--rate-limit-burst", "1", "--rate-limit-per-minute", "60"],
     )
     .await;
-    let call = || server.call("search-employees-by-skill", json!({"skill": "Rust"}), None);
+    let call = || server.call_as("search-employees-by-skill", json!({"skill": "Rust"}), None);
     call().await.result();
     let limited = call().await;
     assert_eq!(limited.status, 429, "{}", limited.text);
-    assert_eq!(limited.error_code(), Some(-31002));
+    assert_eq!(limited.error_code(), -31002);
     let wait: u64 = limited
         .header("retry-after")
         .and_then(|s| s.parse().ok())
@@ -219,7 +220,7 @@ async fn rate_limit_answers_429_then_recovers_after_retry_after() {
     assert!((1..=2).contains(&wait), "Retry-After {wait}");
     // Another tool has its own bucket.
     server
-        .call(
+        .call_as(
             "calculate-employee-tenure",
             json!({"employeeId": "JohnDoe"}),
             None,

@@ -4,17 +4,12 @@
 //! quickly, and stderr carries neither colour codes nor arguments.
 #![cfg(unix)]
 
-mod access_support;
+mod common;
 
-use std::fs::File;
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use access_support::{
-    BIN, MODERN, TIMEOUT, TempDb, audit_rows, audit_table, client_builder, temp_path,
-};
+use common::access::{audit_rows, audit_table};
+use common::{Server, TempDb};
 use serde_json::{Value, json};
 
 /// Largest stored argument object (`RedactionLimits::DEFAULT.max_bytes`).
@@ -22,121 +17,14 @@ const MAX_ARGUMENT_BYTES: usize = 4096;
 
 /// The binary with stderr captured in a file (not a terminal) and
 /// `RUST_LOG` unset, so the default INFO level applies.
-struct Proc {
-    child: Child,
-    addr: String,
-    stderr: PathBuf,
-    client: reqwest::Client,
+async fn start(db: &TempDb, args: &[&str]) -> Server {
+    Server::start_logged(db.share(), args).await
 }
 
-impl Proc {
-    async fn start(db: &TempDb, args: &[&str]) -> Proc {
-        let port_file = temp_path("port", "txt");
-        let stderr = temp_path("stderr", "log");
-        let log = File::create(&stderr).expect("create the stderr file");
-        let mut child = Command::new(BIN)
-            .arg("--listen")
-            .arg("127.0.0.1:0")
-            .arg("--database")
-            .arg(db.url())
-            .arg("--port-file")
-            .arg(&port_file)
-            .args(args)
-            .env_remove("RUST_LOG")
-            .env_remove("EMPLOYEE_MCP_LOG_FORMAT")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("spawn employee-mcp-server");
-        let deadline = Instant::now() + TIMEOUT;
-        let addr = loop {
-            if let Ok(text) = std::fs::read_to_string(&port_file)
-                && text.trim().parse::<std::net::SocketAddr>().is_ok()
-            {
-                break text.trim().to_owned();
-            }
-            if let Some(status) = child.try_wait().expect("poll server") {
-                panic!("server exited before listening: {status}");
-            }
-            assert!(Instant::now() < deadline, "server did not start in time");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
-        let _ = std::fs::remove_file(&port_file);
-        let client = client_builder()
-            .no_proxy()
-            .timeout(TIMEOUT)
-            .build()
-            .expect("HTTP client");
-        Proc {
-            child,
-            addr,
-            stderr,
-            client,
-        }
-    }
-
-    /// A modern `tools/call`: (HTTP status, body).
-    async fn call(&self, tool: &str, arguments: Value) -> (u16, Value) {
-        static ID: AtomicU64 = AtomicU64::new(1);
-        let body = json!({
-            "jsonrpc": "2.0",
-            "id": ID.fetch_add(1, Ordering::Relaxed),
-            "method": "tools/call",
-            "params": {
-                "name": tool,
-                "arguments": arguments,
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": MODERN,
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                    "io.modelcontextprotocol/clientInfo": {"name": "limits-tests", "version": "1"}
-                }
-            }
-        });
-        let resp = self
-            .client
-            .post(format!("http://{}/mcp", self.addr))
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream")
-            .header("MCP-Protocol-Version", MODERN)
-            .header("Mcp-Method", "tools/call")
-            .header("Mcp-Name", tool)
-            .json(&body)
-            .send()
-            .await
-            .expect("HTTP request");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.expect("read body");
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-    }
-
-    /// SIGTERM, wait for the exit, and return the captured stderr.
-    async fn stop(mut self) -> (ExitStatus, String) {
-        let status = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status()
-            .expect("run kill");
-        assert!(status.success());
-        let deadline = Instant::now() + TIMEOUT;
-        let exit = loop {
-            if let Some(s) = self.child.try_wait().expect("poll child") {
-                break s;
-            }
-            assert!(Instant::now() < deadline, "server did not stop");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
-        let log = std::fs::read(&self.stderr).expect("read stderr");
-        (exit, String::from_utf8_lossy(&log).into_owned())
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.stderr);
-    }
+/// A modern `tools/call`: (HTTP status, body).
+async fn call(server: &Server, tool: &str, arguments: Value) -> (u16, Value) {
+    let r = server.call_as(tool, arguments, None).await;
+    (r.status, r.body)
 }
 
 fn stored_len(row: &Value) -> usize {
@@ -146,13 +34,13 @@ fn stored_len(row: &Value) -> usize {
 #[tokio::test]
 async fn arguments_are_redacted_in_depth_and_capped_and_never_logged() {
     let db = TempDb::seeded();
-    let server = Proc::start(&db, &[]).await;
+    let server = start(&db, &[]).await;
     // Extra members make the call invalid; it is audited all the same.
     let nested = json!({
         "skill": "Rust",
         "list": [{"password": "hunter2-nested"}, {"deep": [{"apiToken": "tok-nested"}]}]
     });
-    server.call("search-employees-by-skill", nested).await;
+    call(&server, "search-employees-by-skill", nested).await;
     let mut huge = serde_json::Map::new();
     huge.insert("skill".into(), json!("Rust"));
     for i in 0..40 {
@@ -162,9 +50,7 @@ async fn arguments_are_redacted_in_depth_and_capped_and_never_logged() {
     huge.insert("blob".into(), json!(vec![item; 4_000]));
     let size = serde_json::to_string(&huge).map_or(0, |s| s.len());
     assert!(size > 800_000, "{size}");
-    let (status, body) = server
-        .call("search-employees-by-skill", Value::Object(huge))
-        .await;
+    let (status, body) = call(&server, "search-employees-by-skill", Value::Object(huge)).await;
     assert_eq!(status, 200, "{body}");
 
     let (exit, log) = server.stop().await;
@@ -206,13 +92,13 @@ async fn arguments_are_redacted_in_depth_and_capped_and_never_logged() {
 #[tokio::test]
 async fn json_log_lines_parse() {
     let db = TempDb::seeded();
-    let server = Proc::start(&db, &["--log-format", "json"]).await;
-    server
-        .call(
-            "calculate-employee-tenure",
-            json!({"employeeId": "JohnDoe"}),
-        )
-        .await;
+    let server = start(&db, &["--log-format", "json"]).await;
+    call(
+        &server,
+        "calculate-employee-tenure",
+        json!({"employeeId": "JohnDoe"}),
+    )
+    .await;
     let (exit, log) = server.stop().await;
     assert!(exit.success(), "{exit}: {log}");
     let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -228,16 +114,16 @@ async fn json_log_lines_parse() {
 async fn a_rate_limit_flood_becomes_a_few_counted_rows() {
     let db = TempDb::seeded();
     let flags = ["--rate-limit-per-minute", "1", "--rate-limit-burst", "1"];
-    let server = Proc::start(&db, &flags).await;
+    let server = start(&db, &flags).await;
     let secret = "x".repeat(10_000);
     let mut limited = 0;
     for _ in 0..200 {
-        let (status, body) = server
-            .call(
-                "calculate-employee-tenure",
-                json!({"employeeId": "JohnDoe", "note": secret}),
-            )
-            .await;
+        let (status, body) = call(
+            &server,
+            "calculate-employee-tenure",
+            json!({"employeeId": "JohnDoe", "note": secret}),
+        )
+        .await;
         match status {
             429 => limited += 1,
             200 => {}
@@ -318,18 +204,18 @@ async fn old_rows_are_pruned_and_an_old_table_is_migrated() {
         insert_row(&conn, 600_000, "recent-tool");
     }
     assert_eq!(audit_rows(&db, &["--limit", "5000"]).len(), 1_201);
-    let server = Proc::start(&db, &["--audit-retention", "1h"]).await;
-    let deadline = Instant::now() + TIMEOUT;
+    let server = start(&db, &["--audit-retention", "1h"]).await;
+    let deadline = Instant::now() + common::TIMEOUT;
     while !audit_rows(&db, &["--tool", "old-tool", "--limit", "5000"]).is_empty() {
         assert!(Instant::now() < deadline, "old rows were not pruned");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (status, body) = server
-        .call(
-            "calculate-employee-tenure",
-            json!({"employeeId": "JohnDoe"}),
-        )
-        .await;
+    let (status, body) = call(
+        &server,
+        "calculate-employee-tenure",
+        json!({"employeeId": "JohnDoe"}),
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     let (exit, log) = server.stop().await;
     assert!(exit.success(), "{exit}: {log}");
@@ -343,27 +229,27 @@ async fn old_rows_are_pruned_and_an_old_table_is_migrated() {
 #[tokio::test]
 async fn a_locked_database_fails_the_call_in_bounded_time() {
     let db = TempDb::seeded();
-    let server = Proc::start(&db, &[]).await;
+    let server = start(&db, &[]).await;
     let conn = rusqlite::Connection::open(&db.path).expect("open the test database");
     conn.execute_batch("BEGIN IMMEDIATE")
         .expect("take the write lock");
     let started = Instant::now();
-    let (status, body) = server
-        .call(
-            "calculate-employee-tenure",
-            json!({"employeeId": "JohnDoe"}),
-        )
-        .await;
+    let (status, body) = call(
+        &server,
+        "calculate-employee-tenure",
+        json!({"employeeId": "JohnDoe"}),
+    )
+    .await;
     let waited = started.elapsed();
     assert_eq!(body["error"]["code"], -32603, "HTTP {status} {body}");
     assert!(waited < Duration::from_secs(12), "waited {waited:?}");
     conn.execute_batch("ROLLBACK").expect("release the lock");
-    let (status, body) = server
-        .call(
-            "calculate-employee-tenure",
-            json!({"employeeId": "JohnDoe"}),
-        )
-        .await;
+    let (status, body) = call(
+        &server,
+        "calculate-employee-tenure",
+        json!({"employeeId": "JohnDoe"}),
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     assert!(body["result"].is_object(), "{body}");
 }

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{Server, modern_body, modern_headers, next_id};
+use mcp_server::protocol::meta;
 use serde_json::json;
 
 fn modern_list_headers() -> Vec<(String, String)> {
@@ -253,9 +254,11 @@ async fn malformed_json_is_parse_error_400() {
 async fn deep_nesting_is_rejected() {
     let server = Server::start().await;
     let deep = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}},"name":"get-employee-details","arguments":{{"employeeId":{}1{}}}}}}}"#,
-        "[".repeat(100),
-        "]".repeat(100)
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"_meta":{{"{pv}":"2026-07-28","{cc}":{{}}}},"name":"get-employee-details","arguments":{{"employeeId":{open}1{close}}}}}}}"#,
+        pv = meta::PROTOCOL_VERSION,
+        cc = meta::CLIENT_CAPABILITIES,
+        open = "[".repeat(100),
+        close = "]".repeat(100)
     );
     let reply = server
         .post_raw(

@@ -17,6 +17,7 @@ use common::{
     LegacySession, MODERN, Reply, Server, TOOL_NAMES, details_asking, modern_body, modern_headers,
     next_id, pick,
 };
+use mcp_server::protocol::meta;
 use serde_json::{Value, json};
 
 /// Realistic arguments for every tool, in `TOOL_NAMES` order.
@@ -306,9 +307,9 @@ async fn a_question_asked_by_one_replica_is_answered_on_any_other() {
 /// Client capabilities declaring the tasks extension.
 fn task_meta() -> Value {
     json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {
-            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        meta::PROTOCOL_VERSION: MODERN,
+        meta::CLIENT_CAPABILITIES: {
+            "extensions": {mcp_server::tasks::EXTENSION_ID: {}}
         }
     })
 }

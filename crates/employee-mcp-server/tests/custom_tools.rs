@@ -14,6 +14,7 @@ use common::{
     Backend, MODERN, Server, StdioServer, TempDb, read_stream_until, temp_path, tool_error_text,
     tools_cli, tools_ok,
 };
+use mcp_server::protocol::meta;
 use serde_json::{Value, json};
 
 /// The examples shipped in the repository.
@@ -632,8 +633,8 @@ async fn scopes_and_field_redaction_apply_to_custom_tools_case(backend: Backend)
     let db = seeded(backend).await;
     tools_ok(&db, &["add", "--file", examples().to_str().unwrap()]);
     let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {}
+        meta::PROTOCOL_VERSION: MODERN,
+        meta::CLIENT_CAPABILITIES: {}
     });
     let call = |id: u64, name: &str, args: Value| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",

@@ -4,12 +4,13 @@
 mod common;
 
 use common::{MODERN, Server, modern_body, modern_meta, next_id};
+use mcp_server::protocol::meta;
 use serde_json::{Value, json};
 
 #[track_caller]
 fn assert_modern_result(result: &Value) {
     assert_eq!(result["resultType"], "complete", "{result}");
-    let info = &result["_meta"]["io.modelcontextprotocol/serverInfo"];
+    let info = &result["_meta"][meta::SERVER_INFO];
     assert_eq!(info["name"], "employee-mcp-server", "{result}");
     assert!(info["version"].is_string(), "{result}");
 }
@@ -119,8 +120,8 @@ async fn missing_meta_fields_are_invalid_params_400() {
     let cases = [
         json!(null),
         json!({}),
-        json!({"io.modelcontextprotocol/protocolVersion": MODERN}),
-        json!({"io.modelcontextprotocol/clientCapabilities": {}}),
+        json!({meta::PROTOCOL_VERSION: MODERN}),
+        json!({meta::CLIENT_CAPABILITIES: {}}),
     ];
     for meta in cases {
         let mut body = modern_body(next_id(), "tools/list", json!({}));
@@ -135,8 +136,7 @@ async fn missing_meta_fields_are_invalid_params_400() {
     }
     // clientInfo is optional: never required.
     let mut body = modern_body(next_id(), "tools/list", json!({}));
-    body["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] =
-        json!({"name": "c", "version": "1"});
+    body["params"]["_meta"][meta::CLIENT_INFO] = json!({"name": "c", "version": "1"});
     assert_eq!(server.post_modern(&body, &[]).await.status, 200);
     server.assert_alive().await;
 }
@@ -232,7 +232,7 @@ async fn header_names_are_case_insensitive_and_values_trimmed() {
 async fn unsupported_version_is_32022_with_data() {
     let server = Server::start().await;
     let mut body = modern_body(next_id(), "tools/list", json!({}));
-    body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("v999");
+    body["params"]["_meta"][meta::PROTOCOL_VERSION] = json!("v999");
     let reply = server
         .post_modern(&body, &[("MCP-Protocol-Version", "v999")])
         .await;

@@ -34,6 +34,7 @@ use common::{
     LEGACY_VERSIONS, LegacySession, MODERN, Server, StdioServer, TOOL_NAMES, modern_body, next_id,
 };
 use jsonschema::{Draft, Validator};
+use mcp_server::protocol::meta;
 use serde_json::{Value, json};
 
 /// The revisions with a schema file in `tests/spec-schemas/`.
@@ -596,7 +597,7 @@ async fn modern_only_errors(wire: &mut Wire<'_>, out: &mut Vec<Exchange>) {
 
     let id = next_id();
     let mut body = modern_body(id, "tools/list", json!({}));
-    body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("v999");
+    body["params"]["_meta"][meta::PROTOCOL_VERSION] = json!("v999");
     let message = send_modern(wire, &body, &[("MCP-Protocol-Version", "v999")]).await;
     out.push(Exchange {
         label: "unsupported revision".into(),

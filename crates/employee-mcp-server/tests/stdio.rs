@@ -4,6 +4,7 @@
 mod common;
 
 use common::{MODERN, StdioServer, TOOL_NAMES, modern_body, next_id, text_json};
+use mcp_server::protocol::meta;
 use serde_json::{Value, json};
 
 fn initialize(id: u64, version: &str) -> Value {
@@ -107,7 +108,7 @@ async fn modern_requests_without_initialize() {
     let result = &call["result"];
     assert_eq!(result["resultType"], "complete");
     assert_eq!(
-        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        result["_meta"][meta::SERVER_INFO]["name"],
         "employee-mcp-server"
     );
     assert_eq!(text_json(result), result["structuredContent"]);
@@ -121,7 +122,7 @@ async fn modern_requests_without_initialize() {
     no_meta["params"].as_object_mut().unwrap().remove("_meta");
     let _ = &no_meta;
     let mut bad_version = modern_body(next_id(), "tools/list", json!({}));
-    bad_version["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("v999");
+    bad_version["params"]["_meta"][meta::PROTOCOL_VERSION] = json!("v999");
     let reply = s.request(bad_version).await;
     assert_eq!(reply["error"]["code"], -32022, "{reply}");
     assert_eq!(reply["error"]["data"]["requested"], "v999");

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{Backend, Server, TOOL_NAMES, details_asking, pick, text_json, tool_error_text};
+use mcp_server::protocol::meta;
 use serde_json::{Value, json};
 
 /// A successful modern tool result: complete, not an error, with
@@ -16,7 +17,8 @@ fn ok_structured(result: &Value) -> Value {
     assert_eq!(result["resultType"], "complete", "{result}");
     assert_ne!(result["isError"], true, "unexpected tool error: {result}");
     assert_eq!(
-        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "employee-mcp-server",
+        result["_meta"][meta::SERVER_INFO]["name"],
+        "employee-mcp-server",
         "{result}"
     );
     let structured = result["structuredContent"].clone();

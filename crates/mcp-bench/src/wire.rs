@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
 use futures_util::StreamExt;
+use mcp_protocol::{headers, meta};
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
@@ -20,10 +21,10 @@ pub const MODERN_VERSION: &str = "2026-07-28";
 /// Protocol revision negotiated on the legacy wire.
 pub const LEGACY_VERSION: &str = "2025-11-25";
 
-const HDR_PROTOCOL_VERSION: &str = "MCP-Protocol-Version";
-const HDR_METHOD: &str = "Mcp-Method";
-const HDR_NAME: &str = "Mcp-Name";
-const HDR_SESSION: &str = "Mcp-Session-Id";
+const HDR_PROTOCOL_VERSION: &str = headers::PROTOCOL_VERSION;
+const HDR_METHOD: &str = headers::METHOD;
+const HDR_NAME: &str = headers::NAME;
+const HDR_SESSION: &str = headers::SESSION_ID;
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 
 /// Which MCP wire format to speak.
@@ -251,8 +252,8 @@ impl McpClient {
             params.insert(
                 "_meta".into(),
                 json!({
-                    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-                    "io.modelcontextprotocol/clientCapabilities": {},
+                    meta::PROTOCOL_VERSION: MODERN_VERSION,
+                    meta::CLIENT_CAPABILITIES: {},
                 }),
             );
         }

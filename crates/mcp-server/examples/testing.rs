@@ -1,5 +1,6 @@
 //! Testing a tool with the in-memory client: no sockets, no processes, both
-//! wires. The same code goes into a `#[tokio::test]`.
+//! wires; then end to end, the same client over Streamable HTTP (feature
+//! `client-http`). The same code goes into a `#[tokio::test]`.
 //!
 //! ```sh
 //! cargo run -p mcp-server --example testing
@@ -7,6 +8,7 @@
 
 use mcp_server::client::Client;
 use mcp_server::protocol::ProtocolVersion;
+use mcp_server::transport::http::{self, HttpConfig};
 use mcp_server::{Server, Tool, ToolError, ToolResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -73,6 +75,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .call_tool("divide", json!({ "a": 1, "b": 4 }))
         .await?;
     assert_eq!(ok.structured, Some(json!({ "value": 0.25 })));
+
+    // End to end over HTTP: the server on a loopback port, the same client
+    // API pointed at its URL (`.bearer(token)` when the endpoint wants one).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    let served = server();
+    let app = http::router(served.clone(), HttpConfig::default());
+    tokio::spawn(http::serve(listener, app, served, std::future::pending()));
+    let remote = Client::http(&url).connect().await?;
+    let ok = remote
+        .call_tool("divide", json!({ "a": 9, "b": 3 }))
+        .await?;
+    assert_eq!(ok.structured, Some(json!({ "value": 3.0 })));
     println!("all checks passed");
     Ok(())
 }

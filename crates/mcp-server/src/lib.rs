@@ -58,7 +58,8 @@
 //!   bytes in, what to send out.
 //! - [`transport`]: Streamable HTTP (axum) and the 2024-11-05 HTTP+SSE
 //!   transport (feature `http`, OAuth with `auth`), stdio (feature `stdio`).
-//! - `client` (feature `client`): an in-memory client for tests.
+//! - `client` (feature `client`): an in-memory client for tests; with
+//!   `client-http`, the same client over Streamable HTTP to a URL.
 //! - [`access`]: scopes, rate limits, redaction and the audit trail.
 //!
 //! # Features
@@ -69,6 +70,7 @@
 //! | `http` | `transport::http` (axum, hyper) | yes |
 //! | `auth` | `transport::http::auth`, OAuth resource server (jsonwebtoken, reqwest); implies `http` | no |
 //! | `client` | `client`, the in-memory client | no |
+//! | `client-http` | `Client::http`, the client over Streamable HTTP (hyper's client); implies `client` and `http` | no |
 //!
 //! Wire types and protocol rules live in the `mcp-protocol` crate,
 //! re-exported as [`protocol`].

@@ -2,13 +2,13 @@
 //! HTTP: challenges, token validation failures, scopes and step-up,
 //! Protected Resource Metadata, and JWKS rotation and refresh limits.
 
-mod oauth_support;
+mod common;
 
 use std::time::Duration;
 
+use common::oauth::*;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_server::transport::http::auth::UNAUTHORIZED;
-use oauth_support::*;
 use serde_json::{Value, json};
 
 /// A 401 with a JSON-RPC error body and a challenge naming the metadata.
@@ -108,6 +108,26 @@ async fn valid_token_reaches_the_tool_with_its_principal() {
     // after a successful call on a kept-alive connection.
     let r = mcp.tool(None, "salary").await;
     assert_eq!(r.status, 401);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_library_client_sends_its_bearer_token() {
+    use mcp_server::client::Client;
+    let key = TestKey::generate("k1");
+    let idp = Idp::start(&[&key]).await;
+    let mcp = Mcp::start(&idp, |_| {}).await;
+    let token = key.sign(&mcp.claims(&idp, "hr.read"));
+    let client = Client::http(&mcp.url).bearer(&token).connect().await;
+    let client = client.expect("client");
+    let who = client.call_tool("whoami", json!({})).await.expect("whoami");
+    let who: Value = serde_json::from_str(&who.text()).expect("json");
+    assert_eq!(who["subject"], "user-1");
+    let salary = client.call_tool("salary", json!({})).await.expect("salary");
+    assert_eq!(salary.text(), "42");
+    // Without the token the transport's 401 comes back as its error.
+    let anonymous = Client::http(&mcp.url).connect().await.expect("client");
+    let e = anonymous.call_tool("whoami", json!({})).await.unwrap_err();
+    assert_eq!(e.code(), Some(UNAUTHORIZED), "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -19,7 +19,7 @@ use mcp_server::{
 };
 use serde_json::{Map, Value, json};
 
-const EXT: &str = "io.modelcontextprotocol/tasks";
+const EXT: &str = mcp_server::tasks::EXTENSION_ID;
 
 /// What one replica's handlers saw.
 #[derive(Default)]

@@ -18,7 +18,7 @@ use mcp_server::{
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-const EXT: &str = "io.modelcontextprotocol/tasks";
+const EXT: &str = mcp_server::tasks::EXTENSION_ID;
 
 fn task_caps() -> Value {
     json!({ "elicitation": {}, "extensions": { EXT: {} } })

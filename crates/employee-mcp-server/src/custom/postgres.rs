@@ -26,7 +26,7 @@ pub const DEFAULT_READER_ROLE: &str = "employee_mcp_reader";
 
 /// The directory's tables: the only ones the reader role may read (a unit
 /// test keeps this list equal to the directory's migrations).
-pub const DIRECTORY_TABLES: [&str; 11] = [
+pub const DIRECTORY_TABLES: [&str; 12] = [
     "departments",
     "teams",
     "locations",
@@ -38,6 +38,7 @@ pub const DIRECTORY_TABLES: [&str; 11] = [
     "employment_history",
     "leave_balances",
     "directory_meta",
+    "directory_generation",
 ];
 
 /// Functions a custom statement may not call: they write, take locks, or

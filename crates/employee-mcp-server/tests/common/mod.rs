@@ -8,11 +8,11 @@
 //! server its own copy.
 //!
 //! HTTP goes through a minimal HTTP/1.1 client on a plain `TcpStream`
-//! (`Connection: close`, one request per connection): reqwest is compiled with
-//! `rustls-no-provider` through feature unification with mcp-server, so
-//! building a `reqwest::Client` here would panic without a crypto provider the
-//! tests cannot install (no rustls dev-dependency). That also lets tests send
-//! arbitrary Host headers and non-UTF-8 header values.
+//! (`Connection: close`, one request per connection), which lets tests send
+//! arbitrary Host headers and non-UTF-8 header values; [`client_builder`]
+//! gives a reqwest client (crypto provider installed) where a test wants
+//! one. [`access`] adds bearer tokens from a test issuer and the `audit`
+//! subcommand.
 
 #![allow(dead_code)]
 
@@ -23,12 +23,17 @@ pub mod pg;
 /// PostgreSQL + replicas + nginx, started with `scripts/cluster`.
 pub mod cluster;
 
+/// Bearer tokens from a test issuer, and the `audit` subcommand.
+pub mod access;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use mcp_server::client::Client;
+use mcp_server::protocol::meta;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
@@ -235,6 +240,17 @@ impl Reply {
             .unwrap_or_else(|| panic!("expected an error, got HTTP {} {}", self.status, self.text))
     }
 
+    /// Names in a `tools/list` result; panics (with the reply) when absent.
+    #[track_caller]
+    pub fn tool_names(&self) -> Vec<String> {
+        self.result()["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no tools: {}", self.text))
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect()
+    }
+
     pub fn error_message(&self) -> String {
         self.body["error"]["message"]
             .as_str()
@@ -264,9 +280,17 @@ impl Reply {
 /// The `_meta` every modern request carries.
 pub fn modern_meta() -> Value {
     json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {}
+        meta::PROTOCOL_VERSION: MODERN,
+        meta::CLIENT_CAPABILITIES: {}
     })
+}
+
+/// A reqwest builder usable in this process: reqwest is compiled with
+/// `rustls-no-provider` (for mcp-server's JWKS client), so a crypto provider
+/// must be installed first.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
 }
 
 /// A modern request body: `params` plus the required `_meta`.
@@ -416,6 +440,9 @@ pub struct Server {
     child: Option<Child>,
     pub addr: String,
     port_file: Option<PathBuf>,
+    /// Where stderr goes for [`Server::start_logged`].
+    stderr: Option<PathBuf>,
+    client: tokio::sync::OnceCell<Client>,
     _db: Option<TempDb>,
 }
 
@@ -446,18 +473,34 @@ impl Server {
     /// A server on `db` with extra flags and environment variables.
     pub async fn start_with_env(db: TempDb, args: &[&str], env: &[(&str, &str)]) -> Server {
         let url = db.url();
-        Server::spawn(url, db, args, env).await
+        Server::spawn(url, db, args, env, None).await
+    }
+
+    /// A server on `db` logging as in production: `RUST_LOG` and
+    /// `EMPLOYEE_MCP_LOG_FORMAT` unset, stderr captured in a file (not a
+    /// terminal) that [`Server::stop`] returns.
+    pub async fn start_logged(db: TempDb, args: &[&str]) -> Server {
+        let url = db.url();
+        let stderr = temp_path("stderr", "log");
+        Server::spawn(url, db, args, &[], Some(stderr)).await
     }
 
     /// A replica on a PostgreSQL database (`postgres://…`, e.g. from
     /// `pg::fresh_database`), with extra flags.
     pub async fn start_on_postgres(url: &str, args: &[&str]) -> Server {
-        Server::spawn(url.to_owned(), TempDb::empty(), args, &[]).await
+        Server::spawn(url.to_owned(), TempDb::empty(), args, &[], None).await
     }
 
-    async fn spawn(database: String, db: TempDb, args: &[&str], env: &[(&str, &str)]) -> Server {
+    async fn spawn(
+        database: String,
+        db: TempDb,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stderr: Option<PathBuf>,
+    ) -> Server {
         let port_file = temp_path("port", "txt");
-        let mut child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        command
             .arg("--listen")
             .arg("127.0.0.1:0")
             .arg("--database")
@@ -465,11 +508,22 @@ impl Server {
             .arg("--port-file")
             .arg(&port_file)
             .args(args)
-            .env("RUST_LOG", "warn")
-            .envs(env.iter().copied())
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(Stdio::null());
+        match &stderr {
+            Some(path) => {
+                let log = std::fs::File::create(path).expect("create the stderr file");
+                command
+                    .env_remove("RUST_LOG")
+                    .env_remove("EMPLOYEE_MCP_LOG_FORMAT")
+                    .stderr(Stdio::from(log));
+            }
+            None => {
+                command.env("RUST_LOG", "warn").stderr(Stdio::null());
+            }
+        }
+        let mut child = command
+            .envs(env.iter().copied())
             .spawn()
             .expect("spawn employee-mcp-server");
         let deadline = Instant::now() + TIMEOUT;
@@ -495,6 +549,8 @@ impl Server {
             child: Some(child),
             addr,
             port_file: Some(port_file),
+            stderr,
+            client: tokio::sync::OnceCell::new(),
             _db: Some(db),
         }
     }
@@ -506,6 +562,8 @@ impl Server {
             child: None,
             addr: addr.to_owned(),
             port_file: None,
+            stderr: None,
+            client: tokio::sync::OnceCell::new(),
             _db: None,
         }
     }
@@ -558,6 +616,36 @@ impl Server {
             .as_ref()
             .expect("a server this harness started")
             .id()
+    }
+
+    /// SIGKILL: no shutdown code runs.
+    pub fn kill_9(&mut self) {
+        let status = Command::new("kill")
+            .arg("-KILL")
+            .arg(self.pid().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+        let _ = self.child_mut().wait();
+    }
+
+    /// SIGTERM, wait for the exit, and return what the server wrote to
+    /// stderr (captured by [`Server::start_logged`], empty otherwise).
+    pub async fn stop(mut self) -> (std::process::ExitStatus, String) {
+        sigterm(self.pid());
+        let deadline = Instant::now() + TIMEOUT;
+        let exit = loop {
+            if let Some(s) = self.child_mut().try_wait().expect("poll child") {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "server did not stop");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let log = match &self.stderr {
+            Some(path) => std::fs::read(path).expect("read stderr"),
+            None => Vec::new(),
+        };
+        (exit, String::from_utf8_lossy(&log).into_owned())
     }
 
     pub fn child_mut(&mut self) -> &mut Child {
@@ -627,14 +715,28 @@ impl Server {
             .await
     }
 
-    /// A modern `tools/call`; returns the result (asserting HTTP 200 and a
-    /// `result` member).
+    /// A modern `tools/call` through the library's client (HTTP mode);
+    /// returns the result, panicking on a JSON-RPC error.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Value {
-        let reply = self
-            .modern("tools/call", json!({"name": name, "arguments": arguments}))
-            .await;
-        assert_eq!(reply.status, 200, "{}", reply.text);
-        reply.result().clone()
+        let client = self.client().await;
+        let reply = tokio::time::timeout(TIMEOUT, client.call_tool(name, arguments))
+            .await
+            .unwrap_or_else(|_| panic!("tools/call {name} took over {TIMEOUT:?}"))
+            .unwrap_or_else(|e| panic!("tools/call {name}: {e}"));
+        Value::Object(reply.raw)
+    }
+
+    /// This server's modern client (`mcp_server::client` over HTTP),
+    /// connected on first use.
+    pub async fn client(&self) -> &Client {
+        self.client
+            .get_or_init(|| async {
+                Client::http(&self.url())
+                    .connect()
+                    .await
+                    .unwrap_or_else(|e| panic!("client for {}: {e}", self.url()))
+            })
+            .await
     }
 
     /// A good request proving the server still serves.
@@ -703,6 +805,9 @@ impl Drop for Server {
         }
         if let Some(port_file) = &self.port_file {
             let _ = std::fs::remove_file(port_file);
+        }
+        if let Some(stderr) = &self.stderr {
+            let _ = std::fs::remove_file(stderr);
         }
     }
 }
@@ -1078,8 +1183,8 @@ pub async fn details_asking(server: &Server, employee_id: &str, extra: Value) ->
         params[k] = v.clone();
     }
     params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}
+        meta::PROTOCOL_VERSION: MODERN,
+        meta::CLIENT_CAPABILITIES: {"elicitation": {}}
     });
     let body = json!({"jsonrpc": "2.0", "id": next_id(), "method": "tools/call", "params": params});
     let reply = server.post_modern(&body, &[]).await;

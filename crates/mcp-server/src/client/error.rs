@@ -24,6 +24,22 @@ pub enum ClientError {
     /// The server kept asking for input past the client's round limit.
     #[error("the server asked for input more than {0} times")]
     TooManyRounds(usize),
+    /// HTTP mode: the server answered with a status and a body that is not
+    /// a JSON-RPC response (e.g. 401 from an authorization layer).
+    #[error("HTTP {status}: {body}")]
+    Http {
+        /// The HTTP status code.
+        status: u16,
+        /// The response body, as text.
+        body: String,
+    },
+    /// HTTP mode: the request could not be sent or its answer not read.
+    #[error("transport error: {0}")]
+    Transport(String),
+    /// The operation does not exist on this client's transport or wire
+    /// (e.g. a GET stream on the in-memory client).
+    #[error("not supported here: {0}")]
+    Unsupported(&'static str),
 }
 
 impl ClientError {

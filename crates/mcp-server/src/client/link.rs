@@ -121,7 +121,7 @@ pub(super) async fn route(
 }
 
 /// The client's response to a server→client request (legacy sessions).
-async fn answer(handler: Option<&InputHandler>, message: &Value, id: Value) -> String {
+pub(super) async fn answer(handler: Option<&InputHandler>, message: &Value, id: Value) -> String {
     let request = Message::from_value(message.clone())
         .ok()
         .and_then(|m| match m {

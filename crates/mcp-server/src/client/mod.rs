@@ -30,9 +30,38 @@
 //! assert_eq!(reply.structured.unwrap()["text"], "Hello, Ada!");
 //! # Ok(()) }
 //! ```
+//!
+//! # HTTP mode
+//!
+//! With the feature `client-http`, [`Client::http`] builds the same client
+//! for a Streamable HTTP endpoint (`http://` only): each request is a POST
+//! whose JSON or SSE answer is parsed, the modern wire's `MCP-Protocol-Version`,
+//! `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers are derived from the
+//! body (the tools' `Mcp-Param-*` mirrors from `tools/list`: the last
+//! listing, or one fetched when the server first refuses a call for a
+//! missing mirror), a legacy session carries its `Mcp-Session-Id`,
+//! [`ClientBuilder::bearer`] adds a token, [`Client::listen`] keeps the
+//! subscription's stream open and [`Client::open_stream`] opens a legacy
+//! session's GET stream. Closing a legacy client deletes its session.
+//!
+//! ```no_run
+//! # #[cfg(feature = "client-http")]
+//! # async fn demo() -> Result<(), mcp_server::client::ClientError> {
+//! use mcp_server::client::Client;
+//! let client = Client::http("http://127.0.0.1:8080/mcp")
+//!     .bearer("eyJhbGciOi…")
+//!     .connect()
+//!     .await?;
+//! let tools = client.list_tools().await?;
+//! # Ok(()) }
+//! ```
 
 mod error;
 mod link;
+#[cfg(feature = "client-http")]
+mod remote;
+#[cfg(feature = "client-http")]
+mod sse;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -68,9 +97,32 @@ enum ClientWire {
     Legacy(ProtocolVersion),
 }
 
-/// Configures a [`Client`]; start with [`Client::builder`].
+/// Where a client sends its messages.
+enum Target {
+    /// A server in this process, through a [`Connection`].
+    Memory(Server),
+    /// A Streamable HTTP endpoint, with headers for every request.
+    #[cfg(feature = "client-http")]
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+/// How a connected client reaches its server.
+enum Transport {
+    Memory {
+        connection: Arc<Connection>,
+        routes: Arc<Routes>,
+    },
+    #[cfg(feature = "client-http")]
+    Http(Arc<remote::HttpLink>),
+}
+
+/// Configures a [`Client`]; start with [`Client::builder`] (or
+/// [`Client::http`]).
 pub struct ClientBuilder {
-    server: Server,
+    target: Target,
     wire: ClientWire,
     capabilities: Option<Map<String, Value>>,
     handler: Option<InputHandler>,
@@ -113,8 +165,25 @@ impl ClientBuilder {
 
     /// Attaches a value to every request, as a transport would: e.g. the
     /// [`Principal`](crate::Principal) whose scopes the engine checks.
+    /// In-memory only: over HTTP the server's transport decides.
     pub fn extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
         self.extensions.insert(value);
+        self
+    }
+
+    /// HTTP mode: sends `Authorization: Bearer <token>` on every request.
+    #[cfg(feature = "client-http")]
+    pub fn bearer(self, token: &str) -> Self {
+        self.header("authorization", &format!("Bearer {token}"))
+    }
+
+    /// HTTP mode: sends this header on every request (e.g. `Origin`).
+    /// Invalid names or values make [`connect`](Self::connect) fail.
+    #[cfg(feature = "client-http")]
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        if let Target::Http { headers, .. } = &mut self.target {
+            headers.push((name.to_owned(), value.to_owned()));
+        }
         self
     }
 
@@ -127,24 +196,22 @@ impl ClientBuilder {
                 .unwrap_or_default(),
             None => Map::new(),
         });
-        let (out_tx, out_rx) = mpsc::channel(1024);
-        let limits = MessageLimits {
-            max_bytes: 16 * 1024 * 1024,
-            max_depth: 64,
-        };
-        let connection = Connection::new(self.server, out_tx, Arc::new(self.extensions), limits);
-        let routes = Arc::new(Routes::default());
         let (note_tx, note_rx) = mpsc::unbounded_channel();
-        tokio::spawn(link::route(
-            out_rx,
-            Arc::clone(&routes),
-            note_tx,
-            Arc::clone(&connection),
-            self.handler.clone(),
-        ));
+        let transport = match self.target {
+            Target::Memory(server) => {
+                memory(server, self.extensions, note_tx, self.handler.clone())
+            }
+            #[cfg(feature = "client-http")]
+            Target::Http { url, headers } => Transport::Http(Arc::new(remote::HttpLink::new(
+                &url,
+                &headers,
+                self.wire,
+                note_tx,
+                self.handler.clone(),
+            )?)),
+        };
         let client = Client {
-            connection,
-            routes,
+            transport,
             notifications: Mutex::new(note_rx),
             wire: self.wire,
             capabilities,
@@ -158,11 +225,35 @@ impl ClientBuilder {
     }
 }
 
-/// A client connected to a [`Server`] in memory. Cheap calls, no sockets;
-/// drop it (or call [`close`](Self::close)) to end the connection.
+/// Connects the in-memory transport and starts routing what the server writes.
+fn memory(
+    server: Server,
+    extensions: http::Extensions,
+    notifications: mpsc::UnboundedSender<Value>,
+    handler: Option<InputHandler>,
+) -> Transport {
+    let (out_tx, out_rx) = mpsc::channel(1024);
+    let limits = MessageLimits {
+        max_bytes: 16 * 1024 * 1024,
+        max_depth: 64,
+    };
+    let connection = Connection::new(server, out_tx, Arc::new(extensions), limits);
+    let routes = Arc::new(Routes::default());
+    tokio::spawn(link::route(
+        out_rx,
+        Arc::clone(&routes),
+        notifications,
+        Arc::clone(&connection),
+        handler,
+    ));
+    Transport::Memory { connection, routes }
+}
+
+/// A client connected to a [`Server`] in memory (cheap calls, no sockets)
+/// or, in HTTP mode, to a URL. Drop it (or call [`close`](Self::close)) to
+/// end the connection.
 pub struct Client {
-    connection: Arc<Connection>,
-    routes: Arc<Routes>,
+    transport: Transport,
     notifications: Mutex<mpsc::UnboundedReceiver<Value>>,
     wire: ClientWire,
     capabilities: Map<String, Value>,
@@ -180,7 +271,11 @@ impl std::fmt::Debug for Client {
 
 impl Drop for Client {
     fn drop(&mut self) {
-        self.connection.abort();
+        match &self.transport {
+            Transport::Memory { connection, .. } => connection.abort(),
+            #[cfg(feature = "client-http")]
+            Transport::Http(link) => link.abort_streams(),
+        }
     }
 }
 
@@ -240,6 +335,17 @@ pub struct Subscription {
     events: mpsc::UnboundedReceiver<Value>,
     acknowledgement: Value,
     ended: bool,
+    /// HTTP mode: the task reading the subscription's SSE stream.
+    reader: Option<tokio::task::AbortHandle>,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        // Over HTTP, closing the stream is what ends the subscription.
+        if let Some(r) = &self.reader {
+            r.abort();
+        }
+    }
 }
 
 impl Subscription {
@@ -276,8 +382,22 @@ impl Client {
 
     /// Configures a client for `server`.
     pub fn builder(server: Server) -> ClientBuilder {
+        Self::builder_for(Target::Memory(server))
+    }
+
+    /// Configures a client for the Streamable HTTP endpoint at `url`
+    /// (`http://host:port/path`); see [HTTP mode](self#http-mode).
+    #[cfg(feature = "client-http")]
+    pub fn http(url: &str) -> ClientBuilder {
+        Self::builder_for(Target::Http {
+            url: url.to_owned(),
+            headers: Vec::new(),
+        })
+    }
+
+    fn builder_for(target: Target) -> ClientBuilder {
         ClientBuilder {
-            server,
+            target,
             wire: ClientWire::Modern,
             capabilities: None,
             handler: None,
@@ -301,15 +421,41 @@ impl Client {
             tools.extend(page);
             match result.remove("nextCursor") {
                 Some(c) if !c.is_null() => cursor = Some(c),
-                _ => return Ok(tools),
+                _ => break,
             }
         }
+        #[cfg(feature = "client-http")]
+        if let Transport::Http(link) = &self.transport {
+            link.learn_tools(&tools);
+        }
+        Ok(tools)
+    }
+
+    /// HTTP mode on the modern wire: whether a refused call is worth
+    /// retrying after `tools/list`, because the server wants `Mcp-Param-*`
+    /// headers this client could not know yet (-32020, nothing ran).
+    async fn learnt_tools_after(&self, error: &ClientError) -> bool {
+        #[cfg(feature = "client-http")]
+        if let Transport::Http(link) = &self.transport
+            && self.wire == ClientWire::Modern
+            && error.code() == Some(mcp_protocol::ErrorCode::HeaderMismatch.code())
+            && !link.knows_tools()
+        {
+            return self.list_tools().await.is_ok();
+        }
+        let _ = error;
+        false
     }
 
     /// Calls a tool; requests for input are answered by the input handler.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<ToolReply, ClientError> {
-        let params = json!({ "name": name, "arguments": arguments });
-        let result = self.request("tools/call", object(params)).await?;
+        let params = object(json!({ "name": name, "arguments": arguments }));
+        let result = match self.request("tools/call", params.clone()).await {
+            Err(e) if self.learnt_tools_after(&e).await => {
+                self.request("tools/call", params).await?
+            }
+            other => other?,
+        };
         Ok(ToolReply::from_result(result))
     }
 
@@ -342,12 +488,23 @@ impl Client {
     /// once the server acknowledged it.
     pub async fn listen(&self, notifications: Value) -> Result<Subscription, ClientError> {
         let id = self.fresh_id();
-        let mut events = self.routes.subscribe(&id);
         let params = object(json!({ "notifications": notifications }));
-        self.send(&id, "subscriptions/listen", params).await;
+        let message = self.message(Some(&id), "subscriptions/listen", params);
+        let (mut events, reader) = match &self.transport {
+            Transport::Memory { connection, routes } => {
+                let events = routes.subscribe(&id);
+                connection.receive(message.to_string().as_bytes()).await;
+                (events, None)
+            }
+            #[cfg(feature = "client-http")]
+            Transport::Http(link) => {
+                let (events, reader) = link.listen(&message).await?;
+                (events, Some(reader))
+            }
+        };
         let first = events.recv().await.ok_or(ClientError::Closed)?;
         if let Some(error) = first.get("error") {
-            self.routes.unsubscribe(&id);
+            self.forget_subscription(&id);
             return Err(ClientError::from_error_object(error));
         }
         Ok(Subscription {
@@ -355,14 +512,47 @@ impl Client {
             events,
             acknowledgement: first,
             ended: false,
+            reader,
         })
     }
 
-    /// Ends a subscription (`notifications/cancelled`).
+    /// Ends a subscription: `notifications/cancelled` in memory; over HTTP,
+    /// its stream is closed.
     pub async fn unsubscribe(&self, subscription: Subscription) {
-        self.routes.unsubscribe(&subscription.id);
-        let params = json!({ "requestId": subscription.id, "reason": "unsubscribed" });
-        self.notify("notifications/cancelled", object(params)).await;
+        self.forget_subscription(&subscription.id);
+        if subscription.reader.is_none() {
+            let params = json!({ "requestId": subscription.id, "reason": "unsubscribed" });
+            self.notify("notifications/cancelled", object(params)).await;
+        }
+    }
+
+    #[cfg_attr(not(feature = "client-http"), allow(irrefutable_let_patterns))]
+    fn forget_subscription(&self, id: &Value) {
+        if let Transport::Memory { routes, .. } = &self.transport {
+            routes.unsubscribe(id);
+        }
+    }
+
+    /// Opens the server's stream for messages outside requests: in HTTP
+    /// mode on a legacy session, the GET stream (its notifications then
+    /// arrive at [`next_notification`](Self::next_notification), its
+    /// requests go to the input handler). In memory there is nothing to
+    /// open: those messages always flow.
+    pub async fn open_stream(&self) -> Result<(), ClientError> {
+        match &self.transport {
+            Transport::Memory { .. } => Ok(()),
+            #[cfg(feature = "client-http")]
+            Transport::Http(link) => link.open_stream().await,
+        }
+    }
+
+    /// HTTP mode: the legacy session's `Mcp-Session-Id`, once initialized.
+    pub fn session_id(&self) -> Option<String> {
+        match &self.transport {
+            Transport::Memory { .. } => None,
+            #[cfg(feature = "client-http")]
+            Transport::Http(link) => link.session_id(),
+        }
     }
 
     /// The next notification outside subscriptions (progress, log
@@ -403,16 +593,31 @@ impl Client {
         Err(ClientError::TooManyRounds(MAX_INPUT_ROUNDS))
     }
 
-    /// Sends a notification (e.g. `notifications/cancelled`).
+    /// Sends a notification (e.g. `notifications/cancelled`). Over HTTP a
+    /// refusal is logged: notifications have no answer to report it in.
     pub async fn notify(&self, method: &str, params: Map<String, Value>) {
-        let params = self.with_meta(params);
-        let line = json!({ "jsonrpc": "2.0", "method": method, "params": params });
-        self.connection.receive(line.to_string().as_bytes()).await;
+        let message = self.message(None, method, params);
+        match &self.transport {
+            Transport::Memory { connection, .. } => {
+                connection.receive(message.to_string().as_bytes()).await;
+            }
+            #[cfg(feature = "client-http")]
+            Transport::Http(link) => {
+                if let Err(e) = link.notify(&message).await {
+                    tracing::warn!(%method, error = %e, "the server refused a notification");
+                }
+            }
+        }
     }
 
-    /// Ends the connection: subscriptions end and running requests finish.
+    /// Ends the connection: subscriptions end and running requests finish;
+    /// over HTTP a legacy session is deleted.
     pub async fn close(self) {
-        self.connection.finish().await;
+        match &self.transport {
+            Transport::Memory { connection, .. } => connection.finish().await,
+            #[cfg(feature = "client-http")]
+            Transport::Http(link) => link.close().await,
+        }
     }
 
     /// One request and its response, no retry.
@@ -422,9 +627,16 @@ impl Client {
         params: Map<String, Value>,
     ) -> Result<Map<String, Value>, ClientError> {
         let id = self.fresh_id();
-        let response = self.routes.wait_for(&id);
-        self.send(&id, method, params).await;
-        let mut response = response.await.map_err(|_| ClientError::Closed)?;
+        let message = self.message(Some(&id), method, params);
+        let mut response = match &self.transport {
+            Transport::Memory { connection, routes } => {
+                let response = routes.wait_for(&id);
+                connection.receive(message.to_string().as_bytes()).await;
+                response.await.map_err(|_| ClientError::Closed)?
+            }
+            #[cfg(feature = "client-http")]
+            Transport::Http(link) => link.exchange(message).await?,
+        };
         if let Some(error) = response.get("error") {
             return Err(ClientError::from_error_object(error));
         }
@@ -458,10 +670,13 @@ impl Client {
         Ok(answers)
     }
 
-    async fn send(&self, id: &Value, method: &str, params: Map<String, Value>) {
+    /// A request (with `id`) or a notification, `_meta` added as the wire wants.
+    fn message(&self, id: Option<&Value>, method: &str, params: Map<String, Value>) -> Value {
         let params = self.with_meta(params);
-        let line = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-        self.connection.receive(line.to_string().as_bytes()).await;
+        match id {
+            Some(id) => json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }),
+            None => json!({ "jsonrpc": "2.0", "method": method, "params": params }),
+        }
     }
 
     /// On the modern wire, the `_meta` every request carries (keys the

@@ -1,7 +1,13 @@
-//! Shared harness for the integration tests: a purpose-made server, an HTTP
-//! client that speaks both wires (JSON bodies and SSE streams), and a stdio
-//! client over in-memory pipes.
+//! Shared harness for the integration tests: a purpose-made server, raw
+//! HTTP helpers that speak both wires byte for byte (JSON bodies and SSE
+//! streams, for tests of the transport itself and of hostile input), a
+//! stdio client over in-memory pipes, and [`oauth`] (an authorization server
+//! and a protected MCP server). Tests that only need a well-behaved client
+//! use the library's own (`mcp_server::client`, in memory or over HTTP).
 #![allow(dead_code)]
+
+/// An in-process authorization server and an MCP server it protects.
+pub mod oauth;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -526,11 +532,13 @@ impl Http {
         (sid, r.response().clone())
     }
 
-    /// A quick health check: a modern tools/list still works.
+    /// A quick health check: a modern tools/list still works (through the
+    /// library's client, as any client would see it).
     pub async fn assert_alive(&self) {
-        let r = self.modern(&req(999, "tools/list", json!({}))).await;
-        assert_eq!(r.status, 200, "server still serves: {}", r.raw);
-        assert!(r.response()["result"]["tools"].is_array(), "{}", r.raw);
+        let client = mcp_server::client::Client::http(&self.url).connect().await;
+        let tools = tokio::time::timeout(WAIT, client.expect("client").list_tools()).await;
+        let tools = tools.expect("tools/list in time");
+        assert!(!tools.expect("server still serves").is_empty());
     }
 }
 

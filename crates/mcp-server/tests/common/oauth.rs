@@ -1,6 +1,7 @@
 //! Test fixtures for OAuth: an in-process authorization server (metadata +
 //! JWKS over loopback HTTP), Ed25519 signing keys, token minting, and an
-//! MCP server protected by `transport::http::auth`.
+//! MCP server protected by `transport::http::auth` (`common::oauth`, used
+//! by `tests/oauth.rs`).
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
@@ -21,12 +22,7 @@ use mcp_server::{AccessOptions, CallToolResult, Principal, Server, Tool};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
-pub const V: &str = "2026-07-28";
-pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-pub const META_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
-
-/// How long any single request in a test may take.
-pub const WAIT: Duration = Duration::from_secs(10);
+use super::{META_CAPS, META_VERSION, V, WAIT, http_client};
 
 // ------------------------------------------------------------ keys
 
@@ -224,10 +220,7 @@ impl Mcp {
             base,
             audience,
             metadata_url,
-            client: reqwest::Client::builder()
-                .pool_max_idle_per_host(0)
-                .build()
-                .expect("client"),
+            client: http_client(),
         }
     }
 

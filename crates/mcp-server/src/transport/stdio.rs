@@ -22,6 +22,9 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::{Connection, MessageLimits};
 use crate::server::Server;
 
+#[cfg(target_os = "linux")]
+mod pipes;
+
 /// Limits of the stdio transport.
 #[derive(Clone, Debug)]
 pub struct StdioConfig {
@@ -48,11 +51,19 @@ impl Default for StdioConfig {
 /// Serves on the process's stdin and stdout until stdin closes, stdout
 /// breaks, or the process gets SIGTERM or SIGINT.
 ///
-/// After a signal, tokio's stdin still has a blocking read in flight, which
-/// a runtime shutdown waits for: end the process with
+/// When both are pipes (as MCP clients start servers), on Linux they are
+/// polled by the I/O reactor rather than read and written on the blocking
+/// thread pool, which halves a round trip. Otherwise (a terminal, a file)
+/// tokio's stdin is used, and after a signal it still has a blocking read
+/// in flight, which a runtime shutdown waits for: end the process with
 /// [`std::process::exit`] once this returns, rather than by returning
 /// from `main`.
 pub async fn serve_stdio(server: Server, config: StdioConfig) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if let Some((reader, writer)) = pipes::open() {
+        tracing::debug!("stdio on non-blocking pipes");
+        return serve_until(server, config, reader, writer, super::shutdown_signal()).await;
+    }
     serve_until(
         server,
         config,

@@ -90,13 +90,11 @@ pub fn run(plan: &Plan) -> std::io::Result<Vec<Vec<RoundTrips>>> {
     Ok(results)
 }
 
-/// Median over rounds of the mean round trip, and each target's ratio to
-/// every other reference row (the first row, then the rmcp rows).
+/// Per target, the median over rounds of the mean and of the p50, and
+/// its ratio to each reference row (the echo, then the rmcp rows) in the
+/// same round (median, and min–max over rounds). On a busy machine the
+/// means carry scheduling spikes; the p50s show the steady path.
 fn print_summary(plan: &Plan, results: &[Vec<RoundTrips>]) {
-    let medians: Vec<f64> = results
-        .iter()
-        .map(|rounds| median(rounds.iter().map(|r| r.mean_us).collect()))
-        .collect();
     let refs: Vec<usize> = plan
         .targets
         .iter()
@@ -104,21 +102,25 @@ fn print_summary(plan: &Plan, results: &[Vec<RoundTrips>]) {
         .filter(|(i, t)| *i == 0 || t.label.starts_with("rmcp"))
         .map(|(i, _)| i)
         .collect();
-    println!("median of the round means, and ratios (per round: min–max)");
-    for (t, target) in plan.targets.iter().enumerate() {
-        let mut line = format!("  {:<22} {:>8.1} µs", target.label, medians[t]);
-        for &r in refs.iter().filter(|&&r| r != t) {
-            let ratios: Vec<f64> = (0..results[t].len())
-                .map(|i| results[t][i].mean_us / results[r][i].mean_us)
-                .collect();
-            let (lo, hi) = min_max(&ratios);
-            line += &format!(
-                "  {:.2}x {} ({lo:.2}–{hi:.2})",
-                median(ratios.clone()),
-                plan.targets[r].label
-            );
+    let metrics: [(&str, fn(&RoundTrips) -> f64); 2] =
+        [("mean", |r| r.mean_us), ("p50", |r| r.p50_us)];
+    for (name, metric) in metrics {
+        println!("by {name}: median over rounds, ratio to each reference (min–max over rounds)");
+        for (t, target) in plan.targets.iter().enumerate() {
+            let own = median(results[t].iter().map(metric).collect());
+            let mut line = format!("  {:<22} {own:>8.1} µs", target.label);
+            for &r in refs.iter().filter(|&&r| r != t) {
+                let ratios: Vec<f64> = results[t]
+                    .iter()
+                    .zip(&results[r])
+                    .map(|(a, b)| metric(a) / metric(b))
+                    .collect();
+                let (lo, hi) = min_max(&ratios);
+                let mid = median(ratios);
+                line += &format!("  {mid:.2}x {} ({lo:.2}–{hi:.2})", plan.targets[r].label);
+            }
+            println!("{line}");
         }
-        println!("{line}");
     }
 }
 

@@ -59,19 +59,28 @@ impl Default for StdioConfig {
 /// [`std::process::exit`] once this returns, rather than by returning
 /// from `main`.
 pub async fn serve_stdio(server: Server, config: StdioConfig) -> std::io::Result<()> {
-    #[cfg(target_os = "linux")]
-    if let Some((reader, writer)) = pipes::open() {
-        tracing::debug!("stdio on non-blocking pipes");
-        return serve_until(server, config, reader, writer, super::shutdown_signal()).await;
-    }
-    serve_until(
-        server,
-        config,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        super::shutdown_signal(),
-    )
-    .await
+    // The read loop runs as a task on the runtime's workers, next to the
+    // request tasks it spawns and the writer: under `#[tokio::main]` the
+    // caller's future runs on the main thread, and every line would then
+    // cross threads twice (reactor -> main thread -> worker).
+    let served = tokio::spawn(async move {
+        #[cfg(target_os = "linux")]
+        if let Some((reader, writer)) = pipes::open() {
+            tracing::debug!("stdio on non-blocking pipes");
+            return serve_until(server, config, reader, writer, super::shutdown_signal()).await;
+        }
+        serve_until(
+            server,
+            config,
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            super::shutdown_signal(),
+        )
+        .await
+    });
+    served
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)))
 }
 
 /// Serves on any byte streams (stdin/stdout, a socket, a test pipe) until

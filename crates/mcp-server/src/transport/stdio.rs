@@ -15,7 +15,9 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -159,13 +161,16 @@ where
 /// Writes every queued line; flushes when the queue runs dry (one flush
 /// per burst, not per line). On a write error, fires `broken` and stops.
 async fn write_lines<W>(
-    mut writer: W,
+    writer: W,
     mut lines: mpsc::Receiver<String>,
     broken: CancellationToken,
 ) -> std::io::Result<()>
 where
     W: AsyncWrite + Unpin,
 {
+    // A line and its newline leave in one write(2): unbuffered, the
+    // client would wake up for a line without its end, then again.
+    let mut writer = BufWriter::with_capacity(64 * 1024, writer);
     let result = async {
         while let Some(line) = lines.recv().await {
             writer.write_all(line.as_bytes()).await?;

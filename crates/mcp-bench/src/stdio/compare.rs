@@ -90,6 +90,9 @@ pub fn run(plan: &Plan) -> std::io::Result<Vec<Vec<RoundTrips>>> {
     Ok(results)
 }
 
+/// Reads one figure of a round.
+type Metric = fn(&RoundTrips) -> f64;
+
 /// Per target, the median over rounds of the mean and of the p50, and
 /// its ratio to each reference row (the echo, then the rmcp rows) in the
 /// same round (median, and min–max over rounds). On a busy machine the
@@ -102,8 +105,7 @@ fn print_summary(plan: &Plan, results: &[Vec<RoundTrips>]) {
         .filter(|(i, t)| *i == 0 || t.label.starts_with("rmcp"))
         .map(|(i, _)| i)
         .collect();
-    let metrics: [(&str, fn(&RoundTrips) -> f64); 2] =
-        [("mean", |r| r.mean_us), ("p50", |r| r.p50_us)];
+    let metrics: [(&str, Metric); 2] = [("mean", |r| r.mean_us), ("p50", |r| r.p50_us)];
     for (name, metric) in metrics {
         println!("by {name}: median over rounds, ratio to each reference (min–max over rounds)");
         for (t, target) in plan.targets.iter().enumerate() {

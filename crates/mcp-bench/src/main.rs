@@ -142,9 +142,20 @@ struct Args {
     /// Instead of HTTP: spawn this stdio server (with --server-arg
     /// arguments), send sequential tools/call lines (--requests, default
     /// 5000) and report microseconds per round trip, next to a bare line
-    /// echo measured the same way.
+    /// echo and the rmcp stub (--rmcp) measured the same way. Repeatable,
+    /// to compare builds (rows are labelled by file name).
     #[arg(long, value_name = "BIN", conflicts_with = "url")]
-    stdio: Option<PathBuf>,
+    stdio: Vec<PathBuf>,
+
+    /// The rmcp stub server of the stdio comparison
+    /// (bench/rmcp-stdio/target/release/rmcp-stdio-stub); measured with
+    /// rmcp's `stdio()` and `stdio_pipes()`. Skipped with a note when absent.
+    #[arg(long, value_name = "BIN", requires = "stdio")]
+    rmcp: Option<PathBuf>,
+
+    /// Rounds of the stdio comparison.
+    #[arg(long, default_value = "3", value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
 
     /// Tool the stdio mode calls.
     #[arg(long, default_value = "greet")]
@@ -159,53 +170,46 @@ struct Args {
     echo_child: bool,
 }
 
-/// The stdio round-trip mode: the server, then the echo ceiling.
-fn run_stdio(bin: &std::path::Path, args: &Args) -> ExitCode {
+/// The stdio round-trip mode: in each round the echo ceiling, every
+/// `--stdio` server and the rmcp stub (`--rmcp`), then medians and ratios.
+fn run_stdio(servers: &[PathBuf], args: &Args) -> ExitCode {
     let Ok(arguments) = serde_json::from_str::<serde_json::Value>(&args.stdio_arguments) else {
         eprintln!("mcp-bench: --stdio-arguments is not JSON");
         return ExitCode::FAILURE;
     };
-    let n = args.requests.unwrap_or(5000);
-    let warmup = (n / 10).max(100);
-    let server = stdio::measure(
-        bin,
-        &args.server_args,
-        &args.stdio_tool,
-        &arguments,
-        n,
-        warmup,
-    );
-    let exe = std::env::current_exe();
-    let echo = exe.and_then(|me| {
-        stdio::measure(
-            &me,
-            &["--echo-child".to_owned()],
-            &args.stdio_tool,
-            &arguments,
-            n,
-            warmup,
-        )
-    });
-    match (server, echo) {
-        (Ok(s), Ok(e)) => {
-            println!("stdio round trips: {n} sequential tools/call ({warmup} warm-up)");
-            println!(
-                "{:<12} {:>10} {:>10} {:>10}",
-                "", "mean µs", "p50 µs", "p99 µs"
-            );
-            for (name, r) in [("server", &s), ("line echo", &e)] {
-                println!(
-                    "{name:<12} {:>10.1} {:>10.1} {:>10.1}",
-                    r.mean_us, r.p50_us, r.p99_us
-                );
-            }
-            println!(
-                "server cost over the pipe ceiling: {:.1} µs",
-                s.mean_us - e.mean_us
-            );
-            ExitCode::SUCCESS
+    let me = match std::env::current_exe() {
+        Ok(me) => me,
+        Err(e) => {
+            eprintln!("mcp-bench: cannot find my own binary for the echo child: {e}");
+            return ExitCode::FAILURE;
         }
-        (Err(e), _) | (_, Err(e)) => {
+    };
+    let mut targets = vec![stdio::compare::Target {
+        label: "line echo".to_owned(),
+        program: me,
+        args: vec!["--echo-child".to_owned()],
+    }];
+    for (i, bin) in servers.iter().enumerate() {
+        let name = bin.file_name().map(|n| n.to_string_lossy().into_owned());
+        targets.push(stdio::compare::Target {
+            label: name.unwrap_or_else(|| format!("server {}", i + 1)),
+            program: bin.clone(),
+            args: args.server_args.clone(),
+        });
+    }
+    targets.extend(stdio::compare::rmcp_targets(args.rmcp.as_deref()));
+    let calls = args.requests.unwrap_or(5000);
+    let plan = stdio::compare::Plan {
+        targets,
+        tool: args.stdio_tool.clone(),
+        arguments,
+        calls,
+        warmup: (calls / 10).max(100),
+        rounds: args.rounds,
+    };
+    match stdio::compare::run(&plan) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
             eprintln!("mcp-bench: stdio mode failed: {e}");
             ExitCode::FAILURE
         }
@@ -229,8 +233,8 @@ fn main() -> ExitCode {
             Err(_) => ExitCode::FAILURE,
         };
     }
-    if let Some(bin) = &args.stdio {
-        return run_stdio(bin, &args);
+    if !args.stdio.is_empty() {
+        return run_stdio(&args.stdio, &args);
     }
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();

@@ -13,6 +13,8 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+pub mod compare;
+
 /// `_meta` keys of a modern request (see mcp-protocol's `meta` module;
 /// the bench does not depend on the library).
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";

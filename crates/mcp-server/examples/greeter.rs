@@ -4,8 +4,12 @@
 //! cargo run -p mcp-server --example greeter            # HTTP on http://127.0.0.1:3001/mcp
 //! cargo run -p mcp-server --example greeter -- --stdio # stdio, for desktop clients
 //! ```
+//!
+//! Built without the `http` feature (`scripts/build-report` does, in a
+//! scratch crate) it serves stdio only.
 
 use mcp_server::protocol::model::ToolAnnotations;
+#[cfg(feature = "http")]
 use mcp_server::transport::http::{self, HttpConfig};
 use mcp_server::transport::stdio::{StdioConfig, serve_stdio};
 use mcp_server::{Server, Tool, ToolError, ToolResult};
@@ -45,16 +49,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .handler(greet);
     let server = Server::builder("greeter", "1.0.0").tool(greet).build()?;
 
-    if std::env::args().any(|a| a == "--stdio") {
+    if !cfg!(feature = "http") || std::env::args().any(|a| a == "--stdio") {
         serve_stdio(server, StdioConfig::default()).await?;
         return Ok(());
     }
+    #[cfg(feature = "http")]
+    serve_http(server).await?;
+    Ok(())
+}
+
+#[cfg(feature = "http")]
+async fn serve_http(server: Server) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3001").await?;
     eprintln!("serving on http://{}/mcp", listener.local_addr()?);
     let router = http::router(server.clone(), HttpConfig::default());
     http::serve(listener, router, server, async {
         let _ = tokio::signal::ctrl_c().await;
     })
-    .await?;
-    Ok(())
+    .await
 }

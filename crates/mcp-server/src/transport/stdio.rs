@@ -15,12 +15,17 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{Connection, MessageLimits};
 use crate::server::Server;
+
+#[cfg(target_os = "linux")]
+mod pipes;
 
 /// Limits of the stdio transport.
 #[derive(Clone, Debug)]
@@ -48,19 +53,36 @@ impl Default for StdioConfig {
 /// Serves on the process's stdin and stdout until stdin closes, stdout
 /// breaks, or the process gets SIGTERM or SIGINT.
 ///
-/// After a signal, tokio's stdin still has a blocking read in flight, which
-/// a runtime shutdown waits for: end the process with
+/// When both are pipes (as MCP clients start servers), on Linux they are
+/// polled by the I/O reactor rather than read and written on the blocking
+/// thread pool, which halves a round trip. Otherwise (a terminal, a file)
+/// tokio's stdin is used, and after a signal it still has a blocking read
+/// in flight, which a runtime shutdown waits for: end the process with
 /// [`std::process::exit`] once this returns, rather than by returning
 /// from `main`.
 pub async fn serve_stdio(server: Server, config: StdioConfig) -> std::io::Result<()> {
-    serve_until(
-        server,
-        config,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        super::shutdown_signal(),
-    )
-    .await
+    // The read loop runs as a task on the runtime's workers, next to the
+    // request tasks it spawns and the writer: under `#[tokio::main]` the
+    // caller's future runs on the main thread, and every line would then
+    // cross threads twice (reactor -> main thread -> worker).
+    let served = tokio::spawn(async move {
+        #[cfg(target_os = "linux")]
+        if let Some((reader, writer)) = pipes::open() {
+            tracing::debug!("stdio on non-blocking pipes");
+            return serve_until(server, config, reader, writer, super::shutdown_signal()).await;
+        }
+        serve_until(
+            server,
+            config,
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            super::shutdown_signal(),
+        )
+        .await
+    });
+    served
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)))
 }
 
 /// Serves on any byte streams (stdin/stdout, a socket, a test pipe) until
@@ -139,13 +161,16 @@ where
 /// Writes every queued line; flushes when the queue runs dry (one flush
 /// per burst, not per line). On a write error, fires `broken` and stops.
 async fn write_lines<W>(
-    mut writer: W,
+    writer: W,
     mut lines: mpsc::Receiver<String>,
     broken: CancellationToken,
 ) -> std::io::Result<()>
 where
     W: AsyncWrite + Unpin,
 {
+    // A line and its newline leave in one write(2): unbuffered, the
+    // client would wake up for a line without its end, then again.
+    let mut writer = BufWriter::with_capacity(64 * 1024, writer);
     let result = async {
         while let Some(line) = lines.recv().await {
             writer.write_all(line.as_bytes()).await?;

@@ -275,7 +275,12 @@ async fn metrics_count_calls_by_tool_and_outcome() {
         value(&samples, "employee_audit_queue_depth", &[]),
         Some(0.0)
     );
-    assert!(value(&samples, "mcp_http_connections_accepted_total", &[]).is_some_and(|c| c >= 4.0));
+    // The library client keeps its connection alive across the three
+    // calls; the raw request opens another.
+    assert!(
+        value(&samples, "mcp_http_connections_accepted_total", &[]).is_some_and(|c| c >= 2.0),
+        "{text}"
+    );
     assert_eq!(
         value(
             &samples,

@@ -23,7 +23,7 @@ use mcp_server::access::{CallLimiter, LimitError, LimitFuture, Permit};
 
 /// The bucket and lease tables.
 pub const MIGRATION: &str = "
-CREATE TABLE IF NOT EXISTS mcp_rate_buckets (
+CREATE UNLOGGED TABLE IF NOT EXISTS mcp_rate_buckets (
     caller      text NOT NULL,
     tool        text NOT NULL,
     tokens      double precision NOT NULL,
@@ -32,12 +32,25 @@ CREATE TABLE IF NOT EXISTS mcp_rate_buckets (
     PRIMARY KEY (caller, tool)
 );
 CREATE INDEX IF NOT EXISTS mcp_rate_buckets_updated ON mcp_rate_buckets (updated_at);
-CREATE TABLE IF NOT EXISTS mcp_call_leases (
+CREATE UNLOGGED TABLE IF NOT EXISTS mcp_call_leases (
     id          bigserial PRIMARY KEY,
     caller      text NOT NULL,
     expires_at  timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS mcp_call_leases_caller ON mcp_call_leases (caller, expires_at);
+-- Buckets and leases are coordination state, rewritten on every call:
+-- unlogged, so a call pays no WAL flush for them (after a database crash
+-- they start empty: limits reset, which is harmless). Tables created
+-- logged by an earlier version are converted once.
+DO $$
+BEGIN
+    IF (SELECT relpersistence FROM pg_class WHERE oid = 'mcp_rate_buckets'::regclass) = 'p' THEN
+        ALTER TABLE mcp_rate_buckets SET UNLOGGED;
+    END IF;
+    IF (SELECT relpersistence FROM pg_class WHERE oid = 'mcp_call_leases'::regclass) = 'p' THEN
+        ALTER TABLE mcp_call_leases SET UNLOGGED;
+    END IF;
+END $$;
 -- One round trip per lease. A volatile PL/pgSQL function takes a fresh
 -- snapshot per statement, so the count runs after the per-caller lock is
 -- held and sees every lease committed before it (a single plain

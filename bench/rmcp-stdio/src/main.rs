@@ -1,4 +1,4 @@
-//! The `greet` tool of `mcp-server`'s greeter example, on rmcp, served on
+//! The `greet` tool of `mcpwire-server`'s greeter example, on rmcp, served on
 //! stdio: the reference `mcp-bench --stdio --rmcp` measures against.
 //!
 //! `--pipes` serves on `rmcp::transport::stdio_pipes()` (non-blocking pipe

@@ -3,7 +3,7 @@
 //!
 //! It exposes exactly the tools, resources and prompts the suite calls (see
 //! `/work/shared/mcp-spec/conformance-contract.md`), built only on the public
-//! API of `mcp-server`, so a failing scenario points at the library rather
+//! API of `mcpwire-server`, so a failing scenario points at the library rather
 //! than at fixture glue. It serves Streamable HTTP at `/mcp` (both the
 //! 2026-07-28 stateless wire and the legacy session wire) or stdio.
 
@@ -16,11 +16,11 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 
 use clap::Parser;
-use mcp_server::protocol::ProtocolError;
-use mcp_server::transport::http::{self, HttpConfig};
-use mcp_server::transport::shutdown_signal;
-use mcp_server::transport::stdio::{StdioConfig, serve_stdio};
-use mcp_server::{RegistrationError, Server};
+use mcpwire_server::protocol::ProtocolError;
+use mcpwire_server::transport::http::{self, HttpConfig};
+use mcpwire_server::transport::shutdown_signal;
+use mcpwire_server::transport::stdio::{StdioConfig, serve_stdio};
+use mcpwire_server::{RegistrationError, Server};
 use serde_json::Value;
 use tracing_subscriber::EnvFilter;
 
@@ -115,7 +115,7 @@ fn build_server() -> Result<Server, RegistrationError> {
 /// `completion/complete`: suggestions for `test_prompt_with_arguments`
 /// (any other reference gets an empty list, which the suite accepts).
 async fn complete(
-    _ctx: mcp_server::RequestContext,
+    _ctx: mcpwire_server::RequestContext,
     reference: Value,
     _argument: String,
     value: String,

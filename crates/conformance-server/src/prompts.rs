@@ -1,10 +1,10 @@
 //! Prompts the prompts-get-* and input-required-result-non-tool-request
 //! scenarios render.
 
-use mcp_server::prompt::required_argument;
-use mcp_server::protocol::ProtocolError;
-use mcp_server::protocol::model::{Content, PromptMessage, Role};
-use mcp_server::{InputRequired, Prompt, PromptOutcome, RequestContext};
+use mcpwire_server::prompt::required_argument;
+use mcpwire_server::protocol::ProtocolError;
+use mcpwire_server::protocol::model::{Content, PromptMessage, Role};
+use mcpwire_server::{InputRequired, Prompt, PromptOutcome, RequestContext};
 use serde_json::{Map, Value};
 
 use crate::tools::media::PNG_BASE64;
@@ -90,7 +90,7 @@ fn input_prompt(ctx: &RequestContext) -> Result<PromptOutcome, ProtocolError> {
         )))]),
         None => Ok(PromptOutcome::InputRequired(InputRequired::new().request(
             "user_context",
-            mcp_server::protocol::model::InputRequest::elicit(
+            mcpwire_server::protocol::model::InputRequest::elicit(
                 "What context should the prompt use?",
                 string_form("context"),
             ),

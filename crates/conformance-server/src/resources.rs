@@ -1,10 +1,10 @@
 //! Resources and the resource template the resources-* scenarios read.
 
-use mcp_server::protocol::ProtocolError;
-use mcp_server::protocol::model::{
+use mcpwire_server::protocol::ProtocolError;
+use mcpwire_server::protocol::model::{
     Resource as ResourceDef, ResourceContents, ResourceTemplate as TemplateDef,
 };
-use mcp_server::{RequestContext, Resource, ResourceTemplate};
+use mcpwire_server::{RequestContext, Resource, ResourceTemplate};
 use serde_json::json;
 
 use crate::tools::media::PNG_BASE64;

@@ -10,7 +10,7 @@
 //!
 //! What the trail may cost is bounded:
 //! - arguments are redacted and cut by the engine
-//!   ([`mcp_server::access::RedactionLimits`], 4 KiB); the sink cuts the
+//!   ([`mcpwire_server::access::RedactionLimits`], 4 KiB); the sink cuts the
 //!   error detail to [`MAX_DETAIL_BYTES`] and identities to
 //!   [`MAX_IDENTITY_BYTES`];
 //! - rate-limited calls are folded into one counted row per caller, tool
@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use mcp_server::access::{AuditRecord, AuditSink, CallOutcome, RedactionLimits};
+use mcpwire_server::access::{AuditRecord, AuditSink, CallOutcome, RedactionLimits};
 use rusqlite::{Connection, OpenFlags, params_from_iter};
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mcp_server::observe::{Encoder, Histogram};
+use mcpwire_server::observe::{Encoder, Histogram};
 
 /// A commit running longer than this means the writer is stuck (it
 /// matches the audit connection's busy timeout).

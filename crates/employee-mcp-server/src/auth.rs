@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use mcp_server::Principal;
-use mcp_server::transport::http::auth::{self, AuthConfig, Authenticator};
+use mcpwire_server::Principal;
+use mcpwire_server::transport::http::auth::{self, AuthConfig, Authenticator};
 
 use crate::cli::AuthArgs;
 use crate::scopes;

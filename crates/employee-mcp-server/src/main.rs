@@ -19,13 +19,13 @@ use std::time::{Duration, SystemTime};
 
 use clap::Parser;
 use employee_directory::{Directory, DirectoryOptions, SystemClock};
-use mcp_server::observe::ReadinessCheck;
-use mcp_server::transport::http::{
+use mcpwire_server::observe::ReadinessCheck;
+use mcpwire_server::transport::http::{
     self as mcp_http, ConnectionLimits, ConnectionStats, HttpConfig,
 };
-use mcp_server::transport::shutdown_signal;
-use mcp_server::transport::stdio::{StdioConfig, serve_stdio};
-use mcp_server::{AccessOptions, RateLimit, Server, ServerOptions};
+use mcpwire_server::transport::shutdown_signal;
+use mcpwire_server::transport::stdio::{StdioConfig, serve_stdio};
+use mcpwire_server::{AccessOptions, RateLimit, Server, ServerOptions};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -238,10 +238,10 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
 /// tasks and limits; the key file, when given, wins over the database's key.
 #[derive(Default)]
 struct Replicated {
-    shared: Option<mcp_server::shared::Shared>,
+    shared: Option<mcpwire_server::shared::Shared>,
     key: Option<[u8; 32]>,
-    tasks: Option<Arc<dyn mcp_server::tasks::TaskBackend>>,
-    limiter: Option<Arc<dyn mcp_server::access::CallLimiter>>,
+    tasks: Option<Arc<dyn mcpwire_server::tasks::TaskBackend>>,
+    limiter: Option<Arc<dyn mcpwire_server::access::CallLimiter>>,
 }
 
 async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
@@ -281,9 +281,9 @@ fn build_server(
     directory: &Directory,
     cli: &ServeArgs,
     enforce_scopes: bool,
-    sink: Arc<dyn mcp_server::AuditSink>,
+    sink: Arc<dyn mcpwire_server::AuditSink>,
     replicated: Replicated,
-) -> Result<(Server, Vec<mcp_server::Tool>), String> {
+) -> Result<(Server, Vec<mcpwire_server::Tool>), String> {
     let limits = &cli.limits;
     let options = ServerOptions {
         call_timeout: Some(Duration::from_secs(cli.call_timeout_secs.max(1))),
@@ -347,7 +347,7 @@ fn build_server(
 async fn start_catalog(
     cli: &ServeArgs,
     server: &Server,
-    builtins: Vec<mcp_server::Tool>,
+    builtins: Vec<mcpwire_server::Tool>,
 ) -> Result<Option<catalog::watch::Watcher>, String> {
     if !cluster::is_postgres(&cli.database) {
         match catalog::database_file(&cli.database) {
@@ -464,7 +464,7 @@ fn print_audit(args: &AuditArgs) -> Result<(), String> {
 /// Cuts a cell to `max` characters and removes control characters (the
 /// trail holds caller-supplied text; a terminal must not interpret it).
 fn clip(s: &str, max: usize) -> String {
-    let clean = mcp_server::access::sanitize_text(s).replace(['\n', '\r', '\t'], " ");
+    let clean = mcpwire_server::access::sanitize_text(s).replace(['\n', '\r', '\t'], " ");
     if clean.chars().count() <= max {
         return clean;
     }

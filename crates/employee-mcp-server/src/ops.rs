@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use employee_directory::Directory;
-use mcp_server::Server;
-use mcp_server::observe::{CheckFuture, Encoder, ReadinessCheck};
-use mcp_server::transport::http::{ConnectionLimits, metrics_router, probe_router, serve_with};
+use mcpwire_server::Server;
+use mcpwire_server::observe::{CheckFuture, Encoder, ReadinessCheck};
+use mcpwire_server::transport::http::{ConnectionLimits, metrics_router, probe_router, serve_with};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 

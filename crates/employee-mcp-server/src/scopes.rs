@@ -13,7 +13,7 @@
 //! Hierarchy (RFC: "a broader scope implies the narrower ones"): `hr:admin`
 //! implies every other scope, and `hr:contact` implies `hr:directory`
 //! (contact details are a wider view of the same records). The expansion is
-//! applied once, when the [`Principal`](mcp_server::Principal) is built (from
+//! applied once, when the [`Principal`](mcpwire_server::Principal) is built (from
 //! a token or from the stdio environment); the engine then checks plain
 //! membership.
 //!

@@ -17,7 +17,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use bytes::Bytes;
-use mcp_server::observe::TraceContext;
+use mcpwire_server::observe::TraceContext;
 use opentelemetry::propagation::{Extractor, TextMapCompositePropagator, TextMapPropagator};
 use opentelemetry::trace::{TraceContextExt, TracerProvider};
 use opentelemetry_http::{HttpClient, HttpError};
@@ -85,7 +85,7 @@ impl Tracing {
             .with_batch_exporter(exporter)
             .with_resource(resource.build())
             .build();
-        mcp_server::observe::enable_request_spans(adopt_parent);
+        mcpwire_server::observe::enable_request_spans(adopt_parent);
         Ok(Some(Tracing { provider }))
     }
 
@@ -98,7 +98,7 @@ impl Tracing {
     {
         let tracer = self.provider.tracer(SERVICE_NAME);
         let spans = Targets::new()
-            .with_target("mcp_server::request", Level::INFO)
+            .with_target("mcpwire_server::request", Level::INFO)
             .with_target("employee_directory", Level::INFO);
         tracing_opentelemetry::layer()
             .with_tracer(tracer)
@@ -135,7 +135,7 @@ impl Extractor for Carrier<'_> {
     }
 }
 
-/// The engine's [`mcp_server::observe::AdoptParent`] hook: a valid W3C
+/// The engine's [`mcpwire_server::observe::AdoptParent`] hook: a valid W3C
 /// context becomes the span's remote parent; anything else is ignored and
 /// the span starts a new trace.
 fn adopt_parent(span: &tracing::Span, cx: &TraceContext<'_>) {

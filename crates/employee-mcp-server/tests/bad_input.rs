@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Server, modern_body, modern_headers, next_id};
-use mcp_server::protocol::meta;
+use mcpwire_server::protocol::meta;
 use serde_json::json;
 
 fn modern_list_headers() -> Vec<(String, String)> {

@@ -17,7 +17,7 @@ use common::{
     LegacySession, MODERN, Reply, Server, TOOL_NAMES, details_asking, modern_body, modern_headers,
     next_id, pick,
 };
-use mcp_server::protocol::meta;
+use mcpwire_server::protocol::meta;
 use serde_json::{Value, json};
 
 /// Realistic arguments for every tool, in `TOOL_NAMES` order.
@@ -309,7 +309,7 @@ fn task_meta() -> Value {
     json!({
         meta::PROTOCOL_VERSION: MODERN,
         meta::CLIENT_CAPABILITIES: {
-            "extensions": {mcp_server::tasks::EXTENSION_ID: {}}
+            "extensions": {mcpwire_server::tasks::EXTENSION_ID: {}}
         }
     })
 }

@@ -14,7 +14,7 @@ use common::{
     Backend, MODERN, Server, StdioServer, TempDb, read_stream_until, temp_path, tool_error_text,
     tools_cli, tools_ok,
 };
-use mcp_server::protocol::meta;
+use mcpwire_server::protocol::meta;
 use serde_json::{Value, json};
 
 /// The examples shipped in the repository.

@@ -7,7 +7,7 @@ mod common;
 use common::{Server, TempDb, tool_error_text};
 use serde_json::{Value, json};
 
-use mcp_server::tool::STANDARD_FORMATS;
+use mcpwire_server::tool::STANDARD_FORMATS;
 
 /// Every `format` keyword in a schema, with the JSON pointer to it.
 /// Property names are skipped (a property may be called "format").

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{MODERN, Server, modern_body, modern_meta, next_id};
-use mcp_server::protocol::meta;
+use mcpwire_server::protocol::meta;
 use serde_json::{Value, json};
 
 #[track_caller]

@@ -34,7 +34,7 @@ use common::{
     LEGACY_VERSIONS, LegacySession, MODERN, Server, StdioServer, TOOL_NAMES, modern_body, next_id,
 };
 use jsonschema::{Draft, Validator};
-use mcp_server::protocol::meta;
+use mcpwire_server::protocol::meta;
 use serde_json::{Value, json};
 
 /// The revisions with a schema file in `tests/spec-schemas/`.

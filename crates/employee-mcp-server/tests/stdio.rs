@@ -4,7 +4,7 @@
 mod common;
 
 use common::{MODERN, StdioServer, TOOL_NAMES, modern_body, next_id, text_json};
-use mcp_server::protocol::meta;
+use mcpwire_server::protocol::meta;
 use serde_json::{Value, json};
 
 fn initialize(id: u64, version: &str) -> Value {

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Backend, Server, TOOL_NAMES, details_asking, pick, text_json, tool_error_text};
-use mcp_server::protocol::meta;
+use mcpwire_server::protocol::meta;
 use serde_json::{Value, json};
 
 /// A successful modern tool result: complete, not an error, with

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 pub mod compare;
 
-/// `_meta` keys of a modern request (see mcp-protocol's `meta` module;
+/// `_meta` keys of a modern request (see mcpwire-protocol's `meta` module;
 /// the bench does not depend on the library).
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
 use futures_util::StreamExt;
-use mcp_protocol::{headers, meta};
+use mcpwire_protocol::{headers, meta};
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
 //! Tools that return each kind of content block (tools-call-* scenarios).
 
-use mcp_server::protocol::model::Content;
-use mcp_server::{CallToolResult, RequestContext, Tool, ToolError, ToolOutcome};
+use mcpwire_server::protocol::model::Content;
+use mcpwire_server::{CallToolResult, RequestContext, Tool, ToolError, ToolOutcome};
 use serde_json::{Map, Value, json};
 
 use super::media::{PNG_BASE64, WAV_BASE64};

@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use mcp_server::protocol::ProtocolError;
-use mcp_server::protocol::model::{Content, InputRequest, LogLevel, PromptMessage, Role};
-use mcp_server::{
+use mcpwire_server::protocol::ProtocolError;
+use mcpwire_server::protocol::model::{Content, InputRequest, LogLevel, PromptMessage, Role};
+use mcpwire_server::{
     CallToolResult, InputRequired, Prompt, PromptOutcome, RequestContext, Server, Tool, ToolError,
     ToolOutcome,
 };

@@ -1,7 +1,7 @@
 //! The tool of http-custom-header-server-validation: its `value` argument is
 //! mirrored in the `Mcp-Param-Value` header, which the HTTP transport checks.
 
-use mcp_server::{CallToolResult, RequestContext, Tool, ToolError, ToolOutcome};
+use mcpwire_server::{CallToolResult, RequestContext, Tool, ToolError, ToolOutcome};
 use serde_json::{Map, Value, json};
 
 /// The header tools.

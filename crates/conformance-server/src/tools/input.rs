@@ -5,8 +5,8 @@
 //! finishes. Answers that are missing or malformed get the same request
 //! again (the suite prefers a re-prompt over an error).
 
-use mcp_server::protocol::model::InputRequest;
-use mcp_server::{CallToolResult, InputRequired, RequestContext, Tool, ToolError, ToolOutcome};
+use mcpwire_server::protocol::model::InputRequest;
+use mcpwire_server::{CallToolResult, InputRequired, RequestContext, Tool, ToolError, ToolOutcome};
 use serde_json::{Map, Value, json};
 
 /// The MRTR tools.

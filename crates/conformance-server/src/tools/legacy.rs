@@ -5,8 +5,8 @@
 //! engine sends each input request to the client as a real server→client
 //! request and calls the handler again with the answer.
 
-use mcp_server::protocol::model::InputRequest;
-use mcp_server::{CallToolResult, InputRequired, RequestContext, Tool, ToolError, ToolOutcome};
+use mcpwire_server::protocol::model::InputRequest;
+use mcpwire_server::{CallToolResult, InputRequired, RequestContext, Tool, ToolError, ToolOutcome};
 use serde_json::{Map, Value, json};
 
 use super::input::sampled_text;

@@ -13,7 +13,7 @@ mod tasks;
 
 use std::sync::{Arc, OnceLock};
 
-use mcp_server::{Server, Tool};
+use mcpwire_server::{Server, Tool};
 
 /// All fixture tools, in the order `tools/list` shows them.
 pub fn all(server: &Arc<OnceLock<Server>>) -> Vec<Tool> {

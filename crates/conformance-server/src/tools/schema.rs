@@ -1,7 +1,7 @@
 //! The tool of json-schema-2020-12: its input schema uses 2020-12 keywords
 //! that must survive `tools/list` unchanged.
 
-use mcp_server::{CallToolResult, RequestContext, Tool, ToolError, ToolOutcome};
+use mcpwire_server::{CallToolResult, RequestContext, Tool, ToolError, ToolOutcome};
 use serde_json::{Map, Value, json};
 
 /// The schema tools.

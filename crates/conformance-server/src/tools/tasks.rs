@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use mcp_server::protocol::model::InputRequest;
-use mcp_server::{
+use mcpwire_server::protocol::model::InputRequest;
+use mcpwire_server::{
     CallToolResult, InputRequired, RequestContext, TaskSupport, Tool, ToolError, ToolOutcome,
 };
 use serde_json::{Map, Value, json};

@@ -4,7 +4,7 @@
 //!
 //! The `tools` subcommand changes the catalogue ([`command`]); each server
 //! polls its generation counter ([`watch`]) and, when it moved, swaps its
-//! whole tool set at once with [`mcp_server::Server::replace_tools`], which
+//! whole tool set at once with [`mcpwire_server::Server::replace_tools`], which
 //! announces `list_changed` to that process's listeners.
 //!
 //! The tables live behind [`Store`]: the directory's SQLite file, or its
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
-use mcp_server::Tool;
+use mcpwire_server::Tool;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::custom::spec::ToolSpec;

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_server::Server;
+use mcpwire_server::Server;
 use tokio::sync::Notify;
 
 use super::Catalog;

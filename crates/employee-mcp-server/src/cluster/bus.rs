@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use deadpool_postgres::Pool;
 use futures_util::StreamExt;
-use mcp_server::shared::{BoxFuture, Delivery, Envelope, EventBus, SharedError};
+use mcpwire_server::shared::{BoxFuture, Delivery, Envelope, EventBus, SharedError};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 use tokio_postgres::{AsyncMessage, NoTls};
@@ -232,8 +232,8 @@ async fn load(pool: &Pool, id: &Value) -> Result<String, String> {
 mod tests {
     use super::*;
     use crate::cluster::testing::fresh_pool;
-    use mcp_server::ServerEvent;
-    use mcp_server::shared::BusMessage;
+    use mcpwire_server::ServerEvent;
+    use mcpwire_server::shared::BusMessage;
 
     async fn next_message(rx: &mut broadcast::Receiver<Delivery>) -> Delivery {
         tokio::time::timeout(Duration::from_secs(10), rx.recv())

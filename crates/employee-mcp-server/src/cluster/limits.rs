@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use deadpool_postgres::Pool;
-use mcp_server::RateLimit;
-use mcp_server::access::{CallLimiter, LimitError, LimitFuture, Permit};
+use mcpwire_server::RateLimit;
+use mcpwire_server::access::{CallLimiter, LimitError, LimitFuture, Permit};
 
 /// The bucket and lease tables.
 pub const MIGRATION: &str = "

@@ -18,10 +18,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use mcp_server::AccessOptions;
-use mcp_server::access::CallLimiter;
-use mcp_server::shared::Shared;
-use mcp_server::tasks::TaskBackend;
+use mcpwire_server::AccessOptions;
+use mcpwire_server::access::CallLimiter;
+use mcpwire_server::shared::Shared;
+use mcpwire_server::tasks::TaskBackend;
 
 /// `CREATE … IF NOT EXISTS` statements of every shared-state table, applied
 /// in order at startup (idempotent, so replicas may start together).

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
-use mcp_server::shared::{
+use mcpwire_server::shared::{
     Admission, BoxFuture, SessionBackend, SessionBounds, SessionRecord, SharedError,
 };
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! Task records on PostgreSQL, so any replica serves `tasks/get|update|
 //! cancel` for a task whose handler runs on another (the runner follows its
-//! row every [`mcp_server::tasks::WATCH_INTERVAL`]).
+//! row every [`mcpwire_server::tasks::WATCH_INTERVAL`]).
 //!
 //! Expiry uses the database clock (`now()`), the same for every replica.
 //! The table is bounded: creation prunes expired rows and, at
@@ -10,7 +10,7 @@ use std::future::Future;
 use std::time::{Duration, SystemTime};
 
 use deadpool_postgres::Pool;
-use mcp_server::tasks::{
+use mcpwire_server::tasks::{
     Settled, TaskBackend, TaskBackendError, TaskFuture, TaskRecord, TaskStatus,
 };
 use serde_json::{Map, Value};

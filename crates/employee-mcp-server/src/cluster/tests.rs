@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
-use mcp_server::access::{CallLimiter, Permit};
-use mcp_server::protocol::{Request, RequestId};
-use mcp_server::tasks::{Settled, TaskBackend, TaskBackendError, TaskStatus};
-use mcp_server::{
+use mcpwire_server::access::{CallLimiter, Permit};
+use mcpwire_server::protocol::{Request, RequestId};
+use mcpwire_server::tasks::{Settled, TaskBackend, TaskBackendError, TaskStatus};
+use mcpwire_server::{
     CallToolResult, Inbound, RateLimit, RequestContext, Server, TaskSupport, Tool, ToolError,
     ToolOutcome, Wire,
 };
@@ -420,8 +420,8 @@ async fn rpc(server: &Server, method: &str, mut params: Map<String, Value>) -> V
     params.insert(
         "_meta".into(),
         json!({
-            mcp_server::protocol::meta::PROTOCOL_VERSION: "2026-07-28",
-            mcp_server::protocol::meta::CLIENT_CAPABILITIES: caps,
+            mcpwire_server::protocol::meta::PROTOCOL_VERSION: "2026-07-28",
+            mcpwire_server::protocol::meta::CLIENT_CAPABILITIES: caps,
         }),
     );
     let inbound = Inbound {
@@ -436,7 +436,7 @@ async fn rpc(server: &Server, method: &str, mut params: Map<String, Value>) -> V
         extensions: Arc::new(http::Extensions::new()),
     };
     match server.handle(inbound).await {
-        mcp_server::Reply::Response(r) => serde_json::from_str(&r.to_json()).expect("json"),
+        mcpwire_server::Reply::Response(r) => serde_json::from_str(&r.to_json()).expect("json"),
         _ => panic!("expected a response"),
     }
 }

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
-use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{CallToolResult, RegistrationError, Server, Tool, ToolError, ToolOutcome};
+use mcpwire_server::protocol::model::ToolAnnotations;
+use mcpwire_server::{CallToolResult, RegistrationError, Server, Tool, ToolError, ToolOutcome};
 use rusqlite::Connection;
 use serde_json::{Map, Value, json};
 use tokio_postgres::types::Type;

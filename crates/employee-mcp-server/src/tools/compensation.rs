@@ -1,8 +1,8 @@
 //! get-compensation-info
 
 use employee_directory::{CompensationBand, Directory, Level};
-use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{Tool, ToolError, ToolResult};
+use mcpwire_server::protocol::model::ToolAnnotations;
+use mcpwire_server::{Tool, ToolError, ToolResult};
 
 use crate::scopes;
 use schemars::JsonSchema;

@@ -8,8 +8,8 @@
 
 use chrono::NaiveDate;
 use employee_directory::{DepartmentSummary, Directory, RosterEntry};
-use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{Tool, ToolError, ToolResult};
+use mcpwire_server::protocol::model::ToolAnnotations;
+use mcpwire_server::{Tool, ToolError, ToolResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -1,8 +1,8 @@
 //! get-employee-details
 
 use employee_directory::{Directory, EmployeeDetails};
-use mcp_server::protocol::model::{InputRequest, ToolAnnotations};
-use mcp_server::{InputRequired, RequestContext, Tool, ToolError, ToolResult};
+use mcpwire_server::protocol::model::{InputRequest, ToolAnnotations};
+use mcpwire_server::{InputRequired, RequestContext, Tool, ToolError, ToolResult};
 use serde_json::{Value, json};
 
 use crate::scopes;

@@ -16,7 +16,7 @@ mod team;
 mod tenure;
 
 use employee_directory::{Directory, DirectoryError, UnavailableReason};
-use mcp_server::{Tool, ToolError};
+use mcpwire_server::{Tool, ToolError};
 
 /// Server settings some tools need to know about.
 #[derive(Clone, Copy, Debug)]

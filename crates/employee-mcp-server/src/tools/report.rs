@@ -1,8 +1,8 @@
 //! generate-employee-report
 
 use employee_directory::{Directory, Report, ReportType};
-use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{TaskSupport, Tool, ToolResult};
+use mcpwire_server::protocol::model::ToolAnnotations;
+use mcpwire_server::{TaskSupport, Tool, ToolResult};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,8 +1,8 @@
 //! search-employees-by-skill
 
 use employee_directory::{Directory, SkillSearch};
-use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{Tool, ToolError, ToolResult};
+use mcpwire_server::protocol::model::ToolAnnotations;
+use mcpwire_server::{Tool, ToolError, ToolResult};
 
 use crate::scopes;
 use schemars::JsonSchema;

@@ -1,8 +1,8 @@
 //! get-team-members
 
 use employee_directory::{Directory, TeamRoster};
-use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{Tool, ToolError, ToolResult};
+use mcpwire_server::protocol::model::ToolAnnotations;
+use mcpwire_server::{Tool, ToolError, ToolResult};
 
 use crate::scopes;
 use schemars::JsonSchema;

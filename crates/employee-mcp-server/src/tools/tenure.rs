@@ -1,8 +1,8 @@
 //! calculate-employee-tenure
 
 use employee_directory::{Directory, Tenure};
-use mcp_server::protocol::model::ToolAnnotations;
-use mcp_server::{Tool, ToolResult};
+use mcpwire_server::protocol::model::ToolAnnotations;
+use mcpwire_server::{Tool, ToolResult};
 
 use crate::scopes;
 use schemars::JsonSchema;

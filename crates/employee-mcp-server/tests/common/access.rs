@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcp_server::protocol::meta;
+use mcpwire_server::protocol::meta;
 use serde_json::{Value, json};
 
 use super::{BIN, Reply, Server, TempDb, modern_body, next_id};

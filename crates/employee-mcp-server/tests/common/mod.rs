@@ -32,8 +32,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mcp_server::client::Client;
-use mcp_server::protocol::meta;
+use mcpwire_server::client::Client;
+use mcpwire_server::protocol::meta;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
@@ -286,7 +286,7 @@ pub fn modern_meta() -> Value {
 }
 
 /// A reqwest builder usable in this process: reqwest is compiled with
-/// `rustls-no-provider` (for mcp-server's JWKS client), so a crypto provider
+/// `rustls-no-provider` (for mcpwire-server's JWKS client), so a crypto provider
 /// must be installed first.
 pub fn client_builder() -> reqwest::ClientBuilder {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -726,7 +726,7 @@ impl Server {
         Value::Object(reply.raw)
     }
 
-    /// This server's modern client (`mcp_server::client` over HTTP),
+    /// This server's modern client (`mcpwire_server::client` over HTTP),
     /// connected on first use.
     pub async fn client(&self) -> &Client {
         self.client

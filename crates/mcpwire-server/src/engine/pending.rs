@@ -1,0 +1,268 @@
+//! A request accepted by the engine and ready to run. The transport picks
+//! where it runs (awaited inline, or spawned so that it can race the
+//! request's stream) and where its request-scoped messages go.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use mcpwire_protocol::jsonrpc::Message;
+use mcpwire_protocol::{ProtocolError, Request, RequestId, Response};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{Connection, Origin};
+use crate::dispatch::{Inbound, Reply, Wire};
+use crate::server::Server;
+use crate::session::Session;
+
+/// What runs.
+enum Work {
+    /// One request on its wire.
+    One { request: Request, wire: Wire },
+    /// A 2025-03-26 batch inside its session.
+    Batch {
+        items: Vec<Value>,
+        session: Arc<Session>,
+    },
+}
+
+/// A request (or batch) ready to run; see [`Pending::serve`].
+pub struct Pending {
+    server: Server,
+    work: Work,
+    /// Values for handlers; the transport may add its own before serving.
+    extensions: Arc<http::Extensions>,
+    /// The stream connection, for `notifications/cancelled` by id.
+    connection: Option<Arc<Connection>>,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("id", &self.id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pending {
+    pub(super) fn one(server: Server, request: Request, wire: Wire, origin: &Origin<'_>) -> Self {
+        Self {
+            server,
+            work: Work::One { request, wire },
+            extensions: Arc::clone(&origin.extensions),
+            connection: origin.connection.cloned(),
+        }
+    }
+
+    pub(super) fn batch(
+        server: Server,
+        items: Vec<Value>,
+        session: Arc<Session>,
+        origin: &Origin<'_>,
+    ) -> Self {
+        Self {
+            server,
+            work: Work::Batch { items, session },
+            extensions: Arc::clone(&origin.extensions),
+            connection: origin.connection.cloned(),
+        }
+    }
+
+    /// The request id (`None` for a batch).
+    pub fn id(&self) -> Option<&RequestId> {
+        match &self.work {
+            Work::One { request, .. } => Some(&request.id),
+            Work::Batch { .. } => None,
+        }
+    }
+
+    /// Whether the request is on the stateless 2026-07-28 wire.
+    pub fn is_modern(&self) -> bool {
+        matches!(
+            &self.work,
+            Work::One {
+                wire: Wire::Modern,
+                ..
+            }
+        )
+    }
+
+    /// The legacy session the request belongs to.
+    pub fn session(&self) -> Option<&Arc<Session>> {
+        match &self.work {
+            Work::One {
+                wire: Wire::Legacy { session, .. },
+                ..
+            } => session.as_ref(),
+            Work::One { .. } => None,
+            Work::Batch { session, .. } => Some(session),
+        }
+    }
+
+    /// Whether this is a batch (answered with one JSON array).
+    pub fn is_batch(&self) -> bool {
+        matches!(self.work, Work::Batch { .. })
+    }
+
+    /// Attaches a value for handlers (e.g. a transport's stream hook).
+    pub fn insert_extension<T: Clone + Send + Sync + 'static>(&mut self, value: T) {
+        Arc::make_mut(&mut self.extensions).insert(value);
+    }
+
+    /// Runs the request. `outbound` receives request-scoped messages
+    /// (progress, logs, server→client requests) when the transport can
+    /// carry them; `cancel` fires when the client cancels or goes away. A
+    /// panicking handler becomes a logged -32603; the server keeps serving.
+    pub async fn serve(
+        self,
+        outbound: Option<mpsc::Sender<String>>,
+        cancel: CancellationToken,
+    ) -> Reply {
+        let Pending {
+            server,
+            work,
+            extensions,
+            connection,
+        } = self;
+        let (request, wire) = match work {
+            Work::One { request, wire } => (request, wire),
+            Work::Batch { items, session } => {
+                let responses = serve_batch(&server, items, session, outbound, extensions).await;
+                return Reply::Batch(responses);
+            }
+        };
+        let id = request.id.clone();
+        let tracker = Tracker::new(&id, &wire, connection, &cancel);
+        let inbound = Inbound {
+            request,
+            wire,
+            outbound,
+            cancel,
+            extensions,
+        };
+        let reply = isolate(id, server.handle(inbound)).await;
+        drop(tracker);
+        reply
+    }
+}
+
+/// Runs a request's future, turning a panic into a logged -32603 answer.
+async fn isolate<F>(id: RequestId, fut: F) -> Reply
+where
+    F: std::future::Future<Output = Reply>,
+{
+    match AssertUnwindSafe(fut).catch_unwind().await {
+        Ok(reply) => reply,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(request = %id, panic = %what, "request handler panicked");
+            Reply::Response(Response::error(
+                Some(id),
+                ProtocolError::internal(
+                    "Internal error: the request handler failed; the failure was logged.",
+                ),
+            ))
+        }
+    }
+}
+
+/// Keeps a running request findable by `notifications/cancelled` (on its
+/// legacy session and on its stream connection) until dropped.
+struct Tracker {
+    id: RequestId,
+    session: Option<Arc<Session>>,
+    connection: Option<Arc<Connection>>,
+}
+
+impl Tracker {
+    fn new(
+        id: &RequestId,
+        wire: &Wire,
+        connection: Option<Arc<Connection>>,
+        cancel: &CancellationToken,
+    ) -> Self {
+        let session = match wire {
+            Wire::Legacy { session, .. } => session.clone(),
+            Wire::Modern => None,
+        };
+        if let Some(s) = &session {
+            s.track(id.clone(), cancel.clone());
+        }
+        if let Some(c) = &connection {
+            c.track(id.clone(), cancel.clone());
+        }
+        Self {
+            id: id.clone(),
+            session,
+            connection,
+        }
+    }
+}
+
+impl Drop for Tracker {
+    fn drop(&mut self) {
+        if let Some(s) = &self.session {
+            s.untrack(&self.id);
+        }
+        if let Some(c) = &self.connection {
+            c.untrack(&self.id);
+        }
+    }
+}
+
+/// Serves a JSON-RPC batch from a 2025-03-26 session (the one revision
+/// with batches): requests run concurrently, notifications and routed
+/// responses are applied, and the responses come back in one list
+/// (empty when the batch held no requests).
+async fn serve_batch(
+    server: &Server,
+    items: Vec<Value>,
+    session: Arc<Session>,
+    outbound: Option<mpsc::Sender<String>>,
+    extensions: Arc<http::Extensions>,
+) -> Vec<Response> {
+    let mut responses = Vec::new();
+    let mut running = Vec::new();
+    for item in items {
+        match Message::from_value(item) {
+            Err(e) => responses.push(Response::error(e.id, e.error)),
+            Ok(Message::Request(r)) if r.method == "initialize" => {
+                let e = ProtocolError::invalid_request(
+                    "Invalid request: initialize must not be part of a batch.",
+                );
+                responses.push(Response::error(Some(r.id), e));
+            }
+            Ok(Message::Request(request)) => {
+                let id = request.id.clone();
+                let inbound = Inbound {
+                    request,
+                    wire: Wire::Legacy {
+                        version: session.version(),
+                        session: Some(Arc::clone(&session)),
+                    },
+                    outbound: outbound.clone(),
+                    cancel: CancellationToken::new(),
+                    extensions: Arc::clone(&extensions),
+                };
+                running.push(isolate(id, server.handle(inbound)));
+            }
+            Ok(Message::Notification(n)) => server.handle_notification(&n, Some(&session)),
+            Ok(Message::Response(r)) => {
+                server.handle_peer_response(r, Some(&session));
+            }
+        }
+    }
+    // Concurrently, on this task: a panic in one is isolated by `isolate`.
+    for reply in futures_util::future::join_all(running).await {
+        if let Reply::Response(r) = reply {
+            responses.push(r);
+        }
+    }
+    responses
+}

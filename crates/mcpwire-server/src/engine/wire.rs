@@ -1,0 +1,220 @@
+//! Which wire a request is on, and whether its version and headers hold.
+//!
+//! A request is on the stateless 2026-07-28 wire when its `_meta` claims a
+//! version, or (HTTP) when `MCP-Protocol-Version` names a modern or unknown
+//! version outside a legacy session. Otherwise it belongs to the legacy
+//! session of its connection or `Mcp-Session-Id`, or it is an `initialize`
+//! opening one. Without either, the modern rules apply and name what is
+//! missing.
+
+use std::sync::Arc;
+
+use http::HeaderMap;
+use mcpwire_protocol::error::ErrorStatus;
+use mcpwire_protocol::headers::{self, SESSION_ID, single};
+use mcpwire_protocol::jsonrpc::ResultPayload;
+use mcpwire_protocol::{ProtocolError, ProtocolVersion, Request, Response, meta};
+use serde_json::{Map, Value};
+
+use super::{Accepted, Answer, Looked, Origin, Pending, bad};
+use crate::access::{ClientAddress, Principal, caller_key};
+use crate::dispatch::Wire;
+use crate::server::Server;
+
+/// Every version this server speaks, for -32022's `data.supported`.
+fn unsupported(requested: &str) -> ProtocolError {
+    ProtocolError::unsupported_version(requested, ProtocolVersion::supported_strings())
+        .with_status(ErrorStatus::BadRequest)
+}
+
+impl Server {
+    pub(super) async fn accept_request(
+        &self,
+        request: Request,
+        origin: &Origin<'_>,
+        looked: Looked,
+    ) -> Result<Accepted, Box<Answer>> {
+        let id = Some(request.id.clone());
+        let wire = match origin.headers {
+            Some(headers) => self.http_wire(headers, &request, looked),
+            None => Ok(self.stream_wire(&request, origin)),
+        }
+        .map_err(|e| bad(id.clone(), e))?;
+        let wire = match wire {
+            Decided::Wire(w) => w,
+            Decided::Initialize => {
+                let answer = self.accept_initialize(request, origin).await;
+                return Ok(Accepted::Answer(answer));
+            }
+            Decided::Ping => {
+                let r =
+                    Response::result(request.id, ResultPayload::Json(Value::Object(Map::new())));
+                return Ok(Accepted::Answer(Answer {
+                    response: r,
+                    status: ErrorStatus::Answered,
+                    session: None,
+                }));
+            }
+        };
+        Ok(Accepted::Request(Pending::one(
+            self.clone(),
+            request,
+            wire,
+            origin,
+        )))
+    }
+
+    /// The wire of a Streamable HTTP request, with its header checks.
+    fn http_wire(
+        &self,
+        headers: &HeaderMap,
+        request: &Request,
+        looked: Looked,
+    ) -> Result<Decided, ProtocolError> {
+        let header_version = single(headers, headers::PROTOCOL_VERSION)?;
+        let parsed = header_version.as_deref().map(ProtocolVersion::parse);
+        let claims_modern = meta::claimed_version(&request.params).is_some()
+            || match parsed {
+                Some(Some(v)) => v.is_modern(),
+                Some(None) => !headers.contains_key(SESSION_ID),
+                None => false,
+            };
+        if claims_modern {
+            // An unknown version is -32022 before any other header rule.
+            if let (Some(h), Some(None)) = (&header_version, parsed) {
+                return Err(unsupported(h));
+            }
+            self.check_modern_headers(headers, request)?;
+            return Ok(Decided::Wire(Wire::Modern));
+        }
+        let session = looked?;
+        if let (Some(h), Some(v)) = (&header_version, parsed)
+            && v.is_none_or(ProtocolVersion::is_modern)
+        {
+            return Err(unsupported(h));
+        }
+        if request.method == "initialize" {
+            return Ok(Decided::Initialize);
+        }
+        let version = session
+            .as_ref()
+            .map(|s| s.version())
+            .or(parsed.flatten())
+            // What the spec says to assume without a header.
+            .unwrap_or(ProtocolVersion::V2025_03_26);
+        Ok(Decided::Wire(Wire::Legacy { version, session }))
+    }
+
+    /// The wire of a message on a stream transport (no headers): the
+    /// connection's history decides.
+    fn stream_wire(&self, request: &Request, origin: &Origin<'_>) -> Decided {
+        if meta::claimed_version(&request.params).is_some() {
+            return Decided::Wire(Wire::Modern);
+        }
+        if request.method == "initialize" {
+            return Decided::Initialize;
+        }
+        match origin.connection.and_then(|c| c.session()) {
+            Some(s) => Decided::Wire(Wire::Legacy {
+                version: s.version(),
+                session: Some(s),
+            }),
+            // Legacy clients may ping before initializing.
+            None if request.method == "ping" => Decided::Ping,
+            // Neither modern `_meta` nor a session: the modern rules apply
+            // and name what is missing.
+            None => Decided::Wire(Wire::Modern),
+        }
+    }
+
+    fn check_modern_headers(
+        &self,
+        headers: &HeaderMap,
+        request: &Request,
+    ) -> Result<(), ProtocolError> {
+        headers::check_standard(
+            headers,
+            &request.method,
+            &request.params,
+            meta::claimed_version(&request.params),
+        )?;
+        if request.method == "tools/call"
+            && let Some(name) = request.params.get("name").and_then(Value::as_str)
+            && let Some(params) = self.tool_header_params(name)
+            && !params.is_empty()
+        {
+            let empty = Map::new();
+            let args = request
+                .params
+                .get("arguments")
+                .and_then(Value::as_object)
+                .unwrap_or(&empty);
+            headers::check_params(headers, &params, args)?;
+        }
+        Ok(())
+    }
+
+    /// Whether one more HTTP session may be opened for this caller: a
+    /// per-caller rate limit on `initialize`, so one client cannot churn
+    /// the session table.
+    fn admit_session(&self, origin: &Origin<'_>) -> Result<(), ProtocolError> {
+        let Some(limit) = self.inner.options.initialize_rate else {
+            return Ok(());
+        };
+        let caller = caller_key(
+            origin.extensions.get::<Principal>(),
+            origin.extensions.get::<ClientAddress>(),
+        );
+        self.inner
+            .rate_limiter
+            .check(&caller, "initialize", limit)
+            .map_err(|wait| {
+                let secs = wait.as_secs() + 1;
+                ProtocolError::rate_limited(
+                    format!("Too many new sessions from this client; retry in {secs} s."),
+                    secs,
+                )
+            })
+    }
+
+    /// A legacy `initialize`: a new session, kept in the session table
+    /// (HTTP) or on the connection (stream transports).
+    async fn accept_initialize(&self, request: Request, origin: &Origin<'_>) -> Answer {
+        if let Some(c) = origin.connection
+            && c.session().is_some()
+        {
+            let e = ProtocolError::invalid_request(
+                "Invalid request: this connection is already initialized.",
+            );
+            return Answer::from_error(Some(request.id), e, false);
+        }
+        if origin.connection.is_none()
+            && let Err(e) = self.admit_session(origin)
+        {
+            return Answer::from_error(Some(request.id), e, false);
+        }
+        let owner = origin.principal().map(|p| p.subject.as_str());
+        let (session, response) = self
+            .initialize(&request, owner, origin.connection.is_none())
+            .await;
+        if let (Some(s), Some(c)) = (&session, origin.connection) {
+            c.open_session(Arc::clone(s));
+        }
+        let status = super::response_status(&response, false);
+        Answer {
+            response,
+            status,
+            session: session.filter(|_| origin.connection.is_none()),
+        }
+    }
+}
+
+/// The outcome of the wire decision.
+enum Decided {
+    /// Run the request on this wire.
+    Wire(Wire),
+    /// Open a legacy session.
+    Initialize,
+    /// A legacy `ping` before `initialize`.
+    Ping,
+}

@@ -1,0 +1,328 @@
+//! Tools: how a Rust function becomes an MCP tool.
+//!
+//! A typed tool is a builder plus an async function from its input to its
+//! output; schemas come from the types (`schemars`), and the output is
+//! returned as `structuredContent` with the same JSON as a text block.
+//!
+//! ```
+//! use mcpwire_server::{Tool, ToolError, ToolResult};
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Greet { name: String }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Greeting { text: String }
+//!
+//! async fn greet(input: Greet) -> ToolResult<Greeting> {
+//!     if input.name.is_empty() {
+//!         return Err(ToolError::execution("Give a name."));
+//!     }
+//!     Ok(Greeting { text: format!("Hello, {}!", input.name) })
+//! }
+//!
+//! let tool = Tool::builder("greet").description("Greets someone by name.").handler(greet);
+//! assert_eq!(tool.definition().name, "greet");
+//! ```
+//!
+//! The handler forms, all on [`ToolBuilder`]:
+//!
+//! | the handler needs | write |
+//! |---|---|
+//! | only its input | `.handler(\|input: I\| …)` |
+//! | the request too (progress, logs, cancellation, input answers) | `.handler_with_context(\|ctx, input: I\| …)` |
+//! | shared state (a pool, a client) | `.state(pool).handler(\|pool, input: I\| …)` |
+//! | both | `.state(pool).handler_with_context(\|pool, ctx, input: I\| …)` |
+//! | raw JSON in and a [`ToolOutcome`] out (multi round-trip) | `.raw_handler(\|ctx, args\| …)` |
+//!
+//! State is cloned for each call by the library, as axum does with its
+//! `State`: give it a cheap handle (an `Arc`, a pool).
+
+mod outcome;
+pub(crate) mod schema;
+mod simplify;
+mod typed;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use mcpwire_protocol::model::{Icon, ToolAnnotations, ToolDefinition};
+use serde_json::{Map, Value};
+
+pub use outcome::{CallToolResult, InputRequired, ToolError, ToolOutcome};
+pub use schema::SUPPORTED_DIALECTS;
+pub use simplify::STANDARD_FORMATS;
+pub use typed::{ToolResult, WithState};
+
+use crate::access::{ArgumentScopes, RateLimit, ToolPolicy, unrequire_fields};
+use crate::context::RequestContext;
+use crate::tasks::TaskSupport;
+
+/// The boxed future a handler returns.
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<ToolOutcome, ToolError>> + Send>>;
+
+/// Runs a tool call. Arguments arrive already validated against the
+/// tool's input schema.
+pub trait ToolHandler: Send + Sync + 'static {
+    /// Handles one call.
+    fn call(&self, ctx: RequestContext, arguments: Map<String, Value>) -> ToolFuture;
+}
+
+impl<F, Fut> ToolHandler for F
+where
+    F: Fn(RequestContext, Map<String, Value>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ToolOutcome, ToolError>> + Send + 'static,
+{
+    fn call(&self, ctx: RequestContext, arguments: Map<String, Value>) -> ToolFuture {
+        Box::pin(self(ctx, arguments))
+    }
+}
+
+/// A tool: its definition and its handler. Register it on a
+/// [`ServerBuilder`](crate::ServerBuilder) or a running
+/// [`Server`](crate::Server).
+#[derive(Clone)]
+pub struct Tool {
+    pub(crate) definition: ToolDefinition,
+    pub(crate) handler: Arc<dyn ToolHandler>,
+    /// Who may call it and what they see; enforced by the engine.
+    pub(crate) policy: ToolPolicy,
+    /// Whether it can run as a task (tasks extension).
+    pub(crate) task_support: TaskSupport,
+    /// The handler decides when the task starts.
+    pub(crate) defer_task: bool,
+    /// The output schema was derived from the typed handler's output type,
+    /// so serde cannot produce output it rejects: release builds skip the
+    /// runtime check (debug builds keep it).
+    pub(crate) output_from_type: bool,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.definition.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// Starts describing a tool.
+    pub fn builder(name: impl Into<String>) -> ToolBuilder {
+        ToolBuilder::new(name.into())
+    }
+
+    /// The definition `tools/list` publishes.
+    pub fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// The access policy declared for this tool.
+    pub fn policy(&self) -> &ToolPolicy {
+        &self.policy
+    }
+
+    /// Whether it can run as a task.
+    pub fn task_support(&self) -> TaskSupport {
+        self.task_support
+    }
+}
+
+/// Describes a tool; finish with one of the handler methods (see the
+/// [module docs](self)). `S` is the shared state given with
+/// [`state`](ToolBuilder::state), `()` until then.
+pub struct ToolBuilder<S = ()> {
+    definition: ToolDefinition,
+    input_schema: Option<Map<String, Value>>,
+    output_schema: Option<Map<String, Value>>,
+    policy: ToolPolicy,
+    task_support: TaskSupport,
+    defer_task: bool,
+    state: S,
+}
+
+impl ToolBuilder {
+    fn new(name: String) -> Self {
+        ToolBuilder {
+            definition: ToolDefinition {
+                name,
+                title: None,
+                description: None,
+                input_schema: Map::new(),
+                output_schema: None,
+                annotations: None,
+                icons: None,
+                meta: None,
+            },
+            input_schema: None,
+            output_schema: None,
+            policy: ToolPolicy::default(),
+            task_support: TaskSupport::Forbidden,
+            defer_task: false,
+            state: (),
+        }
+    }
+}
+
+impl<S> ToolBuilder<S> {
+    /// The same description carrying `state`, and the state it had.
+    fn replace_state<T>(self, state: T) -> (ToolBuilder<T>, S) {
+        let builder = ToolBuilder {
+            definition: self.definition,
+            input_schema: self.input_schema,
+            output_schema: self.output_schema,
+            policy: self.policy,
+            task_support: self.task_support,
+            defer_task: self.defer_task,
+            state,
+        };
+        (builder, self.state)
+    }
+
+    /// A display name.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.definition.title = Some(title.into());
+        self
+    }
+
+    /// What the tool does and when to use it, for the model.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.definition.description = Some(description.into());
+        self
+    }
+
+    /// Behaviour hints.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.definition.annotations = Some(annotations);
+        self
+    }
+
+    /// Icons.
+    pub fn icons(mut self, icons: Vec<Icon>) -> Self {
+        self.definition.icons = Some(icons);
+        self
+    }
+
+    /// Overrides the input schema (otherwise derived from the input type,
+    /// or `{"type":"object"}` for raw handlers).
+    ///
+    /// Non-standard `format`s are removed, as for derived schemas.
+    pub fn input_schema(mut self, mut schema: Value) -> Self {
+        simplify::standard_formats_only(&mut schema);
+        self.input_schema = schema.as_object().cloned();
+        self
+    }
+
+    /// Overrides the output schema (otherwise derived from the output type).
+    ///
+    /// Non-standard `format`s are removed, as for derived schemas.
+    pub fn output_schema(mut self, mut schema: Value) -> Self {
+        simplify::standard_formats_only(&mut schema);
+        self.output_schema = schema.as_object().cloned();
+        self
+    }
+
+    /// Requires one of these scopes to list and call the tool (enforced
+    /// when the server enforces scopes).
+    pub fn required_scopes<I, N>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = N>,
+        N: Into<String>,
+    {
+        self.policy.required_scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Lets a caller without the scopes call the tool about themselves:
+    /// when `argument` equals the principal's `self_id`.
+    pub fn self_access(mut self, argument: impl Into<String>) -> Self {
+        self.policy.self_argument = Some(argument.into());
+        self
+    }
+
+    /// Removes the output field at `pointer` (`/email`, `/members/*/phone`)
+    /// unless the caller holds `scope`. The field becomes optional in the
+    /// published output schema.
+    pub fn field_scope(mut self, pointer: impl Into<String>, scope: impl Into<String>) -> Self {
+        self.policy
+            .field_scopes
+            .push((pointer.into(), scope.into()));
+        self
+    }
+
+    /// Calls where `argument` equals `value` need every one of `all_of`
+    /// (on top of the tool's own scopes), e.g. a report type that reveals
+    /// salaries.
+    pub fn argument_scopes<I, N>(
+        mut self,
+        argument: impl Into<String>,
+        value: Value,
+        all_of: I,
+    ) -> Self
+    where
+        I: IntoIterator<Item = N>,
+        N: Into<String>,
+    {
+        self.policy.argument_scopes.push(ArgumentScopes {
+            argument: argument.into(),
+            value,
+            all_of: all_of.into_iter().map(Into::into).collect(),
+        });
+        self
+    }
+
+    /// Keeps this argument's value out of the audit trail.
+    pub fn redact_argument(mut self, name: impl Into<String>) -> Self {
+        self.policy.redacted_arguments.push(name.into());
+        self
+    }
+
+    /// Overrides the server's default rate limit for this tool.
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.policy.rate_limit = Some(limit);
+        self
+    }
+
+    /// Lets the tool run as a task (tasks extension, see [`crate::tasks`]):
+    /// `Optional` runs it as a task when the request declares the extension
+    /// and synchronously otherwise; `Required` refuses requests without the
+    /// extension (-32021). A server given such a tool advertises the extension.
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.task_support = support;
+        self
+    }
+
+    /// Lets the handler decide when the task starts: it runs synchronously
+    /// (finishing at once or asking for input with `input_required` rounds)
+    /// until it calls [`RequestContext::start_task`]. Without this, a task
+    /// call starts as a task before the handler runs.
+    pub fn defer_task_creation(mut self) -> Self {
+        self.defer_task = true;
+        self
+    }
+
+    pub(super) fn finish(mut self, handler: Arc<dyn ToolHandler>) -> Tool {
+        if let Some(schema) = self.definition.output_schema.as_mut() {
+            for (pointer, _) in &self.policy.field_scopes {
+                unrequire_fields(schema, pointer);
+            }
+        }
+        Tool {
+            definition: self.definition,
+            handler,
+            policy: self.policy,
+            task_support: self.task_support,
+            defer_task: self.defer_task,
+            output_from_type: false,
+        }
+    }
+}
+
+/// A generated schema as an object, without the root `title` (the tool has
+/// its own name and title).
+pub(super) fn schema_object(schema: Value) -> Map<String, Value> {
+    let mut m = schema.as_object().cloned().unwrap_or_default();
+    m.remove("title");
+    simplify::simplify(m)
+}

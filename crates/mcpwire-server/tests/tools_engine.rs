@@ -1,0 +1,177 @@
+//! The `tools/call` engine on the modern wire: lookup, argument handling,
+//! schema validation, typed output, output-schema enforcement, execution
+//! errors and time limits.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use mcpwire_server::ServerOptions;
+use serde_json::{Value, json};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unknown_tool_is_invalid_params() {
+    let h = spawn_http(server()).await;
+    let r = h.modern(&call(1, "nope", json!({}))).await;
+    assert_eq!(error_code(r.response()), Some(-32602), "{}", r.raw);
+    assert_eq!(r.response()["id"], 1);
+    assert!(r.response().get("result").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn omitted_arguments_mean_an_empty_object() {
+    let h = spawn_http(server()).await;
+    // `region` has no required arguments: omitting them must succeed.
+    let body = req(1, "tools/call", json!({ "name": "region" }));
+    let r = h.modern(&body).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert!(!is_error_result(r.response()), "{}", r.raw);
+    assert_eq!(text_of(r.response()), "{}");
+
+    // `add` requires a and b: omitting them is a schema violation (isError).
+    let body = req(2, "tools/call", json!({ "name": "add" }));
+    let r = h.modern(&body).await;
+    assert!(is_error_result(r.response()), "{}", r.raw);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn non_object_arguments_are_invalid_params() {
+    let h = spawn_http(server()).await;
+    for (id, args) in [(1, json!([1, 2])), (2, json!("a=1")), (3, json!(5))] {
+        let r = h.modern(&call(id, "add", args)).await;
+        assert_eq!(error_code(r.response()), Some(-32602), "{}", r.raw);
+        assert_eq!(r.response()["id"], id);
+    }
+    // `name` missing.
+    let r = h
+        .modern(&req(4, "tools/call", json!({ "arguments": {} })))
+        .await;
+    assert!(r.response()["error"].is_object(), "{}", r.raw);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn schema_violations_are_tool_errors_naming_every_field() {
+    let h = spawn_http(server()).await;
+    let r = h
+        .modern(&call(1, "add", json!({ "a": "one", "extra": 1 })))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert!(is_error_result(r.response()), "{}", r.raw);
+    assert_eq!(r.response()["result"]["resultType"], "complete");
+    let text = text_of(r.response());
+    assert!(text.contains("/a"), "names the mistyped field a: {text}");
+    assert!(text.contains("\"b\""), "names the missing field b: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typed_output_is_structured_and_mirrored_as_text() {
+    let h = spawn_http(server()).await;
+    let r = h.modern(&call(1, "echo", json!({ "text": "héllo" }))).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    let res = &r.response()["result"];
+    assert!(
+        res.get("isError").is_none() || res["isError"] == false,
+        "{res}"
+    );
+    let structured = &res["structuredContent"];
+    assert_eq!(structured, &json!({ "text": "héllo", "length": 6 }));
+    let blocks = res["content"].as_array().expect("content");
+    assert_eq!(blocks.len(), 1);
+    assert_eq!(blocks[0]["type"], "text");
+    let mirrored: Value =
+        serde_json::from_str(blocks[0]["text"].as_str().expect("text")).expect("JSON text");
+    assert_eq!(&mirrored, structured);
+
+    // The listed outputSchema accepts what was returned.
+    let r = h.modern(&req(2, "tools/list", json!({}))).await;
+    let tools = r.response()["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .clone();
+    let echo = tools.iter().find(|t| t["name"] == "echo").expect("echo");
+    assert_eq!(echo["outputSchema"]["type"], "object", "{echo}");
+    assert_eq!(echo["title"], "Echo");
+    assert_eq!(echo["annotations"]["readOnlyHint"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn output_schema_violation_is_internal_error() {
+    let h = spawn_http(server()).await;
+    let r = h.modern(&call(1, "bad_output", json!({}))).await;
+    assert_eq!(error_code(r.response()), Some(-32603), "{}", r.raw);
+    assert_eq!(r.response()["id"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn execution_errors_are_is_error_results() {
+    let h = spawn_http(server()).await;
+    let r = h.modern(&call(1, "fail", json!({}))).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert!(is_error_result(r.response()), "{}", r.raw);
+    assert!(
+        text_of(r.response()).contains("widget is broken"),
+        "{}",
+        r.raw
+    );
+    assert!(r.response()["result"].get("structuredContent").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn handlers_past_the_call_timeout_give_an_is_error_result() {
+    let s = server_with(ServerOptions {
+        call_timeout: Some(Duration::from_millis(200)),
+        ..ServerOptions::default()
+    });
+    let h = spawn_http(s).await;
+    let started = std::time::Instant::now();
+    let r = h.modern(&call(1, "slow", json!({ "ms": 5000 }))).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "did not wait for the handler"
+    );
+    assert!(is_error_result(r.response()), "{}", r.raw);
+    let text = text_of(r.response());
+    assert!(text.contains("timed out"), "{text}");
+
+    // A fast call under the same limit succeeds.
+    let r = h.modern(&call(2, "slow", json!({ "ms": 1 }))).await;
+    assert!(!is_error_result(r.response()), "{}", r.raw);
+    assert_eq!(text_of(r.response()), "slept");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn timeout_message_states_a_meaningful_duration() {
+    let s = server_with(ServerOptions {
+        call_timeout: Some(Duration::from_millis(200)),
+        ..ServerOptions::default()
+    });
+    let h = spawn_http(s).await;
+    let r = h.modern(&call(1, "slow", json!({ "ms": 5000 }))).await;
+    let text = text_of(r.response());
+    assert!(
+        !text.contains("after 0 s"),
+        "a 200 ms limit is reported as \"0 s\": {text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn added_tools_are_callable_and_listed_at_the_end() {
+    let h = spawn_http(server()).await;
+    h.server.add_tool(plain_tool("zzz_new")).expect("add");
+    assert!(
+        h.server.add_tool(plain_tool("zzz_new")).is_err(),
+        "duplicate"
+    );
+    let r = h.modern(&req(1, "tools/list", json!({}))).await;
+    let tools = r.response()["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .clone();
+    assert_eq!(tools.last().expect("a tool")["name"], "zzz_new");
+    let r = h.modern(&call(2, "zzz_new", json!({}))).await;
+    assert_eq!(text_of(r.response()), "zzz_new");
+    assert!(h.server.remove_tool("zzz_new"));
+    let r = h.modern(&call(3, "zzz_new", json!({}))).await;
+    assert_eq!(error_code(r.response()), Some(-32602), "{}", r.raw);
+}

@@ -210,8 +210,7 @@ impl McpClient {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned),
         };
-        let (msg, _) = read_response(resp, id, Instant::now()).await?;
-        check_outcome(&msg)?;
+        read_response(resp, id, Instant::now()).await?;
 
         let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
         let resp = self.with_session(self.post(&note), &session).send().await?;
@@ -275,9 +274,7 @@ impl McpClient {
             }
             Wire::Legacy => req = self.with_session(req, session),
         }
-        let (msg, latency) = read_response(req.send().await?, id, start).await?;
-        check_outcome(&msg)?;
-        Ok(latency)
+        read_response(req.send().await?, id, start).await
     }
 
     fn fresh_id(&self) -> u64 {
@@ -306,29 +303,26 @@ impl McpClient {
 const SSE_DRAIN_LIMIT: Duration = Duration::from_millis(250);
 
 /// Reads the JSON-RPC response to request `id` from a plain JSON or an SSE
-/// body, with the time from `start` until it was parsed. Non-2xx statuses
-/// become [`CallError::Status`].
+/// body and classifies it; on success, the time from `start` until it was
+/// parsed. Non-2xx statuses become [`CallError::Status`].
 async fn read_response(
     resp: reqwest::Response,
     id: u64,
     start: Instant,
-) -> Result<(Value, Duration), CallError> {
+) -> Result<Duration, CallError> {
     if !resp.status().is_success() {
         return Err(status_error(resp).await);
     }
     match media_type(resp.headers()).as_deref() {
         Some("application/json") => {
             let bytes = resp.bytes().await?;
-            let msg: Value = serde_json::from_slice(&bytes)
-                .map_err(|e| CallError::Protocol(format!("invalid JSON body: {e}")))?;
-            if is_response_to(&msg, id) {
-                Ok((msg, start.elapsed()))
-            } else {
-                Err(CallError::Protocol(format!(
+            let outcome = outcome_of(&bytes, id).ok_or_else(|| {
+                CallError::Protocol(format!(
                     "body is not the response to id {id}: {}",
-                    snippet(&msg.to_string())
-                )))
-            }
+                    snippet(&String::from_utf8_lossy(&bytes))
+                ))
+            })?;
+            outcome.map(|()| start.elapsed())
         }
         Some("text/event-stream") => {
             // Stream the body: the latency ends at our response even if the
@@ -336,7 +330,7 @@ async fn read_response(
             let mut parser = SseParser::new();
             let mut stream = resp.bytes_stream();
             while let Some(chunk) = stream.next().await {
-                if let Some(msg) = find_response(parser.push(&chunk?), id) {
+                if let Some(outcome) = find_response(parser.push(&chunk?), id) {
                     let latency = start.elapsed();
                     // Read to the end (bounded) so hyper can reuse the
                     // connection: dropping an unfinished body closes it.
@@ -344,15 +338,15 @@ async fn read_response(
                         while let Some(Ok(_)) = stream.next().await {}
                     })
                     .await;
-                    return Ok((msg, latency));
+                    return outcome.map(|()| latency);
                 }
             }
             let latency = start.elapsed();
             find_response(parser.finish(), id)
-                .map(|msg| (msg, latency))
                 .ok_or_else(|| {
                     CallError::Protocol(format!("SSE stream ended without a response to id {id}"))
-                })
+                })?
+                .map(|()| latency)
         }
         other => Err(CallError::Protocol(format!(
             "unexpected Content-Type {:?}",
@@ -361,43 +355,73 @@ async fn read_response(
     }
 }
 
-/// Returns the first event payload that is the JSON-RPC response to `id`.
-/// Payloads that are not JSON, or are requests/notifications, are skipped.
-pub fn find_response(payloads: Vec<String>, id: u64) -> Option<Value> {
+/// The outcome of the first event payload that is the JSON-RPC response to
+/// `id`. Payloads that are not JSON, or are requests/notifications, are
+/// skipped.
+pub fn find_response(payloads: Vec<String>, id: u64) -> Option<Result<(), CallError>> {
     payloads
-        .into_iter()
-        .filter_map(|data| serde_json::from_str::<Value>(&data).ok())
-        .find(|msg| is_response_to(msg, id))
+        .iter()
+        .find_map(|data| outcome_of(data.as_bytes(), id))
 }
 
-fn is_response_to(msg: &Value, id: u64) -> bool {
-    msg.get("id").and_then(Value::as_u64) == Some(id)
-        && (msg.get("result").is_some() || msg.get("error").is_some())
+/// The parts of a JSON-RPC message the bench looks at. Everything else
+/// (the tool's content) is skipped while parsing, not built into a
+/// `Value`: the client shares the cores with the server, and building a
+/// tree of a 100 KB result cost it as much CPU as the server spent.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    result: Option<ResultHead>,
+    #[serde(default)]
+    error: Option<ErrorBody>,
 }
 
-/// Maps a JSON-RPC response to success or the error it reports.
-pub fn check_outcome(msg: &Value) -> Result<(), CallError> {
-    if let Some(err) = msg.get("error") {
-        return Err(CallError::JsonRpc {
-            code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-            message: err
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("<no message>")
-                .to_owned(),
-        });
+/// Of a result, whether the tool reported an error.
+#[derive(serde::Deserialize)]
+struct ResultHead {
+    #[serde(default, rename = "isError")]
+    is_error: bool,
+}
+
+#[derive(serde::Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    code: i64,
+    #[serde(default)]
+    message: String,
+}
+
+/// Success or the error `body` reports, when `body` is the response to
+/// `id`; `None` when it is not (not JSON, another id, a request or a
+/// notification).
+pub fn outcome_of(body: &[u8], id: u64) -> Option<Result<(), CallError>> {
+    let msg: Envelope = serde_json::from_slice(body).ok()?;
+    if msg.id.as_ref().and_then(Value::as_u64) != Some(id) {
+        return None;
     }
-    let result = msg
-        .get("result")
-        .ok_or_else(|| CallError::Protocol("response has neither result nor error".into()))?;
-    if result.get("isError").and_then(Value::as_bool) == Some(true) {
-        let text = result
-            .pointer("/content/0/text")
+    if let Some(err) = msg.error {
+        return Some(Err(CallError::JsonRpc {
+            code: err.code,
+            message: if err.message.is_empty() {
+                "<no message>".to_owned()
+            } else {
+                err.message
+            },
+        }));
+    }
+    let result = msg.result?;
+    if result.is_error {
+        // Rare: only now is the whole message parsed, for its text.
+        let full: Value = serde_json::from_slice(body).ok()?;
+        let text = full
+            .pointer("/result/content/0/text")
             .and_then(Value::as_str)
             .unwrap_or("<no text>");
-        return Err(CallError::Tool(snippet(text)));
+        return Some(Err(CallError::Tool(snippet(text))));
     }
-    Ok(())
+    Some(Ok(()))
 }
 
 async fn status_error(resp: reqwest::Response) -> CallError {
@@ -448,25 +472,36 @@ mod tests {
             "not json".to_string(),
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#.to_string(),
             r#"{"jsonrpc":"2.0","id":6,"result":{}}"#.to_string(),
-            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#.to_string(),
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"bad"}}"#.to_string(),
         ];
-        let msg = find_response(payloads, 7).expect("response for id 7");
-        assert_eq!(msg["id"], 7);
+        assert!(matches!(
+            find_response(payloads, 7),
+            Some(Err(CallError::JsonRpc { code: -32602, .. }))
+        ));
         assert!(find_response(vec![], 7).is_none());
     }
 
     #[test]
     fn outcome_classification() {
-        assert!(check_outcome(&json!({"id":1,"result":{"tools":[]}})).is_ok());
+        let of = |v: Value| outcome_of(v.to_string().as_bytes(), 1);
         assert!(matches!(
-            check_outcome(&json!({"id":1,"error":{"code":-32602,"message":"bad"}})),
-            Err(CallError::JsonRpc { code: -32602, .. })
+            of(json!({"id":1,"result":{"tools":[]}})),
+            Some(Ok(()))
         ));
         assert!(matches!(
-            check_outcome(&json!({"id":1,"result":{"isError":true,"content":[{"type":"text","text":"nope"}]}})),
-            Err(CallError::Tool(t)) if t == "nope"
+            of(json!({"id":1,"error":{"code":-32602,"message":"bad"}})),
+            Some(Err(CallError::JsonRpc { code: -32602, .. }))
         ));
-        assert!(check_outcome(&json!({"id":1,"result":{"isError":false}})).is_ok());
+        assert!(matches!(
+            of(json!({"id":1,"result":{"isError":true,"content":[{"type":"text","text":"nope"}]}})),
+            Some(Err(CallError::Tool(t))) if t == "nope"
+        ));
+        assert!(matches!(
+            of(json!({"id":1,"result":{"isError":false}})),
+            Some(Ok(()))
+        ));
+        assert!(of(json!({"id":2,"result":{}})).is_none(), "another id");
+        assert!(of(json!({"id":1,"method":"ping"})).is_none(), "a request");
     }
 
     #[test]

@@ -45,6 +45,7 @@ mod lookup;
 pub mod model;
 mod options;
 mod postgres;
+mod read_cache;
 mod seed;
 mod sqlite;
 mod tenure;
@@ -60,6 +61,7 @@ pub use options::{
     DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_STATEMENT_TIMEOUT, DirectoryOptions,
 };
+pub use read_cache::DEFAULT_CACHE_BYTES;
 
 use backend::Backend;
 

@@ -38,6 +38,10 @@ pub struct DirectoryOptions {
     /// (`statement_timeout` of every connection), and the client gives up
     /// on an unresponsive server after it.
     pub statement_timeout: Duration,
+    /// Bytes (of JSON) of answers kept in memory while the directory is
+    /// unchanged, so repeated reads run no SQL; 0 turns the cache off.
+    /// Default [`crate::DEFAULT_CACHE_BYTES`].
+    pub cache_bytes: usize,
 }
 
 impl Default for DirectoryOptions {
@@ -47,6 +51,7 @@ impl Default for DirectoryOptions {
             acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
+            cache_bytes: crate::DEFAULT_CACHE_BYTES,
         }
     }
 }

@@ -7,8 +7,8 @@ use std::collections::HashSet;
 use chrono::NaiveDate;
 use common::{Kind, TempDb, clock, fnv1a, memory, open, today};
 use employee_directory::{
-    Directory, DirectoryError, EmploymentStatus, EmploymentType, LeaveType, Level, OfficeType,
-    Report, ReportType, SkillMatchKind,
+    Directory, DirectoryError, DirectoryOptions, EmploymentStatus, EmploymentType, LeaveType,
+    Level, OfficeType, Report, ReportType, SkillMatchKind,
 };
 
 /// Rows in all seeded tables (employees, skills, history, leave, ...).
@@ -643,6 +643,34 @@ async fn profiles_follow_changes_made_behind_the_directorys_back() {
     conn.execute_batch("CREATE TABLE audit_probe (x INTEGER); INSERT INTO audit_probe VALUES (1);")
         .unwrap();
     assert_eq!(dir.employee("JohnDoe").await.unwrap().unwrap(), john);
+}
+
+#[tokio::test]
+async fn every_cached_answer_follows_changes() {
+    let db = TempDb::new("read-cache");
+    let dir = Directory::open(&db.url(), clock(today())).await.unwrap();
+    let conn = rusqlite::Connection::open(&db.path).unwrap();
+    common::answers_follow_changes(&dir, |sql| {
+        assert!(conn.execute(sql, []).unwrap() >= 1, "{sql}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn with_the_cache_off_answers_are_read_each_time() {
+    let db = TempDb::new("read-cache-off");
+    let options = DirectoryOptions {
+        cache_bytes: 0,
+        ..DirectoryOptions::default()
+    };
+    let dir = Directory::open_with(&db.url(), clock(today()), options)
+        .await
+        .unwrap();
+    let conn = rusqlite::Connection::open(&db.path).unwrap();
+    common::answers_follow_changes(&dir, |sql| {
+        assert!(conn.execute(sql, []).unwrap() >= 1, "{sql}");
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -226,3 +226,13 @@ async fn the_pool_recovers_after_a_restart_and_an_outage() {
     assert!(dir.team_members("backend").await.unwrap().is_some());
     assert!(dir.ping().await.is_ok());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_cached_answer_follows_changes() {
+    let url = tokio::task::spawn_blocking(seeded_database).await.unwrap();
+    let dir = Directory::open(&url, clock(today())).await.unwrap();
+    common::answers_follow_changes(&dir, |sql| {
+        psql(&url, sql);
+    })
+    .await;
+}

@@ -123,6 +123,7 @@ async fn serve(cli: ServeArgs) -> Result<(), String> {
     let db_options = DirectoryOptions {
         max_connections: cli.db_pool_size as usize,
         statement_timeout: Duration::from_secs(cli.db_statement_timeout),
+        cache_bytes: cli.directory_cache_mib as usize * 1024 * 1024,
         ..DirectoryOptions::default()
     };
     let directory = Directory::open_with(&cli.database, Arc::new(SystemClock), db_options)

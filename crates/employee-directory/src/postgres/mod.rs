@@ -16,14 +16,16 @@ mod seed;
 use chrono::NaiveDate;
 use tracing::Instrument;
 
-use crate::error::DirectoryError;
+use crate::error::{DirectoryError, UnavailableReason};
 use crate::model::{
     CompensationBand, DepartmentRoster, EmployeeDetails, Health, LeaveBalance, LeaveType, Level,
     Report, ReportType, SkillSearch, TeamRoster, Tenure,
 };
 use crate::options::DirectoryOptions;
+use crate::read_cache::{Key, ReadCache, Stamp, found_skill};
 pub(crate) use pool::classify;
 use pool::{PgPool, is_connection_lost};
+use serde::Serialize;
 
 /// Whether `url` names a PostgreSQL database.
 pub(crate) fn is_url(url: &str) -> bool {
@@ -74,10 +76,72 @@ macro_rules! with_client {
     }};
 }
 
+/// Like `with_client!`, answered from the read cache while the directory
+/// is unchanged: `$keep` says whether an answer found something worth
+/// keeping (see [`cached`]).
+macro_rules! cached {
+    ($self:ident, $key:expr, $keep:expr, $c:ident => $body:expr) => {{
+        let key: Key = $key;
+        if $self.cache.enabled() {
+            with_client!($self, $c => cached(&$self.cache, $c, key.clone(), $keep, $body))
+        } else {
+            with_client!($self, $c => $body)
+        }
+    }};
+}
+
 /// A PostgreSQL-backed directory.
 pub(crate) struct PostgresBackend {
     pool: PgPool,
+    /// Answers given after one tiny query while the directory is unchanged.
+    cache: ReadCache,
 }
+
+/// The stamp, then the cached answer or `query`'s. The stamp is read
+/// first, so an answer is never kept under a generation older than its
+/// data (see `read_cache`); `query` is a future not yet started, so a hit
+/// runs nothing else.
+async fn cached<R>(
+    cache: &ReadCache,
+    c: &deadpool_postgres::ClientWrapper,
+    key: Key,
+    keep: fn(&R) -> bool,
+    query: impl Future<Output = Result<R, DirectoryError>>,
+) -> Result<R, DirectoryError>
+where
+    R: Clone + Serialize + Send + Sync + 'static,
+{
+    const CONTEXT: &str = "read directory generation";
+    let row = queries::row_opt(c, CONTEXT, STAMP, &[])
+        .await?
+        .ok_or_else(|| {
+            DirectoryError::unavailable(
+                UnavailableReason::NotEmployeeDatabase,
+                "directory_generation has no row (migration 0003 inserts it): restore it with \
+             INSERT INTO directory_generation (id, n) VALUES (1, 0)"
+                    .to_owned(),
+            )
+        })?;
+    let generation: i64 = row.try_get(0).map_err(DirectoryError::pg(CONTEXT))?;
+    let database: i64 = row.try_get(1).map_err(DirectoryError::pg(CONTEXT))?;
+    let stamp = Stamp {
+        source: (database.cast_unsigned(), 0),
+        generation,
+    };
+    if let Some(hit) = cache.get::<R>(stamp, &key) {
+        return Ok(hit);
+    }
+    let answer = query.await?;
+    if keep(&answer) {
+        cache.put(stamp, key, &answer);
+    }
+    Ok(answer)
+}
+
+/// The generation and which database (a dropped and re-created database
+/// has a new oid, and its counter starts over).
+const STAMP: &str = "SELECT n, (SELECT oid FROM pg_database WHERE datname = current_database())::bigint \
+     FROM directory_generation WHERE id = 1";
 
 impl PostgresBackend {
     /// Connects, migrates and seeds if needed.
@@ -90,14 +154,17 @@ impl PostgresBackend {
         let (migrated, seeded) = pool.bounded(migrate::bootstrap(&mut client)).await?;
         drop(client);
         tracing::debug!(database = %pool.target(), migrated, seeded, "opened employee directory");
-        Ok(PostgresBackend { pool })
+        Ok(PostgresBackend {
+            pool,
+            cache: ReadCache::new(options.cache_bytes),
+        })
     }
 
     pub(crate) async fn employee(
         &self,
         id: String,
     ) -> Result<Option<EmployeeDetails>, DirectoryError> {
-        with_client!(self, c => queries::employee(c, &id))
+        cached!(self, Key::Employee(id.clone()), Option::is_some, c => queries::employee(c, &id))
     }
 
     pub(crate) async fn department_roster(
@@ -105,7 +172,7 @@ impl PostgresBackend {
         id: String,
         today: NaiveDate,
     ) -> Result<Option<DepartmentRoster>, DirectoryError> {
-        with_client!(self, c => queries::department_roster(c, &id, today))
+        cached!(self, Key::Department(id.clone(), today), Option::is_some, c => queries::department_roster(c, &id, today))
     }
 
     pub(crate) async fn tenure(
@@ -113,14 +180,14 @@ impl PostgresBackend {
         id: String,
         today: NaiveDate,
     ) -> Result<Option<Tenure>, DirectoryError> {
-        with_client!(self, c => queries::tenure(c, &id, today))
+        cached!(self, Key::Tenure(id.clone(), today), Option::is_some, c => queries::tenure(c, &id, today))
     }
 
     pub(crate) async fn team_roster(
         &self,
         id: String,
     ) -> Result<Option<TeamRoster>, DirectoryError> {
-        with_client!(self, c => queries::team_roster(c, &id))
+        cached!(self, Key::Team(id.clone()), Option::is_some, c => queries::team_roster(c, &id))
     }
 
     pub(crate) async fn search_by_skill(
@@ -128,7 +195,7 @@ impl PostgresBackend {
         skill: String,
         limit: u32,
     ) -> Result<SkillSearch, DirectoryError> {
-        with_client!(self, c => queries::search_by_skill(c, &skill, limit))
+        cached!(self, Key::Skill(skill.clone(), limit), found_skill, c => queries::search_by_skill(c, &skill, limit))
     }
 
     pub(crate) async fn compensation_band(
@@ -136,14 +203,14 @@ impl PostgresBackend {
         role: String,
         level: Level,
     ) -> Result<Option<CompensationBand>, DirectoryError> {
-        with_client!(self, c => queries::compensation_band(c, &role, level))
+        cached!(self, Key::Band(role.clone(), level), Option::is_some, c => queries::compensation_band(c, &role, level))
     }
 
     pub(crate) async fn role_levels(
         &self,
         role: String,
     ) -> Result<Option<Vec<Level>>, DirectoryError> {
-        with_client!(self, c => queries::role_levels(c, &role))
+        cached!(self, Key::RoleLevels(role.clone()), Option::is_some, c => queries::role_levels(c, &role))
     }
 
     pub(crate) async fn leave_balance(
@@ -152,7 +219,7 @@ impl PostgresBackend {
         leave_type: LeaveType,
         today: NaiveDate,
     ) -> Result<Option<LeaveBalance>, DirectoryError> {
-        with_client!(self, c => queries::leave_balance(c, &id, leave_type, today))
+        cached!(self, Key::Leave(id.clone(), leave_type, today), Option::is_some, c => queries::leave_balance(c, &id, leave_type, today))
     }
 
     pub(crate) async fn report(
@@ -160,7 +227,7 @@ impl PostgresBackend {
         kind: ReportType,
         today: NaiveDate,
     ) -> Result<Report, DirectoryError> {
-        with_client!(self, c => reports::report(c, kind, today))
+        cached!(self, Key::Report(kind, today), |_| true, c => reports::report(c, kind, today))
     }
 
     pub(crate) async fn department_ids(&self) -> Result<Vec<(String, String)>, DirectoryError> {

@@ -3,7 +3,6 @@
 //! Everything SQLite-specific lives here, so another backend (PostgreSQL)
 //! can be added as a sibling module behind [`crate::backend::Backend`].
 
-mod details_cache;
 mod migrate;
 mod pool;
 mod queries;
@@ -14,6 +13,8 @@ mod seed;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use serde::Serialize;
+
 use chrono::NaiveDate;
 
 use crate::error::{DirectoryError, UnavailableReason};
@@ -22,9 +23,11 @@ use crate::model::{
     Report, ReportType, SkillSearch, TeamRoster, Tenure,
 };
 use crate::options::DirectoryOptions;
-use details_cache::{DetailsCache, Stamp};
-use pool::{Pool, Target};
+use crate::read_cache::{Key, ReadCache, Stamp, found_skill};
+use pool::{FileId, Pool, Target};
+use row::CachedRow;
 pub(crate) use row::make_location;
+use rusqlite::Connection;
 
 /// The schema version this build migrates to.
 pub(crate) fn latest_schema_version() -> u32 {
@@ -62,8 +65,8 @@ pub(crate) fn parse_url(url: &str) -> Option<Result<Target, DirectoryError>> {
 /// A SQLite-backed directory.
 pub(crate) struct SqliteBackend {
     pool: Arc<Pool>,
-    /// Profiles answered without SQL while the directory is unchanged.
-    details: Arc<DetailsCache>,
+    /// Answers given without SQL while the directory is unchanged.
+    cache: Arc<ReadCache>,
 }
 
 impl SqliteBackend {
@@ -102,36 +105,57 @@ impl SqliteBackend {
         tracing::debug!(database = %described, migrated, seeded, "opened employee directory");
         Ok(SqliteBackend {
             pool,
-            details: Arc::default(),
+            cache: Arc::new(ReadCache::new(options.cache_bytes)),
         })
+    }
+
+    /// Answers `key` from the cache while the directory is unchanged
+    /// (steady state: one tiny read on the caller's thread, no hop to a
+    /// blocking thread); otherwise runs `query` there and keeps its answer
+    /// when `keep` says it found something.
+    async fn cached<R, F>(
+        &self,
+        key: Key,
+        keep: fn(&R) -> bool,
+        query: F,
+    ) -> Result<R, DirectoryError>
+    where
+        F: FnOnce(&Connection) -> Result<R, DirectoryError> + Send + 'static,
+        R: Clone + Serialize + Send + Sync + 'static,
+    {
+        if !self.cache.enabled() {
+            return self.pool.run(move |c| query(c)).await;
+        }
+        let inline = self.pool.try_run_inline(|c, file| {
+            let now = read_stamp(c, file)?;
+            Ok(self.cache.get::<R>(now, &key))
+        });
+        if let Some(hit) = inline.transpose()?.flatten() {
+            return Ok(hit);
+        }
+        let cache = Arc::clone(&self.cache);
+        self.pool
+            .run_on_file(move |c, file| {
+                // The stamp is read before the data (see read_cache).
+                let stamp = read_stamp(c, file)?;
+                if let Some(hit) = cache.get::<R>(stamp, &key) {
+                    return Ok(hit);
+                }
+                let answer = query(c)?;
+                if keep(&answer) {
+                    cache.put(stamp, key, &answer);
+                }
+                Ok(answer)
+            })
+            .await
     }
 
     pub(crate) async fn employee(
         &self,
         id: String,
     ) -> Result<Option<EmployeeDetails>, DirectoryError> {
-        // Steady state: one tiny read on this thread, no query, no hop.
-        let inline = self.pool.try_run_inline(|c, file| {
-            let now = Stamp::read(c, file)?;
-            Ok(self.details.get(now, &id))
-        });
-        if let Some(hit) = inline.transpose()?.flatten() {
-            return Ok(Some(hit));
-        }
-        let cache = Arc::clone(&self.details);
-        self.pool
-            .run_on_file(move |c, file| {
-                // The stamp is read before the data (see details_cache).
-                let stamp = Stamp::read(c, file)?;
-                if let Some(hit) = cache.get(stamp, &id) {
-                    return Ok(Some(hit));
-                }
-                let found = queries::employee(c, &id)?;
-                if let Some(details) = &found {
-                    cache.put(stamp, id, details.clone());
-                }
-                Ok(found)
-            })
+        let key = Key::Employee(id.clone());
+        self.cached(key, Option::is_some, move |c| queries::employee(c, &id))
             .await
     }
 
@@ -140,9 +164,11 @@ impl SqliteBackend {
         id: String,
         today: NaiveDate,
     ) -> Result<Option<DepartmentRoster>, DirectoryError> {
-        self.pool
-            .run(move |c| queries::department_roster(c, &id, today))
-            .await
+        let key = Key::Department(id.clone(), today);
+        self.cached(key, Option::is_some, move |c| {
+            queries::department_roster(c, &id, today)
+        })
+        .await
     }
 
     pub(crate) async fn tenure(
@@ -150,14 +176,20 @@ impl SqliteBackend {
         id: String,
         today: NaiveDate,
     ) -> Result<Option<Tenure>, DirectoryError> {
-        self.pool.run(move |c| queries::tenure(c, &id, today)).await
+        let key = Key::Tenure(id.clone(), today);
+        self.cached(key, Option::is_some, move |c| {
+            queries::tenure(c, &id, today)
+        })
+        .await
     }
 
     pub(crate) async fn team_roster(
         &self,
         id: String,
     ) -> Result<Option<TeamRoster>, DirectoryError> {
-        self.pool.run(move |c| queries::team_roster(c, &id)).await
+        let key = Key::Team(id.clone());
+        self.cached(key, Option::is_some, move |c| queries::team_roster(c, &id))
+            .await
     }
 
     pub(crate) async fn search_by_skill(
@@ -165,9 +197,11 @@ impl SqliteBackend {
         skill: String,
         limit: u32,
     ) -> Result<SkillSearch, DirectoryError> {
-        self.pool
-            .run(move |c| queries::search_by_skill(c, &skill, limit))
-            .await
+        let key = Key::Skill(skill.clone(), limit);
+        self.cached(key, found_skill, move |c| {
+            queries::search_by_skill(c, &skill, limit)
+        })
+        .await
     }
 
     pub(crate) async fn compensation_band(
@@ -175,16 +209,22 @@ impl SqliteBackend {
         role: String,
         level: Level,
     ) -> Result<Option<CompensationBand>, DirectoryError> {
-        self.pool
-            .run(move |c| queries::compensation_band(c, &role, level))
-            .await
+        let key = Key::Band(role.clone(), level);
+        self.cached(key, Option::is_some, move |c| {
+            queries::compensation_band(c, &role, level)
+        })
+        .await
     }
 
     pub(crate) async fn role_levels(
         &self,
         role: String,
     ) -> Result<Option<Vec<Level>>, DirectoryError> {
-        self.pool.run(move |c| queries::role_levels(c, &role)).await
+        let key = Key::RoleLevels(role.clone());
+        self.cached(key, Option::is_some, move |c| {
+            queries::role_levels(c, &role)
+        })
+        .await
     }
 
     pub(crate) async fn leave_balance(
@@ -193,9 +233,11 @@ impl SqliteBackend {
         leave_type: LeaveType,
         today: NaiveDate,
     ) -> Result<Option<LeaveBalance>, DirectoryError> {
-        self.pool
-            .run(move |c| queries::leave_balance(c, &id, leave_type, today))
-            .await
+        let key = Key::Leave(id.clone(), leave_type, today);
+        self.cached(key, Option::is_some, move |c| {
+            queries::leave_balance(c, &id, leave_type, today)
+        })
+        .await
     }
 
     pub(crate) async fn report(
@@ -203,8 +245,8 @@ impl SqliteBackend {
         kind: ReportType,
         today: NaiveDate,
     ) -> Result<Report, DirectoryError> {
-        self.pool
-            .run(move |c| reports::report(c, kind, today))
+        let key = Key::Report(kind, today);
+        self.cached(key, |_| true, move |c| reports::report(c, kind, today))
             .await
     }
 
@@ -249,6 +291,22 @@ impl SqliteBackend {
     pub(crate) fn pool_stats(&self) -> crate::PoolStats {
         self.pool.stats()
     }
+}
+
+/// The directory's state as seen by `conn`: one cached single-row
+/// statement.
+fn read_stamp(conn: &Connection, file: Option<FileId>) -> Result<Stamp, DirectoryError> {
+    let generation = conn
+        .cached_row(
+            "SELECT n FROM directory_generation WHERE id = 1",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(DirectoryError::db("read directory generation"))?;
+    Ok(Stamp {
+        source: file.map_or((0, 0), FileId::pair),
+        generation,
+    })
 }
 
 fn create_parent_dir(path: &std::path::Path) -> Result<(), DirectoryError> {

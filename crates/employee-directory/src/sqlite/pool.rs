@@ -63,6 +63,13 @@ pub(crate) struct FileId {
     ino: u64,
 }
 
+impl FileId {
+    /// Device and inode, as the read cache's source.
+    pub(crate) fn pair(self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
+}
+
 /// A connection and the identity of the file it was opened on (`None` for
 /// the in-memory database).
 struct Pooled {

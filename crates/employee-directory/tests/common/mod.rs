@@ -123,3 +123,96 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     }
     hash
 }
+
+/// Asks every cached query twice (the second answer comes from the read
+/// cache), changes the data behind the directory's back with `change` (SQL
+/// both backends accept, run on another connection), and checks that every
+/// answer follows the change.
+pub async fn answers_follow_changes(dir: &Directory, change: impl Fn(&str)) {
+    use employee_directory::{LeaveType, Report, ReportType};
+    macro_rules! twice {
+        ($call:expr) => {{
+            let first = $call.await.expect("query runs");
+            assert_eq!($call.await.expect("query runs"), first, "the cached answer");
+            first
+        }};
+    }
+    let john = twice!(dir.employee("JohnDoe")).expect("JohnDoe exists");
+    let team_id = john.team_id.clone().expect("JohnDoe has a team");
+    let skill = john
+        .skills
+        .first()
+        .expect("JohnDoe has skills")
+        .skill
+        .clone();
+    let named = |name: &str| name.contains("Cachebuster");
+    twice!(dir.department_employees(&john.department_id)).expect("department");
+    twice!(dir.team_members(&team_id)).expect("team");
+    let tenure = twice!(dir.tenure("JohnDoe")).expect("tenure");
+    let leave = twice!(dir.leave_balance("JohnDoe", LeaveType::Annual)).expect("leave");
+    let search = twice!(dir.search_by_skill(&skill));
+    let band = twice!(dir.compensation_band(&john.role, john.level)).expect("band");
+    let report = twice!(dir.report(ReportType::Headcount));
+    assert!(!named(&tenure.name) && !named(&leave.name));
+
+    change("UPDATE employees SET last_name = 'Cachebuster' WHERE id = 'JohnDoe'");
+    let john_in = |id: &str| id == "JohnDoe";
+    let roster = dir
+        .department_employees(&john.department_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        roster
+            .employees
+            .iter()
+            .any(|e| john_in(&e.employee_id) && named(&e.name))
+    );
+    let team = dir.team_members(&team_id).await.unwrap().unwrap();
+    assert!(
+        team.members
+            .iter()
+            .any(|m| john_in(&m.employee_id) && named(&m.name))
+    );
+    assert!(named(&dir.tenure("JohnDoe").await.unwrap().unwrap().name));
+    let leave_now = dir
+        .leave_balance("JohnDoe", LeaveType::Annual)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(named(&leave_now.name));
+
+    change(&format!(
+        "UPDATE skills SET name = '{skill} Cachebuster' WHERE name = '{skill}'"
+    ));
+    let search_now = dir.search_by_skill(&skill).await.unwrap();
+    assert!(
+        search_now.matched_skills.iter().any(|s| named(s)),
+        "{search_now:?}"
+    );
+    assert!(!search.matched_skills.iter().any(|s| named(s)));
+
+    change(&format!(
+        "UPDATE compensation_bands SET max_salary = max_salary + 1 \
+         WHERE level = '{}' AND role_id = (SELECT role_id FROM employees WHERE id = 'JohnDoe')",
+        serde_json::to_value(john.level).unwrap().as_str().unwrap()
+    ));
+    let band_now = dir
+        .compensation_band(&john.role, john.level)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(band_now.max, band.max + 1);
+
+    change(
+        "UPDATE employees SET office_type = CASE WHEN office_type = 'remote' \
+         THEN 'on-site' ELSE 'remote' END WHERE id = 'JohnDoe'",
+    );
+    let (Report::Headcount(before), Report::Headcount(after)) =
+        (report, dir.report(ReportType::Headcount).await.unwrap())
+    else {
+        panic!("a headcount report");
+    };
+    assert_eq!(after.total_active, before.total_active);
+    assert_ne!(after.by_office_type, before.by_office_type);
+}

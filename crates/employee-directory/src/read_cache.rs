@@ -1,0 +1,224 @@
+//! Answers of read queries, kept while the directory does not change: the
+//! in-memory read model of the directory, filled on demand.
+//!
+//! Exactness: a backend reads the directory's [`Stamp`] (the generation
+//! counter that triggers bump in every transaction changing a directory
+//! table, migration 0003, plus which database file it is) *before* the
+//! data, and an answer is kept under that stamp. Data newer than its stamp
+//! only makes the entry unreachable (the counter has moved past the stamp),
+//! never stale. Every lookup reads the current stamp first; the whole cache
+//! starts over when it moves. The audit trail's commits do not touch the
+//! counter, so they do not empty the cache.
+//!
+//! Bound: entries are weighed by the length of their JSON (what the tools
+//! send, and about what they take in memory); past the budget the cache
+//! starts over, so a client asking for many different things costs memory
+//! up to the budget and then only cache misses. Answers that found nothing
+//! are not kept (junk ids would fill the cache for nothing).
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use chrono::NaiveDate;
+use serde::Serialize;
+
+use crate::model::{LeaveType, Level, ReportType, SkillSearch};
+
+/// Default budget of the cache, in bytes of JSON: the whole seeded
+/// directory's profiles (about 1,400 × 4 KB) and rosters fit.
+pub const DEFAULT_CACHE_BYTES: usize = 8 * 1024 * 1024;
+
+/// The state of the directory an answer was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    /// Which database: a SQLite file's device and inode (a replaced or
+    /// restored file is another source), 0 for a server database.
+    pub(crate) source: (u64, u64),
+    /// The directory's generation counter.
+    pub(crate) generation: i64,
+}
+
+/// A read query and its arguments, exactly as the caller gave them (the
+/// same employee asked by id and by name are two entries).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Key {
+    Employee(String),
+    Department(String, NaiveDate),
+    Tenure(String, NaiveDate),
+    Team(String),
+    Skill(String, u32),
+    Band(String, Level),
+    RoleLevels(String),
+    Leave(String, LeaveType, NaiveDate),
+    Report(ReportType, NaiveDate),
+}
+
+impl Key {
+    /// Bytes the key itself takes, roughly.
+    fn weight(&self) -> usize {
+        let text = match self {
+            Key::Employee(s)
+            | Key::Department(s, _)
+            | Key::Tenure(s, _)
+            | Key::Team(s)
+            | Key::Skill(s, _)
+            | Key::Band(s, _)
+            | Key::RoleLevels(s)
+            | Key::Leave(s, _, _) => s.len(),
+            Key::Report(..) => 0,
+        };
+        text + 64
+    }
+}
+
+/// A skill search is kept when it matched a skill (any string can be
+/// searched for; junk would fill the cache for nothing).
+pub(crate) fn found_skill(search: &SkillSearch) -> bool {
+    !search.matched_skills.is_empty()
+}
+
+/// Kept answers, all read at one stamp.
+pub(crate) struct ReadCache {
+    budget: usize,
+    entries: Mutex<Entries>,
+}
+
+#[derive(Default)]
+struct Entries {
+    stamp: Option<Stamp>,
+    /// Each value is the answer type its key's variant implies.
+    map: HashMap<Key, Arc<dyn Any + Send + Sync>>,
+    bytes: usize,
+}
+
+impl ReadCache {
+    /// A cache holding up to `budget` bytes of JSON; 0 keeps nothing.
+    pub(crate) fn new(budget: usize) -> ReadCache {
+        ReadCache {
+            budget,
+            entries: Mutex::default(),
+        }
+    }
+
+    /// Whether anything can be kept (lookups are skipped otherwise).
+    pub(crate) fn enabled(&self) -> bool {
+        self.budget > 0
+    }
+
+    /// The answer kept for `key`, if it was read at `now`.
+    pub(crate) fn get<T: Clone + 'static>(&self, now: Stamp, key: &Key) -> Option<T> {
+        let entries = self.lock();
+        if entries.stamp != Some(now) {
+            return None;
+        }
+        entries.map.get(key)?.downcast_ref::<T>().cloned()
+    }
+
+    /// Keeps `value`, read after `stamp` was, for `key`.
+    pub(crate) fn put<T>(&self, stamp: Stamp, key: Key, value: &T)
+    where
+        T: Clone + Serialize + Send + Sync + 'static,
+    {
+        if !self.enabled() {
+            return;
+        }
+        // Weighed outside the lock; a value that cannot be written as JSON
+        // is not kept (the tool could not send it either).
+        let Ok(json) = serde_json::to_vec(value) else {
+            return;
+        };
+        let weight = json.len() + key.weight();
+        if weight > self.budget {
+            return;
+        }
+        let mut entries = self.lock();
+        if entries.stamp != Some(stamp) {
+            // Older or newer than what is kept: start over at this stamp
+            // (a newer lookup that misses will replace it again).
+            *entries = Entries {
+                stamp: Some(stamp),
+                ..Entries::default()
+            };
+        }
+        if entries.bytes + weight > self.budget {
+            entries.map.clear();
+            entries.bytes = 0;
+        }
+        if entries.map.insert(key, Arc::new(value.clone())).is_none() {
+            entries.bytes += weight;
+        }
+    }
+
+    /// Bytes of JSON held now (for tests).
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.lock().bytes
+    }
+
+    /// The map is valid even if a holder panicked.
+    fn lock(&self) -> MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(generation: i64) -> Stamp {
+        Stamp {
+            source: (1, 2),
+            generation,
+        }
+    }
+
+    fn team(id: &str) -> Key {
+        Key::Team(id.to_owned())
+    }
+
+    #[test]
+    fn answers_only_at_the_stamp_it_was_read_at() {
+        let cache = ReadCache::new(1 << 20);
+        cache.put(at(1), team("backend"), &vec!["a".to_owned()]);
+        assert_eq!(
+            cache.get::<Vec<String>>(at(1), &team("backend")),
+            Some(vec!["a".to_owned()])
+        );
+        assert_eq!(cache.get::<Vec<String>>(at(2), &team("backend")), None);
+        let elsewhere = Stamp {
+            source: (1, 3),
+            generation: 1,
+        };
+        assert_eq!(cache.get::<Vec<String>>(elsewhere, &team("backend")), None);
+        // A wrong type for the key is a miss, not a panic.
+        assert_eq!(cache.get::<u32>(at(1), &team("backend")), None);
+    }
+
+    #[test]
+    fn a_new_stamp_drops_everything_older() {
+        let cache = ReadCache::new(1 << 20);
+        cache.put(at(1), team("a"), &1u32);
+        cache.put(at(2), team("b"), &2u32);
+        assert_eq!(cache.get::<u32>(at(2), &team("a")), None);
+        assert_eq!(cache.get::<u32>(at(2), &team("b")), Some(2));
+    }
+
+    #[test]
+    fn the_budget_bounds_what_is_held() {
+        let value = "x".repeat(1000);
+        let cache = ReadCache::new(10_000);
+        for i in 0..100 {
+            cache.put(at(1), team(&format!("t{i}")), &value);
+            assert!(cache.held() <= 10_000, "held {}", cache.held());
+        }
+        // The last one is always there.
+        assert!(cache.get::<String>(at(1), &team("t99")).is_some());
+        // Bigger than the budget: not kept at all.
+        cache.put(at(1), team("big"), &"y".repeat(20_000));
+        assert_eq!(cache.get::<String>(at(1), &team("big")), None);
+        let off = ReadCache::new(0);
+        off.put(at(1), team("a"), &1u32);
+        assert_eq!(off.get::<u32>(at(1), &team("a")), None);
+    }
+}

@@ -48,6 +48,31 @@ pub struct HeaderParam {
     pub kind: ParamKind,
 }
 
+impl HeaderParam {
+    /// What a client sends in this header for `arguments` (before
+    /// [`encode_value`]): a string argument as is, any other value as its
+    /// JSON; `None` when the argument is absent or null (no header).
+    pub fn text_in(&self, arguments: &Map<String, Value>) -> Option<String> {
+        match (self.kind, lookup(arguments, &self.path)?) {
+            (_, Value::Null) => None,
+            (ParamKind::String, Value::String(s)) => Some(s.clone()),
+            (_, v) => Some(v.to_string()),
+        }
+    }
+}
+
+/// A header value as a client writes it: literal when it is plain visible
+/// ASCII without surrounding spaces, otherwise the `=?base64?…?=` form
+/// (the inverse of [`decode_value`]).
+pub fn encode_value(text: &str) -> String {
+    let plain = text.bytes().all(|b| (0x20..0x7f).contains(&b)) && text.trim() == text;
+    if plain {
+        text.to_owned()
+    } else {
+        format!("=?base64?{}?=", STANDARD.encode(text))
+    }
+}
+
 /// Collects and checks the `x-mcp-header` annotations of an input schema.
 /// A misplaced or malformed annotation makes the whole tool invalid, so the
 /// error is reported at registration, never on the wire.
@@ -349,6 +374,28 @@ mod tests {
         ]);
         let e = check_standard(&version, "tools/list", &Map::new(), Some("v999"));
         assert_eq!(e.err().map(|e| e.code), Some(-32020));
+    }
+
+    #[test]
+    fn what_a_client_sends_decodes_to_the_argument() {
+        let param = |path: &[&str], kind| HeaderParam {
+            header: "X".to_owned(),
+            path: path.iter().map(|s| (*s).to_owned()).collect(),
+            kind,
+        };
+        let args = obj(json!({"name": " Zoë ", "n": 3, "deep": {"flag": true}, "none": null}));
+        let name = param(&["name"], ParamKind::String).text_in(&args);
+        assert_eq!(name.as_deref(), Some(" Zoë "));
+        let sent = encode_value(name.as_deref().unwrap_or_default());
+        assert!(sent.starts_with("=?base64?"), "{sent}");
+        assert_eq!(decode_value("X", &sent).ok().as_deref(), Some(" Zoë "));
+        assert_eq!(encode_value("plain"), "plain");
+        let n = param(&["n"], ParamKind::Integer).text_in(&args);
+        assert_eq!(n.as_deref(), Some("3"));
+        let flag = param(&["deep", "flag"], ParamKind::Boolean).text_in(&args);
+        assert_eq!(flag.as_deref(), Some("true"));
+        assert_eq!(param(&["none"], ParamKind::String).text_in(&args), None);
+        assert_eq!(param(&["missing"], ParamKind::String).text_in(&args), None);
     }
 
     #[test]

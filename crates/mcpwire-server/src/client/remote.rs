@@ -11,16 +11,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Response, Uri, header};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use mcpwire_protocol::ProtocolVersion;
-use mcpwire_protocol::headers::{self as names, HeaderParam, ParamKind};
+use mcpwire_protocol::headers::{self as names, HeaderParam};
 use mcpwire_protocol::model::ToolDefinition;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
@@ -333,7 +331,7 @@ impl HttpLink {
             .and_then(|m| m.get(tool).cloned())
             .unwrap_or_default();
         for p in mirrors {
-            let Some(text) = lookup(arguments, &p.path).and_then(|v| param_text(v, p.kind)) else {
+            let Some(text) = p.text_in(arguments) else {
                 continue;
             };
             let name = format!("{}{}", names::PARAM_PREFIX, p.header.to_ascii_lowercase());
@@ -371,33 +369,11 @@ async fn refusal(resp: Response<Body>) -> ClientError {
     }
 }
 
-/// A header value: literal when it is plain visible ASCII, otherwise the
-/// `=?base64?…?=` form the spec defines.
+/// A header value in the form the spec defines (see
+/// [`names::encode_value`]).
 fn encode(text: &str) -> HeaderValue {
-    let plain = text.bytes().all(|b| (0x20..0x7f).contains(&b)) && text.trim() == text;
-    let value = if plain {
-        text.to_owned()
-    } else {
-        format!("=?base64?{}?=", STANDARD.encode(text))
-    };
-    HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
-}
-
-fn param_text(value: &Value, kind: ParamKind) -> Option<String> {
-    match (kind, value) {
-        (_, Value::Null) => None,
-        (ParamKind::String, Value::String(s)) => Some(s.clone()),
-        (_, v) => Some(v.to_string()),
-    }
-}
-
-fn lookup<'a>(arguments: &'a Map<String, Value>, path: &[String]) -> Option<&'a Value> {
-    let (first, rest) = path.split_first()?;
-    let mut v = arguments.get(first)?;
-    for key in rest {
-        v = v.as_object()?.get(key)?;
-    }
-    Some(v)
+    HeaderValue::from_str(&names::encode_value(text))
+        .unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
 #[cfg(test)]

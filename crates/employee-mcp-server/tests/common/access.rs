@@ -41,10 +41,15 @@ impl Server {
 /// Runs `employee-mcp-server audit --database <db> --json <args>` and
 /// returns the rows.
 pub fn audit_rows(db: &TempDb, args: &[&str]) -> Vec<Value> {
+    audit_rows_at(&db.url(), args)
+}
+
+/// [`audit_rows`] of the database at `url` (SQLite or PostgreSQL).
+pub fn audit_rows_at(url: &str, args: &[&str]) -> Vec<Value> {
     let out = Command::new(BIN)
         .arg("audit")
         .arg("--database")
-        .arg(db.url())
+        .arg(url)
         .arg("--json")
         .args(args)
         .output()

@@ -162,20 +162,8 @@ impl Cluster {
     /// Every audit record of `tool` from the last hour, via the `audit`
     /// subcommand (its JSON lines).
     pub fn audit_rows(&self, tool: &str) -> Vec<Value> {
-        let out = Command::new(BIN)
-            .args(["audit", "--json", "--since", "1h", "--limit", "1000000"])
-            .args(["--tool", tool, "--database", &self.database])
-            .output()
-            .expect("run employee-mcp-server audit");
-        assert!(
-            out.status.success(),
-            "audit failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("audit JSON line"))
-            .collect()
+        let args = ["--since", "1h", "--limit", "1000000", "--tool", tool];
+        super::access::audit_rows_at(&self.database, &args)
     }
 
     /// nginx's access log (`upstream=` names the replica of each request).

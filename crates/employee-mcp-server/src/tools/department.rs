@@ -166,6 +166,37 @@ fn page(
     }
 }
 
+/// Length of `value`'s JSON, counted as it is written (no string is
+/// built: this runs once per roster entry).
 fn json_len<T: Serialize>(value: &T) -> usize {
-    serde_json::to_string(value).map_or(0, |s| s.len())
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, value) {
+        Ok(()) => counter.0,
+        Err(_) => 0,
+    }
+}
+
+/// A writer that only counts bytes.
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_len;
+
+    #[test]
+    fn counts_what_serde_json_writes() {
+        let value = serde_json::json!({"name": "Zoë \"Z\"", "n": [1, 2.5, null], "t": "\u{1}"});
+        assert_eq!(json_len(&value), value.to_string().len());
+    }
 }

@@ -17,7 +17,7 @@ pub use limits::{
     RateLimit, RateLimiter,
 };
 pub use policy::{AccessOptions, ArgumentScopes, Denied, Principal, ToolPolicy};
-pub use sanitize::{sanitize_text, sanitize_value};
+pub use sanitize::{json_is_clean, sanitize_text, sanitize_value};
 
 pub(crate) use audit::redact_arguments;
 pub(crate) use limits::caller_key;

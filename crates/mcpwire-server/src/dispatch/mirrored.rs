@@ -163,6 +163,21 @@ mod tests {
     }
 
     #[test]
+    fn a_result_known_only_as_text_reads_as_the_parsed_one() {
+        for value in samples() {
+            let parsed = CallToolResult::structured(value.clone());
+            let mut text_only = CallToolResult::structured_json(value.to_string());
+            assert_eq!(text_only.mirror_text(), parsed.mirror_text());
+            assert_eq!(text_only.to_map(), parsed.to_map());
+            assert_eq!(text_only.structured_is_object(), value.is_object());
+            assert!(text_only.has_structured() && text_only.structured.is_none());
+            text_only.parse_mirror().expect("valid JSON");
+            assert_eq!(text_only.structured.as_ref(), Some(&value));
+            assert_eq!(text_only.to_map(), parsed.to_map());
+        }
+    }
+
+    #[test]
     fn escaped_len_matches_serde_json() {
         let all: String = (0u32..0x800).filter_map(char::from_u32).collect();
         for s in ["", "plain", "\"q\"\\", all.as_str()] {

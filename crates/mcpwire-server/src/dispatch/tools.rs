@@ -14,7 +14,7 @@ use mcpwire_protocol::model::Content;
 use super::Call;
 use crate::access::{
     AuditRecord, CallOutcome, ClientAddress, LIMIT_TIMEOUT, LimitFuture, Permit, Principal,
-    caller_key, redact_arguments, sanitize_text, sanitize_value, strip_fields,
+    caller_key, json_is_clean, redact_arguments, sanitize_text, sanitize_value, strip_fields,
 };
 use crate::context::RequestContext;
 use crate::registry::RegisteredTool;
@@ -411,6 +411,17 @@ impl Server {
         mut result: CallToolResult,
     ) -> Result<CallToolResult, ProtocolError> {
         let access = &self.inner.access;
+        // A schema derived from the output type holds by construction;
+        // release builds trust it, debug builds (and tests) still check.
+        let trusted = tool.tool.output_from_type && !cfg!(debug_assertions);
+        // A typed result known only as JSON text stays text unless it must
+        // be redacted, sanitised or validated (the common case: one
+        // serialisation in all).
+        if result.structured_is_mirror && self.must_parse(ctx, tool, &result, trusted) {
+            result.parse_mirror().map_err(|e| {
+                ProtocolError::internal(format!("Internal error: unreadable tool output: {e}"))
+            })?;
+        }
         // A typed result's text block mirrors its structured content; keep
         // the mirror exact after the structured content changes.
         let mirrored = result.text_mirrors_structured && result.structured.is_some();
@@ -429,7 +440,7 @@ impl Server {
         }
         if mirrored && let Some(s) = &result.structured {
             result.content = vec![Content::text(s.to_string())];
-        } else if access.sanitize_output {
+        } else if access.sanitize_output && !result.structured_is_mirror {
             for block in &mut result.content {
                 if let Content::Text { text, .. } = block
                     && let std::borrow::Cow::Owned(clean) = sanitize_text(text)
@@ -445,7 +456,7 @@ impl Server {
         if size > access.max_result_bytes {
             let name = &tool.tool.definition.name;
             tracing::warn!(tool = %name, size, limit = access.max_result_bytes, "tool result over the size limit");
-            if result.structured.is_some() {
+            if result.has_structured() {
                 return Ok(CallToolResult::error(format!(
                     "The result of \"{name}\" is {size} bytes, over this server's limit of {} bytes; ask for less (a narrower filter or a smaller group).",
                     access.max_result_bytes
@@ -453,9 +464,6 @@ impl Server {
             }
             truncate_text(&mut result, access.max_result_bytes);
         }
-        // A schema derived from the output type holds by construction;
-        // release builds trust it, debug builds (and tests) still check.
-        let trusted = tool.tool.output_from_type && !cfg!(debug_assertions);
         if !result.is_error
             && !trusted
             && let Some(schema) = &tool.output
@@ -475,9 +483,36 @@ impl Server {
         Ok(result)
     }
 
+    /// Whether a typed result known only as text must be parsed: a field
+    /// the caller may not see is to be stripped, its text holds something
+    /// sanitising would remove, or its schema is checked.
+    fn must_parse(
+        &self,
+        ctx: &RequestContext,
+        tool: &RegisteredTool,
+        result: &CallToolResult,
+        trusted: bool,
+    ) -> bool {
+        let access = &self.inner.access;
+        let redacts = access.enforce_scopes && {
+            let principal = ctx.extension::<Principal>();
+            tool.tool
+                .policy
+                .field_scopes
+                .iter()
+                .any(|(_, scope)| !principal.is_some_and(|p| p.has_scope(scope)))
+        };
+        let validates = !result.is_error && !trusted && tool.output.is_some();
+        let dirty = access.sanitize_output
+            && result
+                .mirror_text()
+                .is_some_and(|text| !json_is_clean(text));
+        redacts || validates || dirty
+    }
+
     fn tool_result(&self, call: &Call, result: CallToolResult) -> ResultPayload {
         if let Some(text) = result.mirror_text() {
-            let is_object = result.structured.as_ref().is_some_and(Value::is_object);
+            let is_object = result.structured_is_object();
             let info = Some(&self.inner.info_json);
             if let Some(payload) =
                 super::mirrored::payload(text, is_object, result.is_error, call.version, info)

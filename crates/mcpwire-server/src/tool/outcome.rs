@@ -18,6 +18,11 @@ pub struct CallToolResult {
     /// [`structured`](Self::structured)); the engine keeps it in sync when it
     /// redacts or sanitizes the structured content.
     pub(crate) text_mirrors_structured: bool,
+    /// The structured content exists only as that text block (typed
+    /// handlers serialise their output once, straight to text); `structured`
+    /// is `None` until the engine parses it, which it does only when it must
+    /// change or check it (`Server::post_process`).
+    pub(crate) structured_is_mirror: bool,
 }
 
 impl CallToolResult {
@@ -42,25 +47,52 @@ impl CallToolResult {
             structured: Some(value),
             is_error: false,
             text_mirrors_structured: true,
+            structured_is_mirror: false,
         }
     }
 
-    /// A structured result whose text mirror the engine fills in
-    /// (`Server::post_process`), after redaction and
-    /// sanitising, so the JSON is written once instead of twice.
-    pub(crate) fn structured_unmirrored(value: Value) -> Self {
+    /// A structured result known only by its JSON `text` (a typed
+    /// handler's output, serialised once): the text block is the mirror,
+    /// and the engine parses it only to redact, sanitise or validate.
+    pub(crate) fn structured_json(text: String) -> Self {
         Self {
-            content: Vec::new(),
-            structured: Some(value),
+            content: vec![Content::text(text)],
+            structured: None,
             is_error: false,
             text_mirrors_structured: true,
+            structured_is_mirror: true,
+        }
+    }
+
+    /// Parses a structured content known only as text into `structured`.
+    pub(crate) fn parse_mirror(&mut self) -> Result<(), serde_json::Error> {
+        if self.structured_is_mirror {
+            let text = self.mirror_text().unwrap_or("null");
+            self.structured = Some(serde_json::from_str(text)?);
+            self.structured_is_mirror = false;
+        }
+        Ok(())
+    }
+
+    /// Whether there is structured content (parsed or as its mirror).
+    pub(crate) fn has_structured(&self) -> bool {
+        self.structured.is_some() || self.structured_is_mirror
+    }
+
+    /// Whether the structured content is a JSON object.
+    pub(crate) fn structured_is_object(&self) -> bool {
+        match &self.structured {
+            Some(value) => value.is_object(),
+            None => {
+                self.structured_is_mirror && self.mirror_text().is_some_and(|t| t.starts_with('{'))
+            }
         }
     }
 
     /// The JSON text of `structured`, when the only content block mirrors
     /// it (true after the engine's post-processing of a structured result).
     pub(crate) fn mirror_text(&self) -> Option<&str> {
-        if !self.text_mirrors_structured || self.structured.is_none() {
+        if !self.text_mirrors_structured || !self.has_structured() {
             return None;
         }
         match self.content.as_slice() {
@@ -82,6 +114,7 @@ impl CallToolResult {
             structured: None,
             is_error: true,
             text_mirrors_structured: false,
+            structured_is_mirror: false,
         }
     }
 
@@ -94,6 +127,11 @@ impl CallToolResult {
         );
         if let Some(s) = &self.structured {
             m.insert("structuredContent".into(), s.clone());
+        } else if self.structured_is_mirror
+            && let Some(text) = self.mirror_text()
+        {
+            let parsed = serde_json::from_str(text).unwrap_or(Value::Null);
+            m.insert("structuredContent".into(), parsed);
         }
         if self.is_error {
             m.insert("isError".into(), Value::Bool(true));

@@ -139,11 +139,10 @@ impl<S> ToolBuilder<S> {
                 let input: I = serde_json::from_value(Value::Object(args))
                     .map_err(|e| ToolError::execution(format!("Invalid arguments: {e}.")))?;
                 let output = f(ctx, input).await?;
-                let value = serde_json::to_value(output).map_err(ToolError::internal)?;
-                // The engine writes the text mirror once, after redaction.
-                Ok(ToolOutcome::Complete(
-                    CallToolResult::structured_unmirrored(value),
-                ))
+                // Serialised once, straight to text; the engine parses it
+                // only when it must redact, sanitise or validate it.
+                let text = serde_json::to_string(&output).map_err(ToolError::internal)?;
+                Ok(ToolOutcome::Complete(CallToolResult::structured_json(text)))
             }
         };
         let mut tool = self.finish(Arc::new(handler));

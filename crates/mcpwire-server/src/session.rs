@@ -138,7 +138,7 @@ impl Session {
     }
 
     /// What another replica needs to serve this session.
-    pub fn record(&self) -> SessionRecord {
+    pub(crate) fn record(&self) -> SessionRecord {
         let mut subscriptions: Vec<String> = lock(&self.subscriptions).iter().cloned().collect();
         subscriptions.sort();
         SessionRecord {
@@ -197,7 +197,7 @@ impl Session {
     }
 
     /// Binds the session to the principal that opened it.
-    pub fn bind_owner(&self, subject: &str) {
+    pub(crate) fn bind_owner(&self, subject: &str) {
         let _ = self.owner.set(subject.to_owned());
     }
 
@@ -228,8 +228,14 @@ impl Session {
         self.changed();
     }
 
-    /// Fires when the session ends.
+    /// Fires when the session ends (DELETE, expiry, eviction, shutdown).
+    /// A child token: cancelling it does not end the session.
     pub fn closed(&self) -> CancellationToken {
+        self.closed.child_token()
+    }
+
+    /// The session's own token, for the engine's streams.
+    pub(crate) fn closed_token(&self) -> CancellationToken {
         self.closed.clone()
     }
 
@@ -242,17 +248,17 @@ impl Session {
     }
 
     /// Tracks a request so `notifications/cancelled` can reach it.
-    pub fn track(&self, id: RequestId, token: CancellationToken) {
+    pub(crate) fn track(&self, id: RequestId, token: CancellationToken) {
         lock(&self.in_flight).insert(id, token);
     }
 
     /// Stops tracking a finished request.
-    pub fn untrack(&self, id: &RequestId) {
+    pub(crate) fn untrack(&self, id: &RequestId) {
         lock(&self.in_flight).remove(id);
     }
 
     /// Cancels a request by id; unknown ids are ignored (it may have finished).
-    pub fn cancel(&self, id: &RequestId) {
+    pub(crate) fn cancel(&self, id: &RequestId) {
         if let Some(t) = lock(&self.in_flight).remove(id) {
             t.cancel();
         }
@@ -281,12 +287,12 @@ impl Session {
     }
 
     /// Whether the client subscribed to this resource.
-    pub fn is_subscribed(&self, uri: &str) -> bool {
+    pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
         lock(&self.subscriptions).contains(uri)
     }
 
     /// Delivers a routed response from the client; `false` if nobody waits for it.
-    pub fn resolve(&self, response: PeerResponse) -> bool {
+    pub(crate) fn resolve(&self, response: PeerResponse) -> bool {
         match lock(&self.pending).remove(&response.id) {
             Some(tx) => tx.send(response.outcome).is_ok(),
             None => false,

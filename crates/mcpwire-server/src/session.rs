@@ -468,3 +468,18 @@ impl SessionStore {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancelling_the_public_closed_token_does_not_end_the_session() {
+        let s = Session::new(ProtocolVersion::V2025_03_26, Map::new(), None).expect("random");
+        s.closed().cancel();
+        assert!(!s.closed_token().is_cancelled());
+        let watcher = s.closed();
+        s.close();
+        assert!(watcher.is_cancelled());
+    }
+}

@@ -284,7 +284,11 @@ impl Server {
 
     /// Handles a client notification. Malformed ones are ignored (a
     /// notification never gets an error).
-    pub(crate) fn handle_notification(&self, notification: &Notification, session: Option<&Session>) {
+    pub(crate) fn handle_notification(
+        &self,
+        notification: &Notification,
+        session: Option<&Session>,
+    ) {
         match notification.method.as_str() {
             "notifications/initialized" => {
                 if let Some(s) = session {
@@ -306,7 +310,11 @@ impl Server {
     }
 
     /// Routes a client's response to our server→client request.
-    pub(crate) fn handle_peer_response(&self, response: PeerResponse, session: Option<&Session>) -> bool {
+    pub(crate) fn handle_peer_response(
+        &self,
+        response: PeerResponse,
+        session: Option<&Session>,
+    ) -> bool {
         session.is_some_and(|s| s.resolve(response))
     }
 }

@@ -20,9 +20,7 @@ pub use histogram::{BOUNDS_MICROS, Histogram, Snapshot};
 pub use metrics::{Collector, Metrics};
 pub use prometheus::{CONTENT_TYPE, Encoder, Label};
 pub use readiness::{CheckFuture, NotReady, READY_CACHE, READY_TIMEOUT, Readiness, ReadinessCheck};
-pub use trace::{
-    AdoptParent, HttpTraceHeaders, TraceContext, enable_request_spans, spans_enabled,
-};
+pub use trace::{AdoptParent, HttpTraceHeaders, TraceContext, enable_request_spans, spans_enabled};
 
 use std::sync::Arc;
 

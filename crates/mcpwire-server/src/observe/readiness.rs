@@ -94,3 +94,38 @@ impl Readiness {
         result
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Down;
+
+    impl ReadinessCheck for Down {
+        fn check(&self) -> CheckFuture<'_> {
+            Box::pin(async { Err("database unreachable".to_owned()) })
+        }
+    }
+
+    fn server() -> Server {
+        Server::builder("t", "1").build().expect("builds")
+    }
+
+    #[tokio::test]
+    async fn a_failed_check_is_reported_with_its_reason() {
+        let r = Readiness::new(server(), Some(Arc::new(Down)));
+        let e = r.ready().await.expect_err("not ready");
+        assert_eq!(e, NotReady::Check("database unreachable".to_owned()));
+        assert_eq!(e.to_string(), "database unreachable");
+    }
+
+    #[tokio::test]
+    async fn shutting_down_wins_over_the_check() {
+        let s = server();
+        let r = Readiness::new(s.clone(), None);
+        assert_eq!(r.ready().await, Ok(()));
+        s.shutdown();
+        assert_eq!(r.ready().await, Err(NotReady::ShuttingDown));
+        assert_eq!(NotReady::ShuttingDown.to_string(), "shutting down");
+    }
+}

@@ -25,7 +25,14 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// One legacy session.
+/// One legacy session, opened by `initialize` and kept by the engine.
+///
+/// Transports see it in [`Answer::session`](crate::engine::Answer) (to
+/// send its `Mcp-Session-Id`), [`Wire::Legacy`](crate::Wire) and
+/// [`Server::find_session`](crate::Server::find_session); they read its id,
+/// revision and owner and watch [`closed`](Self::closed). Its bookkeeping
+/// (requests in flight, pending server→client requests, subscriptions)
+/// belongs to the engine.
 pub struct Session {
     /// The `Mcp-Session-Id` (random, visible ASCII).
     id: String,

@@ -64,8 +64,10 @@ impl CallOutcome {
     }
 }
 
-/// One audited call.
+/// One audited call, made by the engine (read-only for sinks: more
+/// fields may come).
 #[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
 pub struct AuditRecord {
     /// When the call arrived.
     pub at: SystemTime,

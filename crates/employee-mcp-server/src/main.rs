@@ -329,17 +329,15 @@ fn build_server(
         }),
         ..ServerOptions::default()
     };
-    let access = AccessOptions {
-        enforce_scopes,
-        rate_limit: Some(RateLimit {
-            per_minute: limits.rate_limit_per_minute,
-            burst: limits.rate_limit_burst,
-        }),
-        max_concurrent_calls: Some(usize::try_from(limits.max_concurrent_calls).unwrap_or(1)),
-        max_result_bytes: limits.max_result_bytes,
-        sanitize_output: true,
-        ..AccessOptions::default()
-    };
+    let mut access = AccessOptions::default();
+    access.enforce_scopes = enforce_scopes;
+    access.rate_limit = Some(RateLimit {
+        per_minute: limits.rate_limit_per_minute,
+        burst: limits.rate_limit_burst,
+    });
+    access.max_concurrent_calls = Some(usize::try_from(limits.max_concurrent_calls).unwrap_or(1));
+    access.max_result_bytes = limits.max_result_bytes;
+    access.sanitize_output = true;
     let settings = tools::Settings {
         max_result_bytes: limits.max_result_bytes,
     };

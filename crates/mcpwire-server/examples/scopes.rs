@@ -65,10 +65,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Never write who was looked up into the audit trail.
         .redact_argument("personId")
         .handler(get_person);
-    let access = AccessOptions {
-        enforce_scopes: true,
-        ..AccessOptions::default()
-    };
+    // Options are `#[non_exhaustive]`: start from the defaults.
+    let mut access = AccessOptions::default();
+    access.enforce_scopes = true;
     let server = Server::builder("people", "1.0.0")
         .access(access)
         .tool(tool)

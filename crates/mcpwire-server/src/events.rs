@@ -4,6 +4,7 @@ use crate::observe::metrics::StreamKind;
 
 /// Something changed that clients may want to know about.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub enum ServerEvent {
     /// The tool set changed.
     ToolsChanged,
@@ -42,7 +43,7 @@ impl crate::Server {
     ) {
         use tokio::sync::broadcast::error::RecvError;
         let mut events = self.events();
-        let closed = session.closed();
+        let closed = session.closed_token();
         let metrics = std::sync::Arc::clone(&self.inner.metrics);
         tokio::spawn(async move {
             let _open = metrics.stream_open(StreamKind::Session);

@@ -51,9 +51,10 @@
 //! # Modules
 //!
 //! - [`tool`], [`prompt`], [`resource`]: what a server exposes.
-//! - [`Server`]: registries and options; [`dispatch`] turns one request into
-//!   one reply for either wire (stateless 2026-07-28, or the legacy
-//!   `initialize` revisions).
+//! - [`Server`]: registries and options; [`Server::handle`] turns one
+//!   request ([`Inbound`]) into one [`Reply`] for either [`Wire`]
+//!   (stateless 2026-07-28, or the legacy `initialize` revisions, whose
+//!   [`Session`]s the engine keeps).
 //! - [`engine`]: the front door every transport uses: one message's
 //!   bytes in, what to send out.
 //! - [`transport`]: Streamable HTTP (axum) and the 2024-11-05 HTTP+SSE
@@ -61,6 +62,10 @@
 //! - `client` (feature `client`): an in-memory client for tests; with
 //!   `client-http`, the same client over Streamable HTTP to a URL.
 //! - [`access`]: scopes, rate limits, redaction and the audit trail.
+//! - [`tasks`]: the tasks extension and its [`tasks::TaskBackend`].
+//! - [`shared`]: what replicas behind a load balancer share (session
+//!   records, an event bus); implemented outside this crate by databases.
+//! - [`observe`]: Prometheus metrics, request spans, readiness.
 //!
 //! # Features
 //!
@@ -80,17 +85,17 @@
 pub mod access;
 #[cfg(feature = "client")]
 pub mod client;
-pub mod context;
-pub mod dispatch;
+mod context;
+mod dispatch;
 pub mod engine;
-pub mod events;
+mod events;
 pub mod observe;
 pub mod prompt;
-pub mod registry;
+mod registry;
 mod request_state;
 pub mod resource;
 pub mod server;
-pub mod session;
+mod session;
 pub mod shared;
 pub mod tasks;
 pub mod tool;

@@ -15,6 +15,7 @@ use crate::tool::schema::CompiledSchema;
 
 /// Why a tool could not be registered.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistrationError {
     /// Its name breaks the naming rules (1–128 of `[A-Za-z0-9_.-]`).
     #[error("tool name {0:?} must be 1-128 characters of A-Z, a-z, 0-9, '_', '-', '.'")]

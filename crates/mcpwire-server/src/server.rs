@@ -1,5 +1,5 @@
 //! The server: registries, options and shared state. Transports hand it
-//! requests (see [`crate::dispatch`]); it knows nothing about HTTP or stdio.
+//! requests (see [`Server::handle`]); it knows nothing about HTTP or stdio.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -25,7 +25,14 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// One legacy session.
+/// One legacy session, opened by `initialize` and kept by the engine.
+///
+/// Transports see it in [`Answer::session`](crate::engine::Answer) (to
+/// send its `Mcp-Session-Id`), [`Wire::Legacy`](crate::Wire) and
+/// [`Server::find_session`](crate::Server::find_session); they read its id,
+/// revision and owner and watch [`closed`](Self::closed). Its bookkeeping
+/// (requests in flight, pending server→client requests, subscriptions)
+/// belongs to the engine.
 pub struct Session {
     /// The `Mcp-Session-Id` (random, visible ASCII).
     id: String,
@@ -138,7 +145,7 @@ impl Session {
     }
 
     /// What another replica needs to serve this session.
-    pub fn record(&self) -> SessionRecord {
+    pub(crate) fn record(&self) -> SessionRecord {
         let mut subscriptions: Vec<String> = lock(&self.subscriptions).iter().cloned().collect();
         subscriptions.sort();
         SessionRecord {
@@ -197,7 +204,7 @@ impl Session {
     }
 
     /// Binds the session to the principal that opened it.
-    pub fn bind_owner(&self, subject: &str) {
+    pub(crate) fn bind_owner(&self, subject: &str) {
         let _ = self.owner.set(subject.to_owned());
     }
 
@@ -228,8 +235,14 @@ impl Session {
         self.changed();
     }
 
-    /// Fires when the session ends.
+    /// Fires when the session ends (DELETE, expiry, eviction, shutdown).
+    /// A child token: cancelling it does not end the session.
     pub fn closed(&self) -> CancellationToken {
+        self.closed.child_token()
+    }
+
+    /// The session's own token, for the engine's streams.
+    pub(crate) fn closed_token(&self) -> CancellationToken {
         self.closed.clone()
     }
 
@@ -242,17 +255,17 @@ impl Session {
     }
 
     /// Tracks a request so `notifications/cancelled` can reach it.
-    pub fn track(&self, id: RequestId, token: CancellationToken) {
+    pub(crate) fn track(&self, id: RequestId, token: CancellationToken) {
         lock(&self.in_flight).insert(id, token);
     }
 
     /// Stops tracking a finished request.
-    pub fn untrack(&self, id: &RequestId) {
+    pub(crate) fn untrack(&self, id: &RequestId) {
         lock(&self.in_flight).remove(id);
     }
 
     /// Cancels a request by id; unknown ids are ignored (it may have finished).
-    pub fn cancel(&self, id: &RequestId) {
+    pub(crate) fn cancel(&self, id: &RequestId) {
         if let Some(t) = lock(&self.in_flight).remove(id) {
             t.cancel();
         }
@@ -281,12 +294,12 @@ impl Session {
     }
 
     /// Whether the client subscribed to this resource.
-    pub fn is_subscribed(&self, uri: &str) -> bool {
+    pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
         lock(&self.subscriptions).contains(uri)
     }
 
     /// Delivers a routed response from the client; `false` if nobody waits for it.
-    pub fn resolve(&self, response: PeerResponse) -> bool {
+    pub(crate) fn resolve(&self, response: PeerResponse) -> bool {
         match lock(&self.pending).remove(&response.id) {
             Some(tx) => tx.send(response.outcome).is_ok(),
             None => false,
@@ -460,5 +473,20 @@ impl SessionStore {
         for (_, s) in lock(&self.sessions).drain() {
             s.close();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancelling_the_public_closed_token_does_not_end_the_session() {
+        let s = Session::new(ProtocolVersion::V2025_03_26, Map::new(), None).expect("random");
+        s.closed().cancel();
+        assert!(!s.closed_token().is_cancelled());
+        let watcher = s.closed();
+        s.close();
+        assert!(watcher.is_cancelled());
     }
 }

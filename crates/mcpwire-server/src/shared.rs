@@ -32,6 +32,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A failure of the shared store or bus.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SharedError {
     /// The store cannot be reached now (outage, timeout); retry later.
     #[error("the shared session store is unavailable: {0}")]
@@ -120,6 +121,7 @@ pub trait SessionBackend: Send + Sync + 'static {
 /// What replicas tell each other.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum BusMessage {
     /// A server event for every replica's clients.
     Event {
@@ -177,6 +179,7 @@ pub trait EventBus: Send + Sync + 'static {
 
 /// The shared parts given to [`crate::ServerBuilder::shared`].
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Shared {
     /// Session records.
     pub sessions: Arc<dyn SessionBackend>,

@@ -163,10 +163,8 @@ async fn the_principal_is_attached_to_every_request() {
     let tool = Tool::builder("secret")
         .required_scopes(["s:read"])
         .handler(whoami);
-    let access = AccessOptions {
-        enforce_scopes: true,
-        ..AccessOptions::default()
-    };
+    let mut access = AccessOptions::default();
+    access.enforce_scopes = true;
     let server = Server::builder("t", "1")
         .access(access)
         .tool(tool)

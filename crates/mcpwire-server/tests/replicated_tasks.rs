@@ -194,13 +194,11 @@ async fn input_answered_through_b_reaches_the_runner_on_a() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rate_limit_holds_for_both_replicas_together() {
-    let access = AccessOptions {
-        rate_limit: Some(RateLimit {
-            per_minute: 1,
-            burst: 4,
-        }),
-        ..AccessOptions::default()
-    };
+    let mut access = AccessOptions::default();
+    access.rate_limit = Some(RateLimit {
+        per_minute: 1,
+        burst: 4,
+    });
     let ((a, _), (b, _)) = pair(access).await;
     let mut admitted = 0;
     let mut limited = 0;
@@ -219,10 +217,8 @@ async fn a_rate_limit_holds_for_both_replicas_together() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_concurrency_cap_holds_for_both_replicas_together() {
-    let access = AccessOptions {
-        max_concurrent_calls: Some(1),
-        ..AccessOptions::default()
-    };
+    let mut access = AccessOptions::default();
+    access.max_concurrent_calls = Some(1);
     let ((a, _), (b, _)) = pair(access).await;
     let slow_body = call(1, "wait", json!({ "ms": 1_500 }));
     let slow = a.modern(&slow_body);

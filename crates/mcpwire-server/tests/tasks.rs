@@ -496,12 +496,12 @@ async fn as_principal(server: &Server, subject: &str, body: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tasks_belong_to_the_principal_that_created_them() {
+    let mut options = TaskOptions::default();
+    options.ttl = Duration::from_secs(5);
+    options.poll_interval = Duration::from_millis(100);
+    options.max_tasks = 8;
     let server = Server::builder("t", "1")
-        .tasks(TaskOptions {
-            ttl: Duration::from_secs(5),
-            poll_interval: Duration::from_millis(100),
-            max_tasks: 8,
-        })
+        .tasks(options)
         .tool(sleeper(Arc::default()))
         .build()
         .expect("builds");

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 /// How a call ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CallOutcome {
     /// The tool returned a result.
     Success,
@@ -63,8 +64,10 @@ impl CallOutcome {
     }
 }
 
-/// One audited call.
+/// One audited call, made by the engine (read-only for sinks: more
+/// fields may come).
 #[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
 pub struct AuditRecord {
     /// When the call arrived.
     pub at: SystemTime,
@@ -170,7 +173,7 @@ pub(crate) fn redact_arguments(arguments: &Map<String, Value>, declared: &[Strin
 /// replaced by `"[redacted]"`; long strings, long arrays, large objects and
 /// deep nesting cut with visible markers; and the whole serialized object
 /// held to `limits.max_bytes`.
-pub fn redact_arguments_with(
+pub(crate) fn redact_arguments_with(
     arguments: &Map<String, Value>,
     declared: &[String],
     limits: &RedactionLimits,

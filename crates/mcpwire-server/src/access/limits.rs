@@ -34,7 +34,7 @@ struct Bucket {
 /// buckets (which would be full anyway) are dropped first, then the
 /// least recently used; forgetting a bucket only ever grants a caller a
 /// fresh burst, never blocks one.
-pub struct RateLimiter {
+pub(crate) struct RateLimiter {
     buckets: Mutex<HashMap<(String, String), Bucket>>,
     max_keys: usize,
     idle_ttl: Duration,
@@ -42,7 +42,7 @@ pub struct RateLimiter {
 
 impl RateLimiter {
     /// A limiter remembering at most `max_keys` buckets.
-    pub fn new(max_keys: usize, idle_ttl: Duration) -> Self {
+    pub(crate) fn new(max_keys: usize, idle_ttl: Duration) -> Self {
         Self {
             buckets: Mutex::new(HashMap::new()),
             max_keys: max_keys.max(1),
@@ -51,7 +51,7 @@ impl RateLimiter {
     }
 
     /// Takes one token; `Err(wait)` says how long until one is available.
-    pub fn check(&self, caller: &str, tool: &str, limit: RateLimit) -> Result<(), Duration> {
+    pub(crate) fn check(&self, caller: &str, tool: &str, limit: RateLimit) -> Result<(), Duration> {
         let now = Instant::now();
         let mut buckets = lock(&self.buckets);
         let key = (caller.to_owned(), tool.to_owned());
@@ -90,8 +90,9 @@ impl RateLimiter {
         }
     }
 
-    /// How many buckets are held (for tests and metrics).
-    pub fn tracked(&self) -> usize {
+    /// How many buckets are held.
+    #[cfg(test)]
+    pub(crate) fn tracked(&self) -> usize {
         lock(&self.buckets).len()
     }
 }
@@ -99,7 +100,7 @@ impl RateLimiter {
 /// Caps the calls one caller has running at once. Memory is bounded by the
 /// number of callers with calls in flight.
 #[derive(Default)]
-pub struct ConcurrencyLimiter {
+pub(crate) struct ConcurrencyLimiter {
     running: Arc<Mutex<HashMap<String, usize>>>,
 }
 
@@ -137,7 +138,7 @@ impl Drop for Slot {
 
 impl ConcurrencyLimiter {
     /// Takes a slot, or `None` if the caller already has `max` calls running.
-    pub fn acquire(&self, caller: &str, max: usize) -> Option<Permit> {
+    pub(crate) fn acquire(&self, caller: &str, max: usize) -> Option<Permit> {
         let mut running = lock(&self.running);
         let n = running.entry(caller.to_owned()).or_insert(0);
         if *n >= max {
@@ -156,6 +157,7 @@ pub type LimitFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, LimitError>>
 
 /// The limiter could not decide.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LimitError {
     /// Its store did not answer in time (down, unreachable, overloaded).
     #[error("limit store unavailable: {0}")]

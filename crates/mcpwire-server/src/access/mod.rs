@@ -9,16 +9,13 @@ mod limits;
 mod policy;
 mod sanitize;
 
-pub use audit::{
-    AuditFuture, AuditRecord, AuditSink, CallOutcome, RedactionLimits, redact_arguments_with,
-};
+pub use audit::{AuditFuture, AuditRecord, AuditSink, CallOutcome, RedactionLimits};
 pub use limits::{
-    CallLimiter, ConcurrencyLimiter, LIMIT_TIMEOUT, LimitError, LimitFuture, MemoryLimiter, Permit,
-    RateLimit, RateLimiter,
+    CallLimiter, LIMIT_TIMEOUT, LimitError, LimitFuture, MemoryLimiter, Permit, RateLimit,
 };
 pub use policy::{AccessOptions, ArgumentScopes, Denied, Principal, ToolPolicy};
 pub use sanitize::{json_is_clean, sanitize_text, sanitize_value};
 
 pub(crate) use audit::redact_arguments;
-pub(crate) use limits::caller_key;
+pub(crate) use limits::{RateLimiter, caller_key};
 pub(crate) use policy::{ClientAddress, strip_fields, unrequire_fields};

@@ -43,6 +43,7 @@ pub(crate) struct ClientAddress(pub(crate) IpAddr);
 
 /// What a tool declares about who may call it and what they see.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ToolPolicy {
     /// Any one of these scopes grants the tool (empty: no scope needed).
     pub required_scopes: Vec<String>,
@@ -142,6 +143,7 @@ pub struct ArgumentScopes {
 
 /// Server-wide access settings.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct AccessOptions {
     /// Enforce tool scopes. Off when no authentication is configured (a
     /// loopback-only developer setup); then every tool is open.

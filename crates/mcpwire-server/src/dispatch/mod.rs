@@ -36,6 +36,7 @@ use crate::session::Session;
 
 /// Which wire a request arrived on, as the transport classified it.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum Wire {
     /// The stateless 2026-07-28 wire: `_meta` carries version and capabilities.
     Modern,
@@ -65,6 +66,7 @@ pub struct Inbound {
 }
 
 /// What the transport sends back.
+#[non_exhaustive]
 pub enum Reply {
     /// One response.
     Response(Response),
@@ -282,7 +284,11 @@ impl Server {
 
     /// Handles a client notification. Malformed ones are ignored (a
     /// notification never gets an error).
-    pub fn handle_notification(&self, notification: &Notification, session: Option<&Session>) {
+    pub(crate) fn handle_notification(
+        &self,
+        notification: &Notification,
+        session: Option<&Session>,
+    ) {
         match notification.method.as_str() {
             "notifications/initialized" => {
                 if let Some(s) = session {
@@ -304,7 +310,11 @@ impl Server {
     }
 
     /// Routes a client's response to our server→client request.
-    pub fn handle_peer_response(&self, response: PeerResponse, session: Option<&Session>) -> bool {
+    pub(crate) fn handle_peer_response(
+        &self,
+        response: PeerResponse,
+        session: Option<&Session>,
+    ) -> bool {
         session.is_some_and(|s| s.resolve(response))
     }
 }

@@ -67,6 +67,7 @@ impl Origin<'_> {
 }
 
 /// What to do with one message.
+#[non_exhaustive]
 pub enum Accepted {
     /// Send this answer now (errors, `initialize`, a pre-init `ping`).
     Answer(Answer),

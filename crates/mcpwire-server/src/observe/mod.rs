@@ -1,26 +1,26 @@
 //! Operations: counters in the Prometheus text format, request spans for
 //! OpenTelemetry, and health probes.
 //!
-//! - [`metrics`]: per-request duration by method, tool and outcome, and
+//! - metrics ([`Metrics`], [`Encoder`] for application series): per-request duration by method, tool and outcome, and
 //!   gauges and counters of streams, sessions and refused input; all
 //!   recorded with relaxed atomics into series allocated up front.
-//! - [`trace`]: one SERVER span per request, parented on the W3C trace
+//! - tracing ([`enable_request_spans`]): one SERVER span per request, parented on the W3C trace
 //!   context of `params._meta` (or the HTTP headers), when the
 //!   application turned spans on.
-//! - [`readiness`]: whether the application can serve now, cached for
+//! - readiness ([`ReadinessCheck`], [`Readiness`]): whether the application can serve now, cached for
 //!   probes (the HTTP routes are in `transport::http::probes`).
 
-pub mod histogram;
-pub mod metrics;
-pub mod prometheus;
-pub mod readiness;
-pub mod trace;
+pub(crate) mod histogram;
+pub(crate) mod metrics;
+pub(crate) mod prometheus;
+pub(crate) mod readiness;
+pub(crate) mod trace;
 
-pub use histogram::Histogram;
-pub use metrics::Metrics;
-pub use prometheus::Encoder;
-pub use readiness::{CheckFuture, Readiness, ReadinessCheck};
-pub use trace::{AdoptParent, HttpTraceHeaders, TraceContext, enable_request_spans};
+pub use histogram::{BOUNDS_MICROS, Histogram, Snapshot};
+pub use metrics::{Collector, Metrics};
+pub use prometheus::{CONTENT_TYPE, Encoder, Label};
+pub use readiness::{CheckFuture, NotReady, READY_CACHE, READY_TIMEOUT, Readiness, ReadinessCheck};
+pub use trace::{AdoptParent, HttpTraceHeaders, TraceContext, enable_request_spans, spans_enabled};
 
 use std::sync::Arc;
 

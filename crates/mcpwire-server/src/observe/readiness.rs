@@ -28,13 +28,29 @@ pub trait ReadinessCheck: Send + Sync {
     fn check(&self) -> CheckFuture<'_>;
 }
 
+/// Why the server is not ready; its `Display` is the short reason a probe
+/// shows (safe for unauthenticated callers).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotReady {
+    /// The server is shutting down (never cached).
+    #[error("shutting down")]
+    ShuttingDown,
+    /// The application's [`ReadinessCheck`] failed with this reason.
+    #[error("{0}")]
+    Check(String),
+    /// The application's check took longer than [`READY_TIMEOUT`].
+    #[error("readiness check took over {0:?}")]
+    TimedOut(Duration),
+}
+
 /// The server's readiness: not while shutting down, else the
 /// application's check, cached; concurrent callers share one check.
 pub struct Readiness {
     server: Server,
     check: Option<Arc<dyn ReadinessCheck>>,
     /// The last result and when it was taken; also serialises checks.
-    last: Mutex<Option<(Instant, Result<(), String>)>>,
+    last: Mutex<Option<(Instant, Result<(), NotReady>)>>,
 }
 
 impl Readiness {
@@ -47,11 +63,11 @@ impl Readiness {
         }
     }
 
-    /// `Err` with a short reason when requests cannot be served now.
-    pub async fn ready(&self) -> Result<(), String> {
+    /// `Err` with the reason when requests cannot be served now.
+    pub async fn ready(&self) -> Result<(), NotReady> {
         // Not cached: the orchestrator must see this on its next probe.
         if self.server.shutdown_token().is_cancelled() {
-            return Err("shutting down".to_owned());
+            return Err(NotReady::ShuttingDown);
         }
         let Some(check) = &self.check else {
             return Ok(());
@@ -63,8 +79,8 @@ impl Readiness {
             return result.clone();
         }
         let result = match tokio::time::timeout(READY_TIMEOUT, check.check()).await {
-            Ok(r) => r,
-            Err(_) => Err(format!("readiness check took over {READY_TIMEOUT:?}")),
+            Ok(r) => r.map_err(NotReady::Check),
+            Err(_) => Err(NotReady::TimedOut(READY_TIMEOUT)),
         };
         // Log changes only (and a failure at the first check).
         let before = last.as_ref().map_or(Some(true), |(_, r)| Some(r.is_ok()));
@@ -76,5 +92,40 @@ impl Readiness {
         }
         *last = Some((Instant::now(), result.clone()));
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Down;
+
+    impl ReadinessCheck for Down {
+        fn check(&self) -> CheckFuture<'_> {
+            Box::pin(async { Err("database unreachable".to_owned()) })
+        }
+    }
+
+    fn server() -> Server {
+        Server::builder("t", "1").build().expect("builds")
+    }
+
+    #[tokio::test]
+    async fn a_failed_check_is_reported_with_its_reason() {
+        let r = Readiness::new(server(), Some(Arc::new(Down)));
+        let e = r.ready().await.expect_err("not ready");
+        assert_eq!(e, NotReady::Check("database unreachable".to_owned()));
+        assert_eq!(e.to_string(), "database unreachable");
+    }
+
+    #[tokio::test]
+    async fn shutting_down_wins_over_the_check() {
+        let s = server();
+        let r = Readiness::new(s.clone(), None);
+        assert_eq!(r.ready().await, Ok(()));
+        s.shutdown();
+        assert_eq!(r.ready().await, Err(NotReady::ShuttingDown));
+        assert_eq!(NotReady::ShuttingDown.to_string(), "shutting down");
     }
 }

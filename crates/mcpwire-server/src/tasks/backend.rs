@@ -99,6 +99,7 @@ pub enum Settled {
 
 /// The backend could not be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TaskBackendError {
     /// The store is full of running tasks; retry later.
     #[error("too many tasks are running")]

@@ -89,6 +89,7 @@ impl TaskSupport {
 
 /// Tunables of the task store.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TaskOptions {
     /// How long a task stays readable after its last status change
     /// (`ttlMs`); a task still running then is cancelled.

@@ -177,11 +177,10 @@ fn server() -> Server {
             });
             Ok(CallToolResult::text(text.to_string()).into())
         });
+    let mut access = AccessOptions::default();
+    access.enforce_scopes = true;
     Server::builder("oauth-test", "0.0.1")
-        .access(AccessOptions {
-            enforce_scopes: true,
-            ..Default::default()
-        })
+        .access(access)
         .tool(salary)
         .tool(whoami)
         .build()

@@ -134,7 +134,7 @@ async fn run(state: AppState, headers: &HeaderMap, mut pending: Pending) -> Resp
             let http = state.sessions.of(s);
             // A new request acknowledges the responses delivered before it.
             http.streams.prune();
-            let closed = s.closed();
+            let closed = s.closed_token();
             let hook = Arc::new(CloseHook::default());
             let h = Arc::clone(&hook);
             pending.insert_extension(SseStreamCloser(Arc::new(move || h.close())));

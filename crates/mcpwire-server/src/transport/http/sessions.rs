@@ -51,7 +51,7 @@ impl HttpSessions {
         let (all, id, closed) = (
             Arc::clone(&self.map),
             session.id().to_owned(),
-            session.closed(),
+            session.closed_token(),
         );
         tokio::spawn(async move {
             closed.cancelled().await;

@@ -102,7 +102,7 @@ pub(crate) async fn get(
             );
         };
         let connection = record.attach();
-        return resume::response(record, cursor, connection, session.closed(), false);
+        return resume::response(record, cursor, connection, session.closed_token(), false);
     }
     let (tx, rx) = mpsc::channel::<String>(64);
     if !http.open_standalone(tx.clone()) {

@@ -242,7 +242,7 @@ impl Store for PgStore {
                     ],
                 )
                 .await?;
-            Ok(row.get::<_, i64>(0))
+            row.try_get::<_, i64>(0)
         })
     }
 
@@ -328,26 +328,27 @@ pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, String> {
         let mut out: Vec<Row> = rows
             .iter()
             .map(|r| {
-                let arguments: String = r.get(8);
-                Row {
-                    id: r.get(0),
-                    at: r.get(1),
-                    at_unix_ms: r.get(2),
-                    subject: r.get(3),
-                    client_id: r.get(4),
-                    client_name: r.get(5),
-                    remote_addr: r.get(6),
-                    tool: r.get(7),
+                let arguments: String = r.try_get(8)?;
+                Ok(Row {
+                    id: r.try_get(0)?,
+                    at: r.try_get(1)?,
+                    at_unix_ms: r.try_get(2)?,
+                    subject: r.try_get(3)?,
+                    client_id: r.try_get(4)?,
+                    client_name: r.try_get(5)?,
+                    remote_addr: r.try_get(6)?,
+                    tool: r.try_get(7)?,
                     arguments: serde_json::from_str(&arguments)
                         .unwrap_or(serde_json::Value::String(arguments)),
-                    outcome: r.get(9),
-                    detail: r.get(10),
-                    latency_ms: r.get(11),
-                    protocol_version: r.get(12),
-                    count: r.get(13),
-                }
+                    outcome: r.try_get(9)?,
+                    detail: r.try_get(10)?,
+                    latency_ms: r.try_get(11)?,
+                    protocol_version: r.try_get(12)?,
+                    count: r.try_get(13)?,
+                })
             })
-            .collect();
+            .collect::<Result<_, tokio_postgres::Error>>()
+            .map_err(read)?;
         out.reverse();
         Ok(out)
     })

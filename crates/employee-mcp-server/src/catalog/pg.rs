@@ -66,7 +66,7 @@ pub async fn generation(pool: &Pool) -> Result<i64, String> {
         )
         .await
         .map_err(failed("reading the generation"))?;
-    Ok(row.get(0))
+    row.try_get(0).map_err(failed("reading the generation"))
 }
 
 /// Every row, by kind and name.
@@ -80,18 +80,20 @@ pub async fn entries(pool: &Pool) -> Result<Vec<Entry>, String> {
         )
         .await
         .map_err(failed("reading the tools"))?;
-    Ok(rows
-        .iter()
-        .map(|r| Entry {
-            name: r.get(0),
-            kind: r.get(1),
-            enabled: r.get(2),
-            definition: r.get(3),
-            source: r.get(4),
-            updated_at: r.get(5),
-            updated_by: r.get(6),
+    rows.iter()
+        .map(|r| {
+            Ok(Entry {
+                name: r.try_get(0)?,
+                kind: r.try_get(1)?,
+                enabled: r.try_get(2)?,
+                definition: r.try_get(3)?,
+                source: r.try_get(4)?,
+                updated_at: r.try_get(5)?,
+                updated_by: r.try_get(6)?,
+            })
         })
-        .collect())
+        .collect::<Result<_, tokio_postgres::Error>>()
+        .map_err(failed("reading the tools"))
 }
 
 /// Enables or disables `name`; `Ok(false)` when it already was in that
@@ -119,7 +121,9 @@ pub async fn set_enabled(
         .query_opt("SELECT enabled FROM tool_catalog WHERE name = $1", &[&name])
         .await
         .map_err(&f)?
-        .map(|r| r.get(0));
+        .map(|r| r.try_get(0))
+        .transpose()
+        .map_err(&f)?;
     if current.unwrap_or(true) == enabled && (current.is_some() || builtin) {
         return Ok(false);
     }
@@ -162,16 +166,18 @@ pub async fn changes(pool: &Pool, limit: u32) -> Result<Vec<Change>, String> {
         )
         .await
         .map_err(failed("reading the history"))?;
-    Ok(rows
-        .iter()
-        .map(|r| Change {
-            at: r.get(0),
-            actor: r.get(1),
-            action: r.get(2),
-            tool: r.get(3),
-            detail: r.get(4),
+    rows.iter()
+        .map(|r| {
+            Ok(Change {
+                at: r.try_get(0)?,
+                actor: r.try_get(1)?,
+                action: r.try_get(2)?,
+                tool: r.try_get(3)?,
+                detail: r.try_get(4)?,
+            })
         })
-        .collect())
+        .collect::<Result<_, tokio_postgres::Error>>()
+        .map_err(failed("reading the history"))
 }
 
 async fn record(
@@ -257,7 +263,11 @@ async fn remove_dropped(
         )
         .await?;
     let mut changed = false;
-    for name in rows.iter().map(|r| r.get::<_, String>(0)) {
+    let names = rows
+        .iter()
+        .map(|r| r.try_get::<_, String>(0))
+        .collect::<Result<Vec<_>, _>>()?;
+    for name in names {
         if specs.iter().any(|s| s.name == name) {
             continue;
         }
@@ -289,8 +299,11 @@ async fn upsert(
         .await
         .map_err(&f)?;
     if let Some(row) = existing {
-        let (kind, def, src): (String, Option<String>, String) =
-            (row.get(0), row.get(1), row.get(2));
+        let (kind, def, src): (String, Option<String>, String) = (
+            row.try_get(0).map_err(&f)?,
+            row.try_get(1).map_err(&f)?,
+            row.try_get(2).map_err(&f)?,
+        );
         if src != source || !sync {
             return Err(format!(
                 "tool {:?}, field `name`: a {kind} tool with this name already exists (source {src}); remove it first or pick another name",

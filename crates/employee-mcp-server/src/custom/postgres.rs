@@ -145,7 +145,7 @@ async fn ensure_reader_once(pool: &Pool, role: &str) -> Result<(), String> {
             client
                 .query_one(sql, &[&role])
                 .await
-                .map(|r| r.get::<_, bool>(0))
+                .and_then(|r| r.try_get::<_, bool>(0))
         }
     };
     let has_role = "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)";
@@ -174,7 +174,7 @@ async fn ensure_reader_once(pool: &Pool, role: &str) -> Result<(), String> {
             )
             .await
             .map_err(|e| pg_error(&e))?;
-        if !row.get::<_, bool>(0) {
+        if !row.try_get::<_, bool>(0).map_err(|e| pg_error(&e))? {
             client
                 .batch_execute(&format!("GRANT SELECT ON {table} TO {role}"))
                 .await
@@ -201,7 +201,11 @@ async fn check_reader_is_narrow(
         )
         .await
         .map_err(|e| pg_error(&e))?;
-    let extra: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    let extra: Vec<String> = rows
+        .iter()
+        .map(|r| r.try_get(0))
+        .collect::<Result<_, _>>()
+        .map_err(|e| pg_error(&e))?;
     if extra.is_empty() {
         return Ok(());
     }

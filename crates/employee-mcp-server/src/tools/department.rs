@@ -8,6 +8,7 @@
 
 use chrono::NaiveDate;
 use employee_directory::{DepartmentSummary, Directory, RosterEntry};
+use mcpwire_server::access::serialized_len;
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{Tool, ToolError, ToolResult};
 use schemars::JsonSchema;
@@ -137,13 +138,13 @@ fn page(
     let listed: Vec<RosterEntry> = match limit {
         Some(n) => rest.take(n as usize).collect(),
         None => {
-            let fixed = json_len(&department) + 512;
+            let fixed = serialized_len(&department) + 512;
             // Three bytes of response per byte of entry: the structured copy
             // and the escaped text mirror.
             let mut budget = (max_result_bytes / 3).saturating_sub(fixed);
             let mut out = Vec::new();
             for e in rest {
-                let size = json_len(&e) + 1;
+                let size = serialized_len(&e) + 1;
                 if size > budget && !out.is_empty() {
                     break;
                 }
@@ -163,40 +164,5 @@ fn page(
         offset: start as u32,
         next_offset: (end < total).then_some(end),
         employees: listed,
-    }
-}
-
-/// Length of `value`'s JSON, counted as it is written (no string is
-/// built: this runs once per roster entry).
-fn json_len<T: Serialize>(value: &T) -> usize {
-    let mut counter = Counter(0);
-    match serde_json::to_writer(&mut counter, value) {
-        Ok(()) => counter.0,
-        Err(_) => 0,
-    }
-}
-
-/// A writer that only counts bytes.
-struct Counter(usize);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 += bytes.len();
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::json_len;
-
-    #[test]
-    fn counts_what_serde_json_writes() {
-        let value = serde_json::json!({"name": "Zoë \"Z\"", "n": [1, 2.5, null], "t": "\u{1}"});
-        assert_eq!(json_len(&value), value.to_string().len());
     }
 }

@@ -278,8 +278,9 @@ fn fit_object(redacted: Map<String, Value>, original: usize, max_bytes: usize) -
     Value::Object(out)
 }
 
-/// Bytes of the compact JSON form, without building the string.
-fn serialized_len<T: Serialize + ?Sized>(value: &T) -> usize {
+/// Bytes of `value`'s compact JSON form, counted as it is written
+/// (no string is built): for sizing results against a byte budget.
+pub fn serialized_len<T: Serialize + ?Sized>(value: &T) -> usize {
     struct Counter(usize);
     impl std::io::Write for Counter {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -300,6 +301,12 @@ fn serialized_len<T: Serialize + ?Sized>(value: &T) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serialized_len_counts_what_serde_json_writes() {
+        let value = serde_json::json!({"name": "Zoë \"Z\"", "n": [1, 2.5, null], "t": "\u{1}"});
+        assert_eq!(serialized_len(&value), value.to_string().len());
+    }
     use serde_json::json;
 
     fn redact(args: Value, declared: &[&str], limits: &RedactionLimits) -> Value {

@@ -9,7 +9,9 @@ mod limits;
 mod policy;
 mod sanitize;
 
-pub use audit::{AuditFuture, AuditRecord, AuditSink, CallOutcome, RedactionLimits};
+pub use audit::{
+    AuditFuture, AuditRecord, AuditSink, CallOutcome, RedactionLimits, serialized_len,
+};
 pub use limits::{
     CallLimiter, LIMIT_TIMEOUT, LimitError, LimitFuture, MemoryLimiter, Permit, RateLimit,
 };

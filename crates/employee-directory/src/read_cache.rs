@@ -108,11 +108,16 @@ impl ReadCache {
 
     /// The answer kept for `key`, if it was read at `now`.
     pub(crate) fn get<T: Clone + 'static>(&self, now: Stamp, key: &Key) -> Option<T> {
-        let entries = self.lock();
-        if entries.stamp != Some(now) {
-            return None;
-        }
-        entries.map.get(key)?.downcast_ref::<T>().cloned()
+        // Only the `Arc` is cloned under the lock; a large answer is copied
+        // after it is released, so hits do not queue behind each other.
+        let value = {
+            let entries = self.lock();
+            if entries.stamp != Some(now) {
+                return None;
+            }
+            Arc::clone(entries.map.get(key)?)
+        };
+        value.downcast_ref::<T>().cloned()
     }
 
     /// Keeps `value`, read after `stamp` was, for `key`.

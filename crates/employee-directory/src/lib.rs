@@ -61,7 +61,7 @@ pub use options::{
     DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_STATEMENT_TIMEOUT, DirectoryOptions,
 };
-pub use read_cache::DEFAULT_CACHE_BYTES;
+pub use read_cache::{Cached, DEFAULT_CACHE_BYTES};
 
 use backend::Backend;
 
@@ -148,6 +148,17 @@ impl Directory {
         &self,
         employee_id: &str,
     ) -> Result<Option<EmployeeDetails>, DirectoryError> {
+        self.employee_cached(employee_id)
+            .await
+            .map(Cached::into_owned)
+    }
+
+    /// [`Directory::employee`], shared with every lookup of the same
+    /// unchanged profile (nothing is copied on a cache hit).
+    pub async fn employee_cached(
+        &self,
+        employee_id: &str,
+    ) -> Result<Cached<Option<EmployeeDetails>>, DirectoryError> {
         let id = employee_id.to_string();
         dispatch!(self, db => db.employee(id))
     }
@@ -158,6 +169,17 @@ impl Directory {
         &self,
         department_id: &str,
     ) -> Result<Option<DepartmentRoster>, DirectoryError> {
+        self.department_employees_cached(department_id)
+            .await
+            .map(Cached::into_owned)
+    }
+
+    /// [`Directory::department_employees`], shared (see
+    /// [`Directory::employee_cached`]).
+    pub async fn department_employees_cached(
+        &self,
+        department_id: &str,
+    ) -> Result<Cached<Option<DepartmentRoster>>, DirectoryError> {
         let (id, today) = (department_id.to_string(), self.today());
         dispatch!(self, db => db.department_roster(id, today))
     }
@@ -166,13 +188,24 @@ impl Directory {
     /// their last day for former employees).
     pub async fn tenure(&self, employee_id: &str) -> Result<Option<Tenure>, DirectoryError> {
         let (id, today) = (employee_id.to_string(), self.today());
-        dispatch!(self, db => db.tenure(id, today))
+        dispatch!(self, db => db.tenure(id, today)).map(Cached::into_owned)
     }
 
     /// Active members of a team (manager first) with their roles and who they
     /// report to. Accepts the id (`backend`), name (`Backend`) or
     /// `department-team` (`engineering-backend`).
     pub async fn team_members(&self, team_id: &str) -> Result<Option<TeamRoster>, DirectoryError> {
+        self.team_members_cached(team_id)
+            .await
+            .map(Cached::into_owned)
+    }
+
+    /// [`Directory::team_members`], shared (see
+    /// [`Directory::employee_cached`]).
+    pub async fn team_members_cached(
+        &self,
+        team_id: &str,
+    ) -> Result<Cached<Option<TeamRoster>>, DirectoryError> {
         let id = team_id.to_string();
         dispatch!(self, db => db.team_roster(id))
     }
@@ -181,6 +214,17 @@ impl Directory {
     /// first, otherwise every skill containing the query. At most
     /// [`SKILL_SEARCH_LIMIT`] matches, strongest first.
     pub async fn search_by_skill(&self, skill: &str) -> Result<SkillSearch, DirectoryError> {
+        self.search_by_skill_cached(skill)
+            .await
+            .map(Cached::into_owned)
+    }
+
+    /// [`Directory::search_by_skill`], shared (see
+    /// [`Directory::employee_cached`]).
+    pub async fn search_by_skill_cached(
+        &self,
+        skill: &str,
+    ) -> Result<Cached<SkillSearch>, DirectoryError> {
         let skill = skill.to_string();
         dispatch!(self, db => db.search_by_skill(skill, SKILL_SEARCH_LIMIT))
     }
@@ -194,13 +238,13 @@ impl Directory {
         level: Level,
     ) -> Result<Option<CompensationBand>, DirectoryError> {
         let role = role.to_string();
-        dispatch!(self, db => db.compensation_band(role, level))
+        dispatch!(self, db => db.compensation_band(role, level)).map(Cached::into_owned)
     }
 
     /// Levels at which a role has a salary band; `None` if the role is unknown.
     pub async fn role_levels(&self, role: &str) -> Result<Option<Vec<Level>>, DirectoryError> {
         let role = role.to_string();
-        dispatch!(self, db => db.role_levels(role))
+        dispatch!(self, db => db.role_levels(role)).map(Cached::into_owned)
     }
 
     /// Leave balance of an employee for the current year (or their last
@@ -211,13 +255,13 @@ impl Directory {
         leave_type: LeaveType,
     ) -> Result<Option<LeaveBalance>, DirectoryError> {
         let (id, today) = (employee_id.to_string(), self.today());
-        dispatch!(self, db => db.leave_balance(id, leave_type, today))
+        dispatch!(self, db => db.leave_balance(id, leave_type, today)).map(Cached::into_owned)
     }
 
     /// Generates an organisation-wide report as of today.
     pub async fn report(&self, kind: ReportType) -> Result<Report, DirectoryError> {
         let today = self.today();
-        dispatch!(self, db => db.report(kind, today))
+        dispatch!(self, db => db.report(kind, today)).map(Cached::into_owned)
     }
 
     /// All departments as `(id, name)`, by name.

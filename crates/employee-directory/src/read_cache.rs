@@ -18,7 +18,7 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use chrono::NaiveDate;
 use serde::Serialize;
@@ -78,6 +78,78 @@ pub(crate) fn found_skill(search: &SkillSearch) -> bool {
     !search.matched_skills.is_empty()
 }
 
+/// An answer of the directory. A cached one is shared by every lookup
+/// it answers (a hit copies nothing), with what callers derived from it.
+pub struct Cached<T> {
+    slot: Arc<Slot<T>>,
+}
+
+struct Slot<T> {
+    value: T,
+    /// The first [`Cached::derived`] value, kept as long as the answer.
+    derived: OnceLock<Arc<dyn Any + Send + Sync>>,
+}
+
+impl<T> Cached<T> {
+    /// An answer not (yet) shared.
+    pub(crate) fn new(value: T) -> Cached<T> {
+        Cached {
+            slot: Arc::new(Slot {
+                value,
+                derived: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// The answer.
+    pub fn get(&self) -> &T {
+        &self.slot.value
+    }
+
+    /// `derive(answer)`, computed once per kept answer: later lookups that
+    /// hit the same answer get a clone of the first result (give a cheap
+    /// handle, e.g. an `Arc`). One derived value per answer; a derivation
+    /// of another type is computed anew each time.
+    pub fn derived<U>(&self, derive: impl FnOnce(&T) -> U) -> U
+    where
+        U: Clone + Send + Sync + 'static,
+    {
+        if let Some(kept) = self.slot.derived.get() {
+            if let Some(u) = kept.downcast_ref::<U>() {
+                return u.clone();
+            }
+            return derive(&self.slot.value);
+        }
+        let u = derive(&self.slot.value);
+        // A concurrent first derivation may win; both are equal.
+        let _ = self.slot.derived.set(Arc::new(u.clone()));
+        u
+    }
+}
+
+impl<T: Clone> Cached<T> {
+    /// The answer as an owned value (copied when it is shared).
+    pub fn into_owned(self) -> T {
+        match Arc::try_unwrap(self.slot) {
+            Ok(slot) => slot.value,
+            Err(shared) => shared.value.clone(),
+        }
+    }
+}
+
+impl<T> std::ops::Deref for Cached<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.get()
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Cached<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
 /// Kept answers, all read at one stamp.
 pub(crate) struct ReadCache {
     budget: usize,
@@ -87,7 +159,8 @@ pub(crate) struct ReadCache {
 #[derive(Default)]
 struct Entries {
     stamp: Option<Stamp>,
-    /// Each value is the answer type its key's variant implies.
+    /// Each value is the `Slot` of the answer type its key's variant
+    /// implies.
     map: HashMap<Key, Arc<dyn Any + Send + Sync>>,
     bytes: usize,
 }
@@ -107,30 +180,27 @@ impl ReadCache {
     }
 
     /// The answer kept for `key`, if it was read at `now`.
-    pub(crate) fn get<T: Clone + 'static>(&self, now: Stamp, key: &Key) -> Option<T> {
-        // Only the `Arc` is cloned under the lock; a large answer is copied
-        // after it is released, so hits do not queue behind each other.
-        let value = {
-            let entries = self.lock();
-            if entries.stamp != Some(now) {
-                return None;
-            }
-            Arc::clone(entries.map.get(key)?)
-        };
-        value.downcast_ref::<T>().cloned()
+    pub(crate) fn get<T: Send + Sync + 'static>(&self, now: Stamp, key: &Key) -> Option<Cached<T>> {
+        let entries = self.lock();
+        if entries.stamp != Some(now) {
+            return None;
+        }
+        let slot = Arc::clone(entries.map.get(key)?);
+        drop(entries);
+        slot.downcast::<Slot<T>>().ok().map(|slot| Cached { slot })
     }
 
-    /// Keeps `value`, read after `stamp` was, for `key`.
-    pub(crate) fn put<T>(&self, stamp: Stamp, key: Key, value: &T)
+    /// Keeps `answer`, read after `stamp` was, for `key`.
+    pub(crate) fn put<T>(&self, stamp: Stamp, key: Key, answer: &Cached<T>)
     where
-        T: Clone + Serialize + Send + Sync + 'static,
+        T: Serialize + Send + Sync + 'static,
     {
         if !self.enabled() {
             return;
         }
         // Weighed outside the lock; a value that cannot be written as JSON
         // is not kept (the tool could not send it either).
-        let Ok(json) = serde_json::to_vec(value) else {
+        let Ok(json) = serde_json::to_vec(answer.get()) else {
             return;
         };
         let weight = json.len() + key.weight();
@@ -150,7 +220,8 @@ impl ReadCache {
             entries.map.clear();
             entries.bytes = 0;
         }
-        if entries.map.insert(key, Arc::new(value.clone())).is_none() {
+        let slot: Arc<dyn Any + Send + Sync> = answer.slot.clone();
+        if entries.map.insert(key, slot).is_none() {
             entries.bytes += weight;
         }
     }
@@ -185,28 +256,51 @@ mod tests {
     #[test]
     fn answers_only_at_the_stamp_it_was_read_at() {
         let cache = ReadCache::new(1 << 20);
-        cache.put(at(1), team("backend"), &vec!["a".to_owned()]);
+        cache.put(at(1), team("backend"), &Cached::new(vec!["a".to_owned()]));
         assert_eq!(
-            cache.get::<Vec<String>>(at(1), &team("backend")),
+            cache
+                .get::<Vec<String>>(at(1), &team("backend"))
+                .map(Cached::into_owned),
             Some(vec!["a".to_owned()])
         );
-        assert_eq!(cache.get::<Vec<String>>(at(2), &team("backend")), None);
+        assert_eq!(
+            cache
+                .get::<Vec<String>>(at(2), &team("backend"))
+                .map(Cached::into_owned),
+            None
+        );
         let elsewhere = Stamp {
             source: (1, 3),
             generation: 1,
         };
-        assert_eq!(cache.get::<Vec<String>>(elsewhere, &team("backend")), None);
+        assert_eq!(
+            cache
+                .get::<Vec<String>>(elsewhere, &team("backend"))
+                .map(Cached::into_owned),
+            None
+        );
         // A wrong type for the key is a miss, not a panic.
-        assert_eq!(cache.get::<u32>(at(1), &team("backend")), None);
+        assert_eq!(
+            cache
+                .get::<u32>(at(1), &team("backend"))
+                .map(Cached::into_owned),
+            None
+        );
     }
 
     #[test]
     fn a_new_stamp_drops_everything_older() {
         let cache = ReadCache::new(1 << 20);
-        cache.put(at(1), team("a"), &1u32);
-        cache.put(at(2), team("b"), &2u32);
-        assert_eq!(cache.get::<u32>(at(2), &team("a")), None);
-        assert_eq!(cache.get::<u32>(at(2), &team("b")), Some(2));
+        cache.put(at(1), team("a"), &Cached::new(1u32));
+        cache.put(at(2), team("b"), &Cached::new(2u32));
+        assert_eq!(
+            cache.get::<u32>(at(2), &team("a")).map(Cached::into_owned),
+            None
+        );
+        assert_eq!(
+            cache.get::<u32>(at(2), &team("b")).map(Cached::into_owned),
+            Some(2)
+        );
     }
 
     #[test]
@@ -214,16 +308,41 @@ mod tests {
         let value = "x".repeat(1000);
         let cache = ReadCache::new(10_000);
         for i in 0..100 {
-            cache.put(at(1), team(&format!("t{i}")), &value);
+            cache.put(at(1), team(&format!("t{i}")), &Cached::new(value.clone()));
             assert!(cache.held() <= 10_000, "held {}", cache.held());
         }
         // The last one is always there.
-        assert!(cache.get::<String>(at(1), &team("t99")).is_some());
+        assert!(
+            cache
+                .get::<String>(at(1), &team("t99"))
+                .map(Cached::into_owned)
+                .is_some()
+        );
         // Bigger than the budget: not kept at all.
-        cache.put(at(1), team("big"), &"y".repeat(20_000));
-        assert_eq!(cache.get::<String>(at(1), &team("big")), None);
+        cache.put(at(1), team("big"), &Cached::new("y".repeat(20_000)));
+        assert_eq!(
+            cache
+                .get::<String>(at(1), &team("big"))
+                .map(Cached::into_owned),
+            None
+        );
         let off = ReadCache::new(0);
-        off.put(at(1), team("a"), &1u32);
-        assert_eq!(off.get::<u32>(at(1), &team("a")), None);
+        off.put(at(1), team("a"), &Cached::new(1u32));
+        assert!(off.get::<u32>(at(1), &team("a")).is_none());
+    }
+
+    #[test]
+    fn a_hit_shares_the_answer_and_what_was_derived_from_it() {
+        let cache = ReadCache::new(1 << 20);
+        cache.put(at(1), team("a"), &Cached::new("answer".to_owned()));
+        let first = cache.get::<String>(at(1), &team("a")).unwrap();
+        let second = cache.get::<String>(at(1), &team("a")).unwrap();
+        assert!(std::ptr::eq(first.get(), second.get()), "not copied");
+        let made = first.derived(|s| Arc::new(s.len()));
+        let again = second.derived(|_| Arc::new(0usize));
+        assert!(Arc::ptr_eq(&made, &again), "derived once");
+        // Another type is derived anew, not stored over the first.
+        assert_eq!(second.derived(|s| s.to_uppercase()), "ANSWER");
+        assert_eq!(*second.derived(|_| Arc::new(1usize)), 6);
     }
 }

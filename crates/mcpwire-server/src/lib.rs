@@ -113,5 +113,6 @@ pub use server::{Server, ServerBuilder, ServerOptions};
 pub use session::Session;
 pub use tasks::{TaskOptions, TaskSupport};
 pub use tool::{
-    CallToolResult, InputRequired, Tool, ToolBuilder, ToolError, ToolOutcome, ToolResult,
+    CallToolResult, InputRequired, SharedOutput, Tool, ToolBuilder, ToolError, ToolOutcome,
+    ToolOutput, ToolResult,
 };

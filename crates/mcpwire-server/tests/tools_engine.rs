@@ -175,3 +175,82 @@ async fn added_tools_are_callable_and_listed_at_the_end() {
     let r = h.modern(&call(3, "zzz_new", json!({}))).await;
     assert_eq!(error_code(r.response()), Some(-32602), "{}", r.raw);
 }
+
+/// A [`SharedOutput`] answers with exactly the bytes of returning the value
+/// itself, on every revision, call after call (its finished results are
+/// reused), and is still sanitised when its text needs it.
+#[tokio::test(flavor = "multi_thread")]
+async fn shared_output_answers_the_bytes_of_the_value() {
+    use mcpwire_server::{SharedOutput, Tool};
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    // Quotes and newlines are escaped twice; a bidi override is sanitised.
+    let texts = ["line\n\"quoted\" é", "\u{202e}reversed"];
+    let value = |text: &str| EchoOut {
+        text: text.to_owned(),
+        length: 3,
+    };
+    let shared: HashMap<String, SharedOutput<EchoOut>> = texts
+        .iter()
+        .map(|t| {
+            (
+                t.to_string(),
+                SharedOutput::new(&value(t)).expect("serialises"),
+            )
+        })
+        .collect();
+    let server = builder()
+        .tool(
+            Tool::builder("plain-out")
+                .description("The value, serialised per call.")
+                .handler(move |input: EchoIn| async move { Ok(value(&input.text)) }),
+        )
+        .tool(
+            Tool::builder("shared-out")
+                .description("The same value, serialised once.")
+                .state(Arc::new(shared))
+                .handler(|shared: Arc<HashMap<String, SharedOutput<EchoOut>>>, input: EchoIn| async move {
+                    shared
+                        .get(&input.text)
+                        .cloned()
+                        .ok_or_else(|| mcpwire_server::ToolError::execution("unknown text"))
+                }),
+        )
+        .build()
+        .expect("server builds");
+    let h = spawn_http(server).await;
+    let result = |r: &Reply| r.response()["result"].to_string();
+    for (round, text) in texts.iter().chain(&texts).enumerate() {
+        let args = json!({ "text": text });
+        let plain = h.modern(&call(1, "plain-out", args.clone())).await;
+        let shared = h.modern(&call(1, "shared-out", args.clone())).await;
+        assert_eq!(plain.raw, shared.raw, "modern, round {round}");
+        assert!(!plain.raw.contains('\u{202e}'), "sanitised: {}", plain.raw);
+        assert!(!is_error_result(plain.response()), "{}", plain.raw);
+        for version in ["2025-11-25", "2025-03-26"] {
+            let (sid, _) = h.initialize(Some(version), json!({})).await;
+            let legacy =
+                |name: &str| raw_req(2, "tools/call", json!({ "name": name, "arguments": args }));
+            let plain = h
+                .legacy(&legacy("plain-out"), Some(&sid), Some(version))
+                .await;
+            let shared = h
+                .legacy(&legacy("shared-out"), Some(&sid), Some(version))
+                .await;
+            assert_eq!(result(&plain), result(&shared), "{version}, round {round}");
+            let structured = plain.response()["result"]
+                .get("structuredContent")
+                .is_some();
+            assert_eq!(structured, version == "2025-11-25", "{}", plain.raw);
+        }
+    }
+    // The listed schemas are the same too.
+    let r = h.modern(&req(3, "tools/list", json!({}))).await;
+    let tools = r.response()["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .clone();
+    let schema =
+        |name: &str| tools.iter().find(|t| t["name"] == name).expect(name)["outputSchema"].clone();
+    assert_eq!(schema("plain-out"), schema("shared-out"));
+}

@@ -22,7 +22,7 @@ use crate::model::{
     Report, ReportType, SkillSearch, TeamRoster, Tenure,
 };
 use crate::options::DirectoryOptions;
-use crate::read_cache::{Key, ReadCache, Stamp, found_skill};
+use crate::read_cache::{Cached, Key, ReadCache, Stamp, found_skill};
 pub(crate) use pool::classify;
 use pool::{PgPool, is_connection_lost};
 use serde::Serialize;
@@ -85,7 +85,7 @@ macro_rules! cached {
         if $self.cache.enabled() {
             with_client!($self, $c => cached(&$self.cache, $c, key.clone(), $keep, $body))
         } else {
-            with_client!($self, $c => $body)
+            with_client!($self, $c => $body).map(Cached::new)
         }
     }};
 }
@@ -107,9 +107,9 @@ async fn cached<R>(
     key: Key,
     keep: fn(&R) -> bool,
     query: impl Future<Output = Result<R, DirectoryError>>,
-) -> Result<R, DirectoryError>
+) -> Result<Cached<R>, DirectoryError>
 where
-    R: Clone + Serialize + Send + Sync + 'static,
+    R: Serialize + Send + Sync + 'static,
 {
     const CONTEXT: &str = "read directory generation";
     let row = queries::row_opt(c, CONTEXT, STAMP, &[])
@@ -131,8 +131,8 @@ where
     if let Some(hit) = cache.get::<R>(stamp, &key) {
         return Ok(hit);
     }
-    let answer = query.await?;
-    if keep(&answer) {
+    let answer = Cached::new(query.await?);
+    if keep(answer.get()) {
         cache.put(stamp, key, &answer);
     }
     Ok(answer)
@@ -163,7 +163,7 @@ impl PostgresBackend {
     pub(crate) async fn employee(
         &self,
         id: String,
-    ) -> Result<Option<EmployeeDetails>, DirectoryError> {
+    ) -> Result<Cached<Option<EmployeeDetails>>, DirectoryError> {
         cached!(self, Key::Employee(id.clone()), Option::is_some, c => queries::employee(c, &id))
     }
 
@@ -171,7 +171,7 @@ impl PostgresBackend {
         &self,
         id: String,
         today: NaiveDate,
-    ) -> Result<Option<DepartmentRoster>, DirectoryError> {
+    ) -> Result<Cached<Option<DepartmentRoster>>, DirectoryError> {
         cached!(self, Key::Department(id.clone(), today), Option::is_some, c => queries::department_roster(c, &id, today))
     }
 
@@ -179,14 +179,14 @@ impl PostgresBackend {
         &self,
         id: String,
         today: NaiveDate,
-    ) -> Result<Option<Tenure>, DirectoryError> {
+    ) -> Result<Cached<Option<Tenure>>, DirectoryError> {
         cached!(self, Key::Tenure(id.clone(), today), Option::is_some, c => queries::tenure(c, &id, today))
     }
 
     pub(crate) async fn team_roster(
         &self,
         id: String,
-    ) -> Result<Option<TeamRoster>, DirectoryError> {
+    ) -> Result<Cached<Option<TeamRoster>>, DirectoryError> {
         cached!(self, Key::Team(id.clone()), Option::is_some, c => queries::team_roster(c, &id))
     }
 
@@ -194,7 +194,7 @@ impl PostgresBackend {
         &self,
         skill: String,
         limit: u32,
-    ) -> Result<SkillSearch, DirectoryError> {
+    ) -> Result<Cached<SkillSearch>, DirectoryError> {
         cached!(self, Key::Skill(skill.clone(), limit), found_skill, c => queries::search_by_skill(c, &skill, limit))
     }
 
@@ -202,14 +202,14 @@ impl PostgresBackend {
         &self,
         role: String,
         level: Level,
-    ) -> Result<Option<CompensationBand>, DirectoryError> {
+    ) -> Result<Cached<Option<CompensationBand>>, DirectoryError> {
         cached!(self, Key::Band(role.clone(), level), Option::is_some, c => queries::compensation_band(c, &role, level))
     }
 
     pub(crate) async fn role_levels(
         &self,
         role: String,
-    ) -> Result<Option<Vec<Level>>, DirectoryError> {
+    ) -> Result<Cached<Option<Vec<Level>>>, DirectoryError> {
         cached!(self, Key::RoleLevels(role.clone()), Option::is_some, c => queries::role_levels(c, &role))
     }
 
@@ -218,7 +218,7 @@ impl PostgresBackend {
         id: String,
         leave_type: LeaveType,
         today: NaiveDate,
-    ) -> Result<Option<LeaveBalance>, DirectoryError> {
+    ) -> Result<Cached<Option<LeaveBalance>>, DirectoryError> {
         cached!(self, Key::Leave(id.clone(), leave_type, today), Option::is_some, c => queries::leave_balance(c, &id, leave_type, today))
     }
 
@@ -226,7 +226,7 @@ impl PostgresBackend {
         &self,
         kind: ReportType,
         today: NaiveDate,
-    ) -> Result<Report, DirectoryError> {
+    ) -> Result<Cached<Report>, DirectoryError> {
         cached!(self, Key::Report(kind, today), |_| true, c => reports::report(c, kind, today))
     }
 

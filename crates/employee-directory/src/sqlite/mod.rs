@@ -23,7 +23,7 @@ use crate::model::{
     Report, ReportType, SkillSearch, TeamRoster, Tenure,
 };
 use crate::options::DirectoryOptions;
-use crate::read_cache::{Key, ReadCache, Stamp, found_skill};
+use crate::read_cache::{Cached, Key, ReadCache, Stamp, found_skill};
 use pool::{FileId, Pool, Target};
 use row::CachedRow;
 pub(crate) use row::make_location;
@@ -118,13 +118,13 @@ impl SqliteBackend {
         key: Key,
         keep: fn(&R) -> bool,
         query: F,
-    ) -> Result<R, DirectoryError>
+    ) -> Result<Cached<R>, DirectoryError>
     where
         F: FnOnce(&Connection) -> Result<R, DirectoryError> + Send + 'static,
-        R: Clone + Serialize + Send + Sync + 'static,
+        R: Serialize + Send + Sync + 'static,
     {
         if !self.cache.enabled() {
-            return self.pool.run(move |c| query(c)).await;
+            return self.pool.run(move |c| query(c)).await.map(Cached::new);
         }
         let inline = self.pool.try_run_inline(|c, file| {
             let now = read_stamp(c, file)?;
@@ -141,8 +141,8 @@ impl SqliteBackend {
                 if let Some(hit) = cache.get::<R>(stamp, &key) {
                     return Ok(hit);
                 }
-                let answer = query(c)?;
-                if keep(&answer) {
+                let answer = Cached::new(query(c)?);
+                if keep(answer.get()) {
                     cache.put(stamp, key, &answer);
                 }
                 Ok(answer)
@@ -153,7 +153,7 @@ impl SqliteBackend {
     pub(crate) async fn employee(
         &self,
         id: String,
-    ) -> Result<Option<EmployeeDetails>, DirectoryError> {
+    ) -> Result<Cached<Option<EmployeeDetails>>, DirectoryError> {
         let key = Key::Employee(id.clone());
         self.cached(key, Option::is_some, move |c| queries::employee(c, &id))
             .await
@@ -163,7 +163,7 @@ impl SqliteBackend {
         &self,
         id: String,
         today: NaiveDate,
-    ) -> Result<Option<DepartmentRoster>, DirectoryError> {
+    ) -> Result<Cached<Option<DepartmentRoster>>, DirectoryError> {
         let key = Key::Department(id.clone(), today);
         self.cached(key, Option::is_some, move |c| {
             queries::department_roster(c, &id, today)
@@ -175,7 +175,7 @@ impl SqliteBackend {
         &self,
         id: String,
         today: NaiveDate,
-    ) -> Result<Option<Tenure>, DirectoryError> {
+    ) -> Result<Cached<Option<Tenure>>, DirectoryError> {
         let key = Key::Tenure(id.clone(), today);
         self.cached(key, Option::is_some, move |c| {
             queries::tenure(c, &id, today)
@@ -186,7 +186,7 @@ impl SqliteBackend {
     pub(crate) async fn team_roster(
         &self,
         id: String,
-    ) -> Result<Option<TeamRoster>, DirectoryError> {
+    ) -> Result<Cached<Option<TeamRoster>>, DirectoryError> {
         let key = Key::Team(id.clone());
         self.cached(key, Option::is_some, move |c| queries::team_roster(c, &id))
             .await
@@ -196,7 +196,7 @@ impl SqliteBackend {
         &self,
         skill: String,
         limit: u32,
-    ) -> Result<SkillSearch, DirectoryError> {
+    ) -> Result<Cached<SkillSearch>, DirectoryError> {
         let key = Key::Skill(skill.clone(), limit);
         self.cached(key, found_skill, move |c| {
             queries::search_by_skill(c, &skill, limit)
@@ -208,7 +208,7 @@ impl SqliteBackend {
         &self,
         role: String,
         level: Level,
-    ) -> Result<Option<CompensationBand>, DirectoryError> {
+    ) -> Result<Cached<Option<CompensationBand>>, DirectoryError> {
         let key = Key::Band(role.clone(), level);
         self.cached(key, Option::is_some, move |c| {
             queries::compensation_band(c, &role, level)
@@ -219,7 +219,7 @@ impl SqliteBackend {
     pub(crate) async fn role_levels(
         &self,
         role: String,
-    ) -> Result<Option<Vec<Level>>, DirectoryError> {
+    ) -> Result<Cached<Option<Vec<Level>>>, DirectoryError> {
         let key = Key::RoleLevels(role.clone());
         self.cached(key, Option::is_some, move |c| {
             queries::role_levels(c, &role)
@@ -232,7 +232,7 @@ impl SqliteBackend {
         id: String,
         leave_type: LeaveType,
         today: NaiveDate,
-    ) -> Result<Option<LeaveBalance>, DirectoryError> {
+    ) -> Result<Cached<Option<LeaveBalance>>, DirectoryError> {
         let key = Key::Leave(id.clone(), leave_type, today);
         self.cached(key, Option::is_some, move |c| {
             queries::leave_balance(c, &id, leave_type, today)
@@ -244,7 +244,7 @@ impl SqliteBackend {
         &self,
         kind: ReportType,
         today: NaiveDate,
-    ) -> Result<Report, DirectoryError> {
+    ) -> Result<Cached<Report>, DirectoryError> {
         let key = Key::Report(kind, today);
         self.cached(key, |_| true, move |c| reports::report(c, kind, today))
             .await

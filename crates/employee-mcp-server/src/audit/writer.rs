@@ -341,7 +341,7 @@ impl Writer {
 fn drain(
     batch: &mut Vec<(Entry, Ack)>,
     rx: &mut mpsc::Receiver<Message>,
-    until: Option<Instant>,
+    mut until: Option<Instant>,
 ) -> Option<Message> {
     while batch.len() < MAX_BATCH {
         match rx.try_recv() {
@@ -349,8 +349,12 @@ fn drain(
             Ok(other) => return Some(other),
             Err(TryRecvError::Disconnected) => return None,
             Err(TryRecvError::Empty) => match until {
-                Some(until) if Instant::now() < until => {
-                    std::thread::sleep(Duration::from_micros(100));
+                // One sleep for the rest of the window, not a polling loop:
+                // senders do not wake a thread that is not parked on the
+                // queue, so records join for free meanwhile.
+                Some(deadline) if Instant::now() < deadline => {
+                    std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+                    until = None;
                 }
                 _ => return None,
             },

@@ -7,10 +7,10 @@
 //! rest. Only `departmentId` is required, as in the original tool.
 
 use chrono::NaiveDate;
-use employee_directory::{DepartmentSummary, Directory, RosterEntry};
+use employee_directory::{DepartmentRoster, DepartmentSummary, Directory, RosterEntry};
 use mcpwire_server::access::serialized_len;
 use mcpwire_server::protocol::model::ToolAnnotations;
-use mcpwire_server::{Tool, ToolError, ToolResult};
+use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -77,79 +77,93 @@ pub fn tool(directory: Directory, max_result_bytes: usize) -> Tool {
 async fn roster(
     (directory, max_result_bytes): (Directory, usize),
     input: Input,
-) -> ToolResult<RosterPage> {
-    let roster = match directory.department_employees(&input.department_id).await {
-        Ok(Some(r)) => r,
-        Ok(None) => {
-            let ids = directory
-                .department_ids()
-                .await
-                .map_err(super::unavailable)?;
-            let list: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
-            return Err(ToolError::execution(format!(
-                "No department \"{}\". Valid department ids: {}.",
-                input.department_id,
-                list.join(", ")
-            )));
-        }
-        Err(e) => return Err(super::unavailable(e)),
+) -> ToolResult<SharedOutput<RosterPage>> {
+    let answer = directory
+        .department_employees_cached(&input.department_id)
+        .await
+        .map_err(super::unavailable)?;
+    let Some(roster) = answer.get() else {
+        let ids = directory
+            .department_ids()
+            .await
+            .map_err(super::unavailable)?;
+        let list: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
+        return Err(ToolError::execution(format!(
+            "No department \"{}\". Valid department ids: {}.",
+            input.department_id,
+            list.join(", ")
+        )));
     };
-    let mut employees = roster.employees;
-    if let Some(team) = &input.team_id {
-        let teams = &roster.department.teams;
-        let Some(t) = teams
-            .iter()
-            .find(|t| t.team_id.eq_ignore_ascii_case(team) || t.name.eq_ignore_ascii_case(team))
-        else {
-            let list: Vec<&str> = teams.iter().map(|t| t.team_id.as_str()).collect();
-            return Err(ToolError::execution(format!(
-                "Department \"{}\" has no team \"{team}\". Its teams: {}.",
-                roster.department.department_id,
-                list.join(", ")
-            )));
+    let offset = input.offset.unwrap_or(0);
+    let limit = input.limit.map(|l| l.min(MAX_LIMIT));
+    if input.team_id.is_none() && offset == 0 && limit.is_none() {
+        // The first page of the whole department, the usual call: made
+        // once per kept answer.
+        let first = |r: &DepartmentRoster| {
+            SharedOutput::new(&page(r, &r.employees, 0, None, max_result_bytes))
+                .map_err(|e| e.to_string())
         };
-        let id = t.team_id.clone();
-        employees.retain(|e| e.team_id.as_deref() == Some(id.as_str()));
+        return answer
+            .derived(|found| found.as_ref().map(first))
+            .unwrap_or_else(|| Err("the roster vanished".to_owned()))
+            .map_err(ToolError::internal);
     }
-    Ok(page(
-        roster.department,
-        roster.as_of,
-        employees,
-        input.offset.unwrap_or(0),
-        input.limit.map(|l| l.min(MAX_LIMIT)),
-        max_result_bytes,
-    ))
+    let team_members: Vec<RosterEntry>;
+    let employees = match &input.team_id {
+        None => &roster.employees,
+        Some(team) => {
+            let teams = &roster.department.teams;
+            let Some(t) = teams.iter().find(|t| {
+                t.team_id.eq_ignore_ascii_case(team) || t.name.eq_ignore_ascii_case(team)
+            }) else {
+                let list: Vec<&str> = teams.iter().map(|t| t.team_id.as_str()).collect();
+                return Err(ToolError::execution(format!(
+                    "Department \"{}\" has no team \"{team}\". Its teams: {}.",
+                    roster.department.department_id,
+                    list.join(", ")
+                )));
+            };
+            team_members = roster
+                .employees
+                .iter()
+                .filter(|e| e.team_id.as_deref() == Some(t.team_id.as_str()))
+                .cloned()
+                .collect();
+            &team_members
+        }
+    };
+    let page = page(roster, employees, offset, limit, max_result_bytes);
+    SharedOutput::new(&page).map_err(ToolError::internal)
 }
 
 /// Cuts one page out of the roster. Without a limit, the page holds as many
 /// entries as fit in the result size cap (the structured result plus its
 /// JSON text mirror, whose escaped quotes make it a bit larger).
 fn page(
-    department: DepartmentSummary,
-    as_of: NaiveDate,
-    employees: Vec<RosterEntry>,
+    roster: &DepartmentRoster,
+    employees: &[RosterEntry],
     offset: u32,
     limit: Option<u32>,
     max_result_bytes: usize,
 ) -> RosterPage {
     let total = u32::try_from(employees.len()).unwrap_or(u32::MAX);
     let start = offset.min(total) as usize;
-    let rest = employees.into_iter().skip(start);
+    let rest = employees[start..].iter();
     let listed: Vec<RosterEntry> = match limit {
-        Some(n) => rest.take(n as usize).collect(),
+        Some(n) => rest.take(n as usize).cloned().collect(),
         None => {
-            let fixed = serialized_len(&department) + 512;
+            let fixed = serialized_len(&roster.department) + 512;
             // Three bytes of response per byte of entry: the structured copy
             // and the escaped text mirror.
             let mut budget = (max_result_bytes / 3).saturating_sub(fixed);
             let mut out = Vec::new();
             for e in rest {
-                let size = serialized_len(&e) + 1;
+                let size = serialized_len(e) + 1;
                 if size > budget && !out.is_empty() {
                     break;
                 }
                 budget = budget.saturating_sub(size);
-                out.push(e);
+                out.push(e.clone());
             }
             out
         }
@@ -157,8 +171,8 @@ fn page(
     let count = u32::try_from(listed.len()).unwrap_or(u32::MAX);
     let end = start as u32 + count;
     RosterPage {
-        department,
-        as_of,
+        department: roster.department.clone(),
+        as_of: roster.as_of,
         count,
         total,
         offset: start as u32,

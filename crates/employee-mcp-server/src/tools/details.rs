@@ -2,7 +2,7 @@
 
 use employee_directory::{Directory, EmployeeDetails};
 use mcpwire_server::protocol::model::{InputRequest, ToolAnnotations};
-use mcpwire_server::{InputRequired, RequestContext, Tool, ToolError, ToolResult};
+use mcpwire_server::{InputRequired, RequestContext, SharedOutput, Tool, ToolError, ToolResult};
 use serde_json::{Value, json};
 
 use crate::scopes;
@@ -53,17 +53,20 @@ async fn details(
     directory: Directory,
     ctx: RequestContext,
     input: Input,
-) -> ToolResult<EmployeeDetails> {
+) -> ToolResult<SharedOutput<EmployeeDetails>> {
     let id = picked(&ctx).unwrap_or(&input.employee_id).to_owned();
-    match directory.employee(&id).await {
-        Ok(Some(e)) => Ok(e),
-        // Asked once: a decline (or a stale choice) ends in the error.
-        Ok(None) if ctx.input_responses().is_none() && ctx.client_supports("elicitation") => {
-            Err(ask_which(&directory, &input.employee_id).await)
-        }
-        Ok(None) => Err(super::unknown_employee(&directory, &input.employee_id).await),
-        Err(e) => Err(super::unavailable(e)),
+    let answer = directory
+        .employee_cached(&id)
+        .await
+        .map_err(super::unavailable)?;
+    if let Some(found) = super::shared(&answer) {
+        return found;
     }
+    // Asked once: a decline (or a stale choice) ends in the error.
+    if ctx.input_responses().is_none() && ctx.client_supports("elicitation") {
+        return Err(ask_which(&directory, &input.employee_id).await);
+    }
+    Err(super::unknown_employee(&directory, &input.employee_id).await)
 }
 
 /// The id the user chose, if they accepted and chose one of the ids we

@@ -2,7 +2,7 @@
 
 use employee_directory::{Directory, SkillSearch};
 use mcpwire_server::protocol::model::ToolAnnotations;
-use mcpwire_server::{Tool, ToolError, ToolResult};
+use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
 
 use crate::scopes;
 use schemars::JsonSchema;
@@ -33,12 +33,12 @@ pub fn tool(directory: Directory) -> Tool {
         .handler(search)
 }
 
-async fn search(directory: Directory, input: Input) -> ToolResult<SkillSearch> {
-    let found = directory
-        .search_by_skill(&input.skill)
+async fn search(directory: Directory, input: Input) -> ToolResult<SharedOutput<SkillSearch>> {
+    let answer = directory
+        .search_by_skill_cached(&input.skill)
         .await
         .map_err(super::unavailable)?;
-    if found.matches.is_empty() {
+    if answer.matches.is_empty() {
         let skills = directory.skills().await.map_err(super::unavailable)?;
         return Err(ToolError::execution(format!(
             "No employee has a skill matching \"{}\". Known skills: {}.",
@@ -46,5 +46,7 @@ async fn search(directory: Directory, input: Input) -> ToolResult<SkillSearch> {
             skills.join(", ")
         )));
     }
-    Ok(found)
+    answer
+        .derived(|found| SharedOutput::new(found).map_err(|e| e.to_string()))
+        .map_err(ToolError::internal)
 }

@@ -2,7 +2,7 @@
 
 use employee_directory::{Directory, TeamRoster};
 use mcpwire_server::protocol::model::ToolAnnotations;
-use mcpwire_server::{Tool, ToolError, ToolResult};
+use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
 
 use crate::scopes;
 use schemars::JsonSchema;
@@ -37,18 +37,19 @@ pub fn tool(directory: Directory) -> Tool {
         .handler(team_members)
 }
 
-async fn team_members(directory: Directory, input: Input) -> ToolResult<TeamRoster> {
-    match directory.team_members(&input.team_id).await {
-        Ok(Some(r)) => Ok(r),
-        Ok(None) => {
-            let ids = directory.team_ids().await.map_err(super::unavailable)?;
-            let list: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
-            Err(ToolError::execution(format!(
-                "No team \"{}\". Valid team ids: {}.",
-                input.team_id,
-                list.join(", ")
-            )))
-        }
-        Err(e) => Err(super::unavailable(e)),
+async fn team_members(directory: Directory, input: Input) -> ToolResult<SharedOutput<TeamRoster>> {
+    let answer = directory
+        .team_members_cached(&input.team_id)
+        .await
+        .map_err(super::unavailable)?;
+    if let Some(found) = super::shared(&answer) {
+        return found;
     }
+    let ids = directory.team_ids().await.map_err(super::unavailable)?;
+    let list: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
+    Err(ToolError::execution(format!(
+        "No team \"{}\". Valid team ids: {}.",
+        input.team_id,
+        list.join(", ")
+    )))
 }

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 /// Length of `CallToolResult::to_map()` serialised, for a mirrored result
 /// with this text: `{"content":[{"text":…,"type":"text"}],"isError":true,"structuredContent":…}`.
-pub(super) fn result_size(text: &str, is_error: bool) -> usize {
+pub(crate) fn result_size(text: &str, is_error: bool) -> usize {
     const HEAD: &str = r#"{"content":[{"text":"#;
     const MID: &str = r#","type":"text"}],"structuredContent":"#;
     const ERROR: &str = r#""isError":true,"#;
@@ -43,7 +43,7 @@ fn escaped_len(text: &str) -> usize {
 
 /// The finished `tools/call` result for revision `v`, or `None` when the
 /// mirror is not valid JSON (then the caller takes the generic path).
-pub(super) fn payload(
+pub(crate) fn payload(
     text: &str,
     structured_is_object: bool,
     is_error: bool,

@@ -7,7 +7,7 @@
 mod completion;
 mod lifecycle;
 mod listen;
-mod mirrored;
+pub(crate) mod mirrored;
 mod prompts;
 mod resources;
 mod tools;

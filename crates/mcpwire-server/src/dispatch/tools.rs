@@ -449,9 +449,10 @@ impl Server {
                 }
             }
         }
-        let size = match result.mirror_text() {
-            Some(text) => super::mirrored::result_size(text, result.is_error),
-            None => Value::Object(result.to_map()).to_string().len(),
+        let size = match (result.prepared(), result.mirror_text()) {
+            (Some(shared), _) => shared.size,
+            (None, Some(text)) => super::mirrored::result_size(text, result.is_error),
+            (None, None) => Value::Object(result.to_map()).to_string().len(),
         };
         if size > access.max_result_bytes {
             let name = &tool.tool.definition.name;
@@ -504,15 +505,24 @@ impl Server {
         };
         let validates = !result.is_error && !trusted && tool.output.is_some();
         let dirty = access.sanitize_output
-            && result
-                .mirror_text()
-                .is_some_and(|text| !json_is_clean(text));
+            && match result.prepared() {
+                Some(shared) => !shared.clean,
+                None => result
+                    .mirror_text()
+                    .is_some_and(|text| !json_is_clean(text)),
+            };
         redacts || validates || dirty
     }
 
     fn tool_result(&self, call: &Call, result: CallToolResult) -> ResultPayload {
         if let Some(text) = result.mirror_text() {
             let is_object = result.structured_is_object();
+            if let Some(shared) = result.prepared()
+                && let Some(payload) =
+                    shared.payload(call.version, is_object, &self.inner.info_json)
+            {
+                return payload;
+            }
             let info = Some(&self.inner.info_json);
             if let Some(payload) =
                 super::mirrored::payload(text, is_object, result.is_error, call.version, info)

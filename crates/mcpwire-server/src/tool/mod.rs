@@ -40,6 +40,7 @@
 //! `State`: give it a cheap handle (an `Arc`, a pool).
 
 mod outcome;
+mod output;
 pub(crate) mod schema;
 mod simplify;
 mod typed;
@@ -52,6 +53,7 @@ use mcpwire_protocol::model::{Icon, ToolAnnotations, ToolDefinition};
 use serde_json::{Map, Value};
 
 pub use outcome::{CallToolResult, InputRequired, ToolError, ToolOutcome};
+pub use output::{SharedOutput, ToolOutput};
 pub use schema::SUPPORTED_DIALECTS;
 pub use simplify::STANDARD_FORMATS;
 pub use typed::{ToolResult, WithState};

@@ -1,9 +1,13 @@
 //! What a tool handler returns: a complete result, a request for more
 //! input (multi round-trip), or an error.
 
+use std::sync::Arc;
+
 use mcpwire_protocol::ProtocolError;
 use mcpwire_protocol::model::{Content, InputRequest};
 use serde_json::{Map, Value};
+
+use super::output::Prepared;
 
 /// A finished `tools/call` result.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -23,6 +27,24 @@ pub struct CallToolResult {
     /// is `None` until the engine parses it, which it does only when it must
     /// change or check it (`Server::post_process`).
     pub(crate) structured_is_mirror: bool,
+    /// The output was serialised once for many calls ([`SharedOutput`]):
+    /// what it knows about its text, and its finished results. Valid while
+    /// the structured content is still only the mirror.
+    ///
+    /// [`SharedOutput`]: super::SharedOutput
+    pub(crate) shared: SharedHint,
+}
+
+/// A [`CallToolResult`]'s link to its shared form: a cache of work already
+/// done, not part of the result's value (equal results compare equal with
+/// or without it).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SharedHint(pub(crate) Option<Arc<Prepared>>);
+
+impl PartialEq for SharedHint {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl CallToolResult {
@@ -48,6 +70,7 @@ impl CallToolResult {
             is_error: false,
             text_mirrors_structured: true,
             structured_is_mirror: false,
+            shared: SharedHint::default(),
         }
     }
 
@@ -61,7 +84,24 @@ impl CallToolResult {
             is_error: false,
             text_mirrors_structured: true,
             structured_is_mirror: true,
+            shared: SharedHint::default(),
         }
+    }
+
+    /// A typed output serialised ahead of time (see `SharedOutput`).
+    pub(crate) fn shared(prepared: Arc<Prepared>) -> Self {
+        Self {
+            shared: SharedHint(Some(Arc::clone(&prepared))),
+            ..Self::structured_json(prepared.text.clone())
+        }
+    }
+
+    /// The shared form of this result, while it still holds.
+    pub(crate) fn prepared(&self) -> Option<&Prepared> {
+        self.shared
+            .0
+            .as_deref()
+            .filter(|_| self.structured_is_mirror)
     }
 
     /// Parses a structured content known only as text into `structured`.
@@ -70,6 +110,7 @@ impl CallToolResult {
             let text = self.mirror_text().unwrap_or("null");
             self.structured = Some(serde_json::from_str(text)?);
             self.structured_is_mirror = false;
+            self.shared = SharedHint::default();
         }
         Ok(())
     }
@@ -115,6 +156,7 @@ impl CallToolResult {
             is_error: true,
             text_mirrors_structured: false,
             structured_is_mirror: false,
+            shared: SharedHint::default(),
         }
     }
 

@@ -9,11 +9,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::{CallToolResult, Tool, ToolBuilder, ToolError, ToolOutcome, schema_object};
+use super::{Tool, ToolBuilder, ToolError, ToolOutcome, ToolOutput, schema_object};
 use crate::context::RequestContext;
 
 /// What a typed handler returns: its output, or why there is none.
@@ -44,7 +43,7 @@ impl ToolBuilder {
     pub fn handler<I, O, F, Fut>(self, f: F) -> Tool
     where
         I: DeserializeOwned + JsonSchema + Send + 'static,
-        O: Serialize + JsonSchema + 'static,
+        O: ToolOutput,
         F: Fn(I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResult<O>> + Send + 'static,
     {
@@ -57,7 +56,7 @@ impl ToolBuilder {
     pub fn handler_with_context<I, O, F, Fut>(self, f: F) -> Tool
     where
         I: DeserializeOwned + JsonSchema + Send + 'static,
-        O: Serialize + JsonSchema + 'static,
+        O: ToolOutput,
         F: Fn(RequestContext, I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResult<O>> + Send + 'static,
     {
@@ -86,7 +85,7 @@ impl<T: Clone + Send + Sync + 'static> ToolBuilder<WithState<T>> {
     pub fn handler<I, O, F, Fut>(self, f: F) -> Tool
     where
         I: DeserializeOwned + JsonSchema + Send + 'static,
-        O: Serialize + JsonSchema + 'static,
+        O: ToolOutput,
         F: Fn(T, I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResult<O>> + Send + 'static,
     {
@@ -99,7 +98,7 @@ impl<T: Clone + Send + Sync + 'static> ToolBuilder<WithState<T>> {
     pub fn handler_with_context<I, O, F, Fut>(self, f: F) -> Tool
     where
         I: DeserializeOwned + JsonSchema + Send + 'static,
-        O: Serialize + JsonSchema + 'static,
+        O: ToolOutput,
         F: Fn(T, RequestContext, I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResult<O>> + Send + 'static,
     {
@@ -115,7 +114,7 @@ impl<S> ToolBuilder<S> {
     fn typed<I, O, F, Fut>(mut self, f: F) -> Tool
     where
         I: DeserializeOwned + JsonSchema + Send + 'static,
-        O: Serialize + JsonSchema + 'static,
+        O: ToolOutput,
         F: Fn(RequestContext, I) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResult<O>> + Send + 'static,
     {
@@ -127,7 +126,7 @@ impl<S> ToolBuilder<S> {
         let output = self
             .output_schema
             .take()
-            .unwrap_or_else(|| schema_object(schemars::schema_for!(O).to_value()));
+            .unwrap_or_else(|| schema_object(O::output_schema()));
         self.definition.input_schema = input;
         self.definition.output_schema = Some(output);
         let f = Arc::new(f);
@@ -139,10 +138,7 @@ impl<S> ToolBuilder<S> {
                 let input: I = serde_json::from_value(Value::Object(args))
                     .map_err(|e| ToolError::execution(format!("Invalid arguments: {e}.")))?;
                 let output = f(ctx, input).await?;
-                // Serialised once, straight to text; the engine parses it
-                // only when it must redact, sanitise or validate it.
-                let text = serde_json::to_string(&output).map_err(ToolError::internal)?;
-                Ok(ToolOutcome::Complete(CallToolResult::structured_json(text)))
+                Ok(ToolOutcome::Complete(output.into_result()?))
             }
         };
         let mut tool = self.finish(Arc::new(handler));

@@ -260,8 +260,13 @@ impl Directory {
 
     /// Generates an organisation-wide report as of today.
     pub async fn report(&self, kind: ReportType) -> Result<Report, DirectoryError> {
+        self.report_cached(kind).await.map(Cached::into_owned)
+    }
+
+    /// [`Directory::report`], shared (see [`Directory::employee_cached`]).
+    pub async fn report_cached(&self, kind: ReportType) -> Result<Cached<Report>, DirectoryError> {
         let today = self.today();
-        dispatch!(self, db => db.report(kind, today)).map(Cached::into_owned)
+        dispatch!(self, db => db.report(kind, today))
     }
 
     /// All departments as `(id, name)`, by name.

@@ -287,10 +287,16 @@ impl Pool {
     fn close_idle_except(&self, keep: Option<FileId>) -> Option<Pooled> {
         let (found, stale) = {
             let mut idle = self.lock_idle();
-            let (fresh, stale): (Vec<Pooled>, Vec<Pooled>) = std::mem::take(&mut *idle)
-                .into_iter()
-                .partition(|p| keep.is_some() && p.file == keep);
-            *idle = fresh;
+            let kept = |p: &Pooled| keep.is_some() && p.file == keep;
+            // The usual case (nothing replaced) moves nothing.
+            let stale = if idle.iter().all(kept) {
+                Vec::new()
+            } else {
+                let (fresh, stale): (Vec<Pooled>, Vec<Pooled>) =
+                    std::mem::take(&mut *idle).into_iter().partition(kept);
+                *idle = fresh;
+                stale
+            };
             (idle.pop(), stale)
         };
         if !stale.is_empty() {

@@ -2,7 +2,7 @@
 
 use employee_directory::{Directory, Report, ReportType};
 use mcpwire_server::protocol::model::ToolAnnotations;
-use mcpwire_server::{TaskSupport, Tool, ToolResult};
+use mcpwire_server::{SharedOutput, TaskSupport, Tool, ToolError, ToolResult};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -55,9 +55,11 @@ pub fn tool(directory: Directory) -> Tool {
         .handler(report)
 }
 
-async fn report(directory: Directory, input: Input) -> ToolResult<Report> {
+async fn report(directory: Directory, input: Input) -> ToolResult<SharedOutput<Report>> {
     directory
-        .report(input.report_type)
+        .report_cached(input.report_type)
         .await
-        .map_err(super::unavailable)
+        .map_err(super::unavailable)?
+        .derived(|report| SharedOutput::new(report).map_err(|e| e.to_string()))
+        .map_err(ToolError::internal)
 }

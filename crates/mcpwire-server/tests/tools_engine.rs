@@ -103,6 +103,55 @@ async fn output_schema_violation_is_internal_error() {
     assert_eq!(r.response()["id"], 1);
 }
 
+/// A typed tool's given schema is validated on every call, unless it is
+/// declared the output type's own (`output_schema_of_type`): then, as for
+/// a derived schema, only debug builds check it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_schema_of_the_type_is_checked_only_in_debug_builds() {
+    use mcpwire_server::Tool;
+    // Stricter than `AddOut` on purpose: `sum` must be negative.
+    let strict = json!({
+        "type": "object",
+        "properties": { "sum": { "type": "integer", "maximum": -1 } },
+        "required": ["sum"]
+    });
+    let add = |name: &str| Tool::builder(name).description("Adds a and b.");
+    let handler = |input: AddIn| async move {
+        Ok(AddOut {
+            sum: input.a + input.b,
+        })
+    };
+    let server = builder()
+        .tool(add("given").output_schema(strict.clone()).handler(handler))
+        .tool(
+            add("of-type")
+                .output_schema_of_type(strict)
+                .handler(handler),
+        )
+        .build()
+        .expect("server builds");
+    let h = spawn_http(server).await;
+    let args = json!({ "a": 1, "b": 2 });
+    let given = h.modern(&call(1, "given", args.clone())).await;
+    assert_eq!(error_code(given.response()), Some(-32603), "{}", given.raw);
+    let of_type = h.modern(&call(2, "of-type", args)).await;
+    if cfg!(debug_assertions) {
+        assert_eq!(
+            error_code(of_type.response()),
+            Some(-32603),
+            "{}",
+            of_type.raw
+        );
+    } else {
+        assert_eq!(
+            of_type.response()["result"]["structuredContent"]["sum"],
+            3,
+            "{}",
+            of_type.raw
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn execution_errors_are_is_error_results() {
     let h = spawn_http(server()).await;

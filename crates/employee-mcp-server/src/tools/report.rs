@@ -47,7 +47,8 @@ pub fn tool(directory: Directory) -> Tool {
             serde_json::json!(ReportType::Compensation.as_str()),
             COMPENSATION_REPORT.iter().copied(),
         )
-        .output_schema(output)
+        // Report's own schema with an object root: every report holds.
+        .output_schema_of_type(output)
         // The slowest tool (whole-company aggregates): a client that speaks
         // the tasks extension may poll for it instead of holding a request.
         .task_support(TaskSupport::Optional)

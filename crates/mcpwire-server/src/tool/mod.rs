@@ -138,6 +138,9 @@ pub struct ToolBuilder<S = ()> {
     definition: ToolDefinition,
     input_schema: Option<Map<String, Value>>,
     output_schema: Option<Map<String, Value>>,
+    /// The output schema, though given, holds for every value of the
+    /// output type (see [`ToolBuilder::output_schema_of_type`]).
+    output_schema_of_type: bool,
     policy: ToolPolicy,
     task_support: TaskSupport,
     defer_task: bool,
@@ -159,6 +162,7 @@ impl ToolBuilder {
             },
             input_schema: None,
             output_schema: None,
+            output_schema_of_type: false,
             policy: ToolPolicy::default(),
             task_support: TaskSupport::Forbidden,
             defer_task: false,
@@ -174,6 +178,7 @@ impl<S> ToolBuilder<S> {
             definition: self.definition,
             input_schema: self.input_schema,
             output_schema: self.output_schema,
+            output_schema_of_type: self.output_schema_of_type,
             policy: self.policy,
             task_support: self.task_support,
             defer_task: self.defer_task,
@@ -222,7 +227,20 @@ impl<S> ToolBuilder<S> {
     pub fn output_schema(mut self, mut schema: Value) -> Self {
         simplify::standard_formats_only(&mut schema);
         self.output_schema = schema.as_object().cloned();
+        self.output_schema_of_type = false;
         self
+    }
+
+    /// Like [`output_schema`](Self::output_schema), for a schema every value
+    /// of the typed handler's output type satisfies: its derived schema,
+    /// adjusted (an explicit object root, a reworded description). As with
+    /// a derived schema, release builds then trust each output instead of
+    /// validating it; debug builds (and tests) still check every output, so
+    /// a schema stricter than the type fails there, not in production.
+    pub fn output_schema_of_type(self, schema: Value) -> Self {
+        let mut builder = self.output_schema(schema);
+        builder.output_schema_of_type = true;
+        builder
     }
 
     /// Requires one of these scopes to list and call the tool (enforced

@@ -122,7 +122,7 @@ impl<S> ToolBuilder<S> {
             .input_schema
             .take()
             .unwrap_or_else(|| schema_object(schemars::schema_for!(I).to_value()));
-        let output_from_type = self.output_schema.is_none();
+        let output_from_type = self.output_schema.is_none() || self.output_schema_of_type;
         let output = self
             .output_schema
             .take()

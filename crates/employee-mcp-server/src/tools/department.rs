@@ -99,14 +99,9 @@ async fn roster(
     if input.team_id.is_none() && offset == 0 && limit.is_none() {
         // The first page of the whole department, the usual call: made
         // once per kept answer.
-        let first = |r: &DepartmentRoster| {
-            SharedOutput::new(&page(r, &r.employees, 0, None, max_result_bytes))
-                .map_err(|e| e.to_string())
-        };
-        return answer
-            .derived(|found| found.as_ref().map(first))
-            .unwrap_or_else(|| Err("the roster vanished".to_owned()))
-            .map_err(ToolError::internal);
+        return super::shared(&answer, |_| {
+            SharedOutput::new(&page(roster, &roster.employees, 0, None, max_result_bytes))
+        });
     }
     let team_members: Vec<RosterEntry>;
     let employees = match &input.team_id {

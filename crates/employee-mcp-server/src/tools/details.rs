@@ -59,7 +59,7 @@ async fn details(
         .employee_cached(&id)
         .await
         .map_err(super::unavailable)?;
-    if let Some(found) = super::shared(&answer) {
+    if let Some(found) = super::shared_found(&answer, SharedOutput::new) {
         return found;
     }
     // Asked once: a decline (or a stale choice) ends in the error.

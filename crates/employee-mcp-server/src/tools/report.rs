@@ -2,7 +2,7 @@
 
 use employee_directory::{Directory, Report, ReportType};
 use mcpwire_server::protocol::model::ToolAnnotations;
-use mcpwire_server::{SharedOutput, TaskSupport, Tool, ToolError, ToolResult};
+use mcpwire_server::{SharedOutput, TaskSupport, Tool, ToolResult};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -57,10 +57,9 @@ pub fn tool(directory: Directory) -> Tool {
 }
 
 async fn report(directory: Directory, input: Input) -> ToolResult<SharedOutput<Report>> {
-    directory
+    let answer = directory
         .report_cached(input.report_type)
         .await
-        .map_err(super::unavailable)?
-        .derived(|report| SharedOutput::new(report).map_err(|e| e.to_string()))
-        .map_err(ToolError::internal)
+        .map_err(super::unavailable)?;
+    super::shared(&answer, SharedOutput::new)
 }

@@ -46,7 +46,5 @@ async fn search(directory: Directory, input: Input) -> ToolResult<SharedOutput<S
             skills.join(", ")
         )));
     }
-    answer
-        .derived(|found| SharedOutput::new(found).map_err(|e| e.to_string()))
-        .map_err(ToolError::internal)
+    super::shared(&answer, SharedOutput::new)
 }

@@ -42,7 +42,7 @@ async fn team_members(directory: Directory, input: Input) -> ToolResult<SharedOu
         .team_members_cached(&input.team_id)
         .await
         .map_err(super::unavailable)?;
-    if let Some(found) = super::shared(&answer) {
+    if let Some(found) = super::shared_found(&answer, SharedOutput::new) {
         return found;
     }
     let ids = directory.team_ids().await.map_err(super::unavailable)?;

@@ -301,13 +301,13 @@ pub fn serialized_len<T: Serialize + ?Sized>(value: &T) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn serialized_len_counts_what_serde_json_writes() {
         let value = serde_json::json!({"name": "Zoë \"Z\"", "n": [1, 2.5, null], "t": "\u{1}"});
         assert_eq!(serialized_len(&value), value.to_string().len());
     }
-    use serde_json::json;
 
     fn redact(args: Value, declared: &[&str], limits: &RedactionLimits) -> Value {
         let declared: Vec<String> = declared.iter().map(|d| (*d).to_owned()).collect();

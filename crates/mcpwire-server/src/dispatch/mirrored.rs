@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 /// Length of `CallToolResult::to_map()` serialised, for a mirrored result
 /// with this text: `{"content":[{"text":…,"type":"text"}],"isError":true,"structuredContent":…}`.
-pub(crate) fn result_size(text: &str, is_error: bool) -> usize {
+pub(super) fn result_size(text: &str, is_error: bool) -> usize {
     const HEAD: &str = r#"{"content":[{"text":"#;
     const MID: &str = r#","type":"text"}],"structuredContent":"#;
     const ERROR: &str = r#""isError":true,"#;
@@ -41,9 +41,22 @@ fn escaped_len(text: &str) -> usize {
     text.len() + extra + 2
 }
 
+/// Which of the `SHAPES` finished forms revision `v` gets: modern; legacy
+/// with `structuredContent`; legacy without it (older revisions and
+/// non-object outputs), as in [`payload`].
+pub(crate) fn shape(v: ProtocolVersion, structured_is_object: bool) -> usize {
+    if v.is_modern() {
+        0
+    } else if v.has_structured_output() && structured_is_object {
+        1
+    } else {
+        2
+    }
+}
+
 /// The finished `tools/call` result for revision `v`, or `None` when the
 /// mirror is not valid JSON (then the caller takes the generic path).
-pub(crate) fn payload(
+pub(super) fn payload(
     text: &str,
     structured_is_object: bool,
     is_error: bool,

@@ -7,7 +7,7 @@
 mod completion;
 mod lifecycle;
 mod listen;
-pub(crate) mod mirrored;
+mod mirrored;
 mod prompts;
 mod resources;
 mod tools;

@@ -450,7 +450,9 @@ impl Server {
             }
         }
         let size = match (result.prepared(), result.mirror_text()) {
-            (Some(shared), _) => shared.size,
+            (Some(shared), _) => {
+                shared.size(|text| super::mirrored::result_size(text, result.is_error))
+            }
             (None, Some(text)) => super::mirrored::result_size(text, result.is_error),
             (None, None) => Value::Object(result.to_map()).to_string().len(),
         };
@@ -517,16 +519,18 @@ impl Server {
     fn tool_result(&self, call: &Call, result: CallToolResult) -> ResultPayload {
         if let Some(text) = result.mirror_text() {
             let is_object = result.structured_is_object();
-            if let Some(shared) = result.prepared()
-                && let Some(payload) =
-                    shared.payload(call.version, is_object, &self.inner.info_json)
-            {
-                return payload;
-            }
             let info = Some(&self.inner.info_json);
-            if let Some(payload) =
+            let finish = |text: &str| {
                 super::mirrored::payload(text, is_object, result.is_error, call.version, info)
-            {
+            };
+            let payload = match result.prepared() {
+                Some(shared) => {
+                    let shape = super::mirrored::shape(call.version, is_object);
+                    shared.payload(shape, &self.inner.info_json, finish)
+                }
+                None => finish(text),
+            };
+            if let Some(payload) = payload {
                 return payload;
             }
         }

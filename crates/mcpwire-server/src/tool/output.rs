@@ -11,7 +11,6 @@
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
-use mcpwire_protocol::ProtocolVersion;
 use mcpwire_protocol::jsonrpc::ResultPayload;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -119,62 +118,56 @@ impl<T: JsonSchema + 'static> ToolOutput for SharedOutput<T> {
 }
 
 /// The serialised output and what every call would otherwise recompute.
+/// What the wire looks like is the dispatcher's business (`dispatch::
+/// mirrored`): it fills these slots, this type only keeps them.
 #[derive(Debug)]
 pub(crate) struct Prepared {
     pub(crate) text: String,
     /// `json_is_clean(text)`: nothing to sanitise.
     pub(crate) clean: bool,
     /// Length of the result on the wire (for the size limit).
-    pub(crate) size: usize,
-    /// Finished results, one per wire shape (see [`Shape`]), for the
-    /// server that made them first.
-    payloads: [OnceLock<(usize, Arc<RawValue>)>; 3],
+    size: OnceLock<usize>,
+    /// Finished results, one per wire shape, each for the server that
+    /// made it first.
+    payloads: [OnceLock<(usize, Arc<RawValue>)>; SHAPES],
 }
 
-/// The three shapes of a mirrored result: modern; legacy with
-/// `structuredContent`; legacy without it (older revisions, non-objects).
-#[derive(Clone, Copy)]
-enum Shape {
-    Modern = 0,
-    LegacyStructured = 1,
-    LegacyText = 2,
-}
+/// How many wire shapes a finished result can take.
+pub(crate) const SHAPES: usize = 3;
 
 impl Prepared {
     fn new(text: String) -> Prepared {
         Prepared {
             clean: json_is_clean(&text),
-            size: crate::dispatch::mirrored::result_size(&text, false),
             text,
+            size: OnceLock::new(),
             payloads: Default::default(),
         }
     }
 
-    /// The finished result for revision `v` of the server whose
-    /// `serverInfo` is `info` (its address identifies the server: a value
-    /// shared by two servers is finished anew for the second).
+    /// The result's size on the wire, measured once.
+    pub(crate) fn size(&self, measure: impl FnOnce(&str) -> usize) -> usize {
+        *self.size.get_or_init(|| measure(&self.text))
+    }
+
+    /// The finished result of wire shape `shape` (below [`SHAPES`]) for
+    /// the server whose `serverInfo` is `info` (its address identifies the
+    /// server: a value shared by two servers is finished anew for the
+    /// second); `finish` makes it the first time.
     pub(crate) fn payload(
         &self,
-        v: ProtocolVersion,
-        is_object: bool,
+        shape: usize,
         info: &Value,
+        finish: impl FnOnce(&str) -> Option<ResultPayload>,
     ) -> Option<ResultPayload> {
-        let shape = if v.is_modern() {
-            Shape::Modern
-        } else if v.has_structured_output() && is_object {
-            Shape::LegacyStructured
-        } else {
-            Shape::LegacyText
-        };
         let server = std::ptr::from_ref(info) as usize;
-        let slot = &self.payloads[shape as usize];
+        let slot = self.payloads.get(shape)?;
         if let Some((owner, raw)) = slot.get()
             && *owner == server
         {
             return Some(ResultPayload::Raw(Arc::clone(raw)));
         }
-        let payload =
-            crate::dispatch::mirrored::payload(&self.text, is_object, false, v, Some(info))?;
+        let payload = finish(&self.text)?;
         if let ResultPayload::Raw(raw) = &payload {
             let _ = slot.set((server, Arc::clone(raw)));
         }
@@ -212,16 +205,30 @@ mod tests {
             serde_json::json!({"name": "a"}),
             serde_json::json!({"name": "b"}),
         );
-        let v = ProtocolVersion::LATEST;
+        let finish = |info: &Value| {
+            let info = info.clone();
+            move |text: &str| {
+                let raw = RawValue::from_string(format!("[{text},{info}]")).ok()?;
+                Some(ResultPayload::Raw(Arc::from(raw)))
+            }
+        };
         let raw = |p: Option<ResultPayload>| match p {
             Some(ResultPayload::Raw(r)) => r,
             other => panic!("not raw: {other:?}"),
         };
-        let first = raw(shared.prepared.payload(v, true, &one));
-        let again = raw(shared.prepared.payload(v, true, &one));
+        let first = raw(shared.prepared.payload(0, &one, finish(&one)));
+        let again = raw(shared.prepared.payload(0, &one, |_| None));
         assert!(Arc::ptr_eq(&first, &again), "reused");
-        let other = raw(shared.prepared.payload(v, true, &two));
-        assert!(!Arc::ptr_eq(&first, &other), "another server's info");
-        assert!(other.get().contains(r#""name":"b""#));
+        let other = raw(shared.prepared.payload(0, &two, finish(&two)));
+        assert!(
+            other.get().contains(r#""name":"b""#),
+            "another server's info"
+        );
+        assert!(
+            shared
+                .prepared
+                .payload(SHAPES, &one, finish(&one))
+                .is_none()
+        );
     }
 }

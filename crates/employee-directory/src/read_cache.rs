@@ -25,9 +25,15 @@ use serde::Serialize;
 
 use crate::model::{LeaveType, Level, ReportType, SkillSearch};
 
-/// Default budget of the cache, in bytes of JSON: the whole seeded
-/// directory's profiles (about 1,400 × 4 KB) and rosters fit.
-pub const DEFAULT_CACHE_BYTES: usize = 8 * 1024 * 1024;
+/// Default budget of the cache, in estimated bytes held (see
+/// [`HELD_PER_JSON_BYTE`]): the whole seeded directory's profiles (about
+/// 1,400 × 4 KB of JSON) and rosters fit.
+pub const DEFAULT_CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+/// Bytes held per byte of an answer's JSON: the answer itself, plus what
+/// callers derive from it and keep beside it (a tool output serialised
+/// once, and its finished result with the text mirror escaped).
+const HELD_PER_JSON_BYTE: usize = 4;
 
 /// The state of the directory an answer was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,7 +209,7 @@ impl ReadCache {
         let Ok(json) = serde_json::to_vec(answer.get()) else {
             return;
         };
-        let weight = json.len() + key.weight();
+        let weight = json.len() * HELD_PER_JSON_BYTE + key.weight();
         if weight > self.budget {
             return;
         }

@@ -176,14 +176,16 @@ pub struct ServeArgs {
     )]
     pub db_statement_timeout: u64,
 
-    /// MiB (of JSON) of directory answers kept in memory while the
-    /// directory is unchanged, so repeated reads run no query; every
+    /// MiB of directory answers kept in memory while the directory is
+    /// unchanged, so repeated reads run no query (each answer counts four
+    /// times its JSON: the serialised tool output and its finished result
+    /// are kept beside it); every
     /// change to the directory's tables empties it (exact, not a TTL).
     /// 0 turns it off.
     #[arg(
         long,
         env = "EMPLOYEE_MCP_DIRECTORY_CACHE_MIB",
-        default_value_t = 8,
+        default_value_t = 32,
         value_parser = clap::value_parser!(u32).range(0..=4096)
     )]
     pub directory_cache_mib: u32,

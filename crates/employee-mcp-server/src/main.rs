@@ -32,9 +32,17 @@ use tracing_subscriber::{EnvFilter, Layer};
 
 use cli::{AuditArgs, Cli, Command, LogFormat, ServeArgs};
 
+/// mimalloc serves the Rust side: with glibc malloc, allocation and
+/// free (fastbin consolidation, chunk unlinking) were ~12 % of a call's
+/// CPU; mimalloc cut CPU per call by about a fifth on every tool, for
+/// ~4 MiB more RSS (docs/performance.md, "Round 5"). Transparent huge
+/// pages are off (`no_thp`): with them, RSS doubled under load.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
-    // Before any thread exists: glibc gives each thread that allocates
-    // its own arena, which grew the server's RSS (docs/performance.md).
+    // Before any thread exists: glibc, which still serves SQLite, gives
+    // each thread that allocates its own arena (docs/performance.md).
     limit_malloc_arenas();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -48,10 +56,11 @@ fn main() {
     }
 }
 
-/// Two malloc arenas instead of up to eight per core: under load every
-/// blocking database thread and worker otherwise kept its own arena of
-/// freed memory (details at c=64: peak RSS 35 -> 30 MiB, same CPU per
-/// call). `MALLOC_ARENA_MAX` or `GLIBC_TUNABLES` in the environment win.
+/// Two glibc malloc arenas instead of up to eight per core: every
+/// blocking database thread otherwise kept its own arena of SQLite's freed
+/// memory (before mimalloc, details at c=64: peak RSS 35 -> 30 MiB, same
+/// CPU per call). `MALLOC_ARENA_MAX` or `GLIBC_TUNABLES` in the environment
+/// win.
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none()

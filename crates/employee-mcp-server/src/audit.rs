@@ -335,6 +335,10 @@ pub struct AuditOptions {
     pub retention: Option<Duration>,
 }
 
+/// Page cache of the writer's connection, in KiB (negative: SQLite's
+/// unit for a size in KiB).
+const WRITER_CACHE_KIB: i64 = -256;
+
 impl Audit {
     /// Opens the database (already created by the directory), creates or
     /// migrates the table and starts the writer thread.
@@ -350,6 +354,12 @@ impl Audit {
             _ => {
                 let conn = open(location, true)?;
                 migrate(&conn)?;
+                // The writer appends (and prunes the oldest rows): it only
+                // walks the edges of the table and its indexes, so the
+                // default 2 MiB page cache would mostly hold pages it never
+                // reads again.
+                conn.pragma_update(None, "cache_size", WRITER_CACHE_KIB)
+                    .map_err(|e| format!("cannot size the audit writer's page cache: {e}"))?;
                 Box::new(store::SqliteStore { conn })
             }
         };

@@ -34,6 +34,10 @@ pub enum Workload {
     Report,
     /// Round-robin over `tools/list` and the eight tools.
     Mixed,
+    /// `stub-typed` only: the stub server's typed handler (`--handlers`).
+    StubTyped,
+    /// `stub-raw` only: the stub server's raw handler (`--handlers`).
+    StubRaw,
 }
 
 /// The operations [`Workload::Mixed`] rotates over.
@@ -50,6 +54,14 @@ const MIX: [Op; 9] = [
 ];
 
 impl Workload {
+    /// The workloads of `--handlers`, typed first.
+    pub const STUBS: [Workload; 2] = [Workload::StubTyped, Workload::StubRaw];
+
+    /// Whether this workload exists only on the stub server.
+    pub fn is_stub(self) -> bool {
+        Self::STUBS.contains(&self)
+    }
+
     /// Label used in the table and JSON output.
     pub fn label(self) -> &'static str {
         match self.single() {
@@ -71,6 +83,8 @@ impl Workload {
             Workload::Compensation => Op::Compensation,
             Workload::Leave => Op::Leave,
             Workload::Report => Op::Report,
+            Workload::StubTyped => Op::StubTyped,
+            Workload::StubRaw => Op::StubRaw,
             Workload::Mixed => return None,
         })
     }
@@ -94,7 +108,8 @@ pub enum Stop {
 /// Result of one cell.
 #[derive(Debug, Clone, Serialize)]
 pub struct CellResult {
-    /// What was measured: `server` or `ceiling`.
+    /// What was measured: `ceiling`, or the server's label (`server`,
+    /// `--label`, `stubs` with `--handlers`).
     pub target: &'static str,
     /// Wire format of the requests.
     pub wire: Wire,

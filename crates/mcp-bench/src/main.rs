@@ -5,11 +5,13 @@
 mod bench;
 mod ceiling;
 mod cluster;
+mod handlers;
 mod procstat;
 mod server;
 mod sse;
 mod stats;
 mod stdio;
+mod stubs;
 mod wire;
 
 use std::io::Write;
@@ -125,6 +127,19 @@ struct Args {
     /// starts itself this way).
     #[arg(long, hide = true, value_name = "ADDR")]
     serve_ceiling: Option<std::net::SocketAddr>,
+
+    /// Instead of the HR server: start the stub server (a typed and a raw
+    /// handler answering with the same bytes), run the `stub-typed` and
+    /// `stub-raw` workloads and print their typed/raw ratios.
+    #[arg(long, conflicts_with_all = [
+        "url", "server_bin", "server_args", "database", "cluster",
+        "keep_limits", "label", "workloads", "stdio",
+    ])]
+    handlers: bool,
+
+    /// Internal: serve the stub server of `--handlers` on this address.
+    #[arg(long, hide = true, value_name = "ADDR")]
+    serve_stubs: Option<std::net::SocketAddr>,
 
     /// Per-request timeout in seconds; a timed-out request counts as an error.
     #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
@@ -251,11 +266,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Some(addr) = args.serve_ceiling {
-        return match rt.block_on(ceiling::serve(addr)) {
+    // The hidden serving modes: this binary as a child of the bench.
+    let serving = match (args.serve_ceiling, args.serve_stubs) {
+        (Some(addr), _) => Some(("ceiling", addr, rt.block_on(ceiling::serve(addr)))),
+        (None, Some(addr)) => Some(("stub server", addr, rt.block_on(stubs::serve(addr)))),
+        (None, None) => None,
+    };
+    if let Some((what, addr, result)) = serving {
+        return match result {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("mcp-bench: ceiling on {addr}: {e}");
+                eprintln!("mcp-bench: {what} on {addr}: {e}");
                 ExitCode::FAILURE
             }
         };
@@ -281,6 +302,9 @@ struct Report<'a> {
     requests_per_cell: Option<u64>,
     warmup_s: f64,
     results: &'a [CellResult],
+    /// `--handlers`: typed over raw per wire and concurrency.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    handlers: &'a [handlers::Ratio],
 }
 
 async fn run(args: Args) -> ExitCode {
@@ -363,9 +387,13 @@ async fn start_server(args: &Args) -> Result<Target, Box<dyn std::error::Error>>
     })
 }
 
-/// Starts the bare ceiling endpoint as a child process.
-async fn start_ceiling(wire: Wire) -> Result<Target, Box<dyn std::error::Error>> {
-    let mut guard = ServerGuard::spawn_ceiling()?;
+/// Starts this binary in a serving mode (`ServerGuard::spawn_ceiling` or
+/// `spawn_stubs`) as a child process and waits until it answers.
+async fn start_self(
+    spawn: fn() -> Result<ServerGuard, server::ServerError>,
+    wire: Wire,
+) -> Result<Target, Box<dyn std::error::Error>> {
+    let mut guard = spawn()?;
     guard.wait_ready(wire, Duration::from_secs(30)).await?;
     Ok(Target {
         url: guard.url.clone(),
@@ -375,22 +403,64 @@ async fn start_ceiling(wire: Wire) -> Result<Target, Box<dyn std::error::Error>>
     })
 }
 
+/// The workloads of the run: the two stub workloads with `--handlers`,
+/// else `--workloads`, which may not name them (the HR server has no such
+/// tools, so every request would fail).
+fn workloads(args: &Args) -> Result<Vec<Workload>, String> {
+    if args.handlers {
+        return Ok(Workload::STUBS.to_vec());
+    }
+    match args.workloads.iter().find(|w| w.is_stub()) {
+        Some(w) => Err(format!(
+            "workload {} exists only on the stub server: use --handlers",
+            w.label()
+        )),
+        None => Ok(args.workloads.clone()),
+    }
+}
+
+/// What every cell of a run shares.
+struct Run<'a> {
+    args: &'a Args,
+    stop: Stop,
+    workloads: Vec<Workload>,
+    server: Target,
+    ceiling: Option<Target>,
+    /// Name of the server's rows.
+    label: &'static str,
+}
+
 /// Runs all cells; `Ok(false)` means some requests failed.
 async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
-    let server = start_server(&args).await?;
+    let workloads = workloads(&args)?;
     let first_wire = args.wires.first().copied().unwrap_or(Wire::Modern);
+    let server = if args.handlers {
+        start_self(ServerGuard::spawn_stubs, first_wire).await?
+    } else {
+        start_server(&args).await?
+    };
     let ceiling = if args.no_ceiling {
         None
     } else {
-        Some(start_ceiling(first_wire).await?)
+        Some(start_self(ServerGuard::spawn_ceiling, first_wire).await?)
     };
     let stop = match (args.requests, args.duration) {
         (Some(n), _) => Stop::Requests(n),
         (None, d) => Stop::After(d.unwrap_or(Duration::from_secs(5))),
     };
-    let stop_desc = match stop {
-        Stop::After(d) => format!("{}s/cell", d.as_secs_f64()),
-        Stop::Requests(n) => format!("{n} requests/cell"),
+    let label = if args.handlers {
+        handlers::TARGET
+    } else {
+        // One small leak per run: rows carry the label as `&'static str`.
+        Box::leak(args.label.clone().into_boxed_str())
+    };
+    let run = Run {
+        args: &args,
+        stop,
+        workloads,
+        server,
+        ceiling,
+        label,
     };
 
     // With --json, stdout is reserved for the JSON document.
@@ -399,55 +469,14 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
     } else {
         Box::new(std::io::stdout())
     };
-    writeln!(
-        out,
-        "mcp-bench  url={}  {}  warmup={}s  client threads={}",
-        server.url,
-        stop_desc,
-        args.warmup.as_secs_f64(),
-        args.threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-    )?;
-    writeln!(out, "{}", header())?;
-
-    // One small leak per run: rows carry the label as `&'static str`.
-    let label: &'static str = Box::leak(args.label.clone().into_boxed_str());
+    run.print_header(&mut out)?;
     let mut results = Vec::new();
     for &wire in &args.wires {
-        let mut ceiling_rps = Vec::new();
-        if let Some(ceiling) = &ceiling {
-            let client = McpClient::new(ceiling.url.clone(), wire, args.timeout)?;
-            for &concurrency in &args.concurrency {
-                let mut cell = measure(
-                    &client,
-                    Workload::Details,
-                    concurrency,
-                    &args,
-                    stop,
-                    ceiling,
-                )
-                .await?;
-                cell.target = "ceiling";
-                ceiling_rps.push((concurrency, cell.requests_per_s));
-                report_cell(&mut out, &cell)?;
-                results.push(cell);
-            }
-        }
-        let client = McpClient::new(server.url.clone(), wire, args.timeout)?;
-        for &workload in &args.workloads {
-            for &concurrency in &args.concurrency {
-                let mut cell =
-                    measure(&client, workload, concurrency, &args, stop, &server).await?;
-                cell.target = label;
-                cell.ceiling_ratio = ceiling_rps
-                    .iter()
-                    .find(|(c, _)| *c == concurrency)
-                    .filter(|(_, rps)| *rps > 0.0)
-                    .map(|(_, rps)| cell.requests_per_s / rps);
-                report_cell(&mut out, &cell)?;
-                results.push(cell);
-            }
-        }
+        results.extend(run.wire(wire, &mut out).await?);
+    }
+    let ratios = handlers::ratios(&results);
+    for ratio in &ratios {
+        writeln!(out, "{}", ratio.line())?;
     }
 
     let total_errors: u64 = results.iter().map(|r| r.errors).sum();
@@ -456,7 +485,7 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
     }
     if args.json {
         let report = Report {
-            url: server.url.to_string(),
+            url: run.server.url.to_string(),
             duration_s: match stop {
                 Stop::After(d) => Some(d.as_secs_f64()),
                 Stop::Requests(_) => None,
@@ -464,10 +493,72 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
             requests_per_cell: args.requests,
             warmup_s: args.warmup.as_secs_f64(),
             results: &results,
+            handlers: &ratios,
         };
         println!("{}", serde_json::to_string_pretty(&report)?);
     }
     Ok(total_errors == 0)
+}
+
+impl Run<'_> {
+    /// The line naming the run, then the table header.
+    fn print_header(&self, out: &mut Box<dyn Write>) -> std::io::Result<()> {
+        let stop_desc = match self.stop {
+            Stop::After(d) => format!("{}s/cell", d.as_secs_f64()),
+            Stop::Requests(n) => format!("{n} requests/cell"),
+        };
+        let threads = self
+            .args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        writeln!(
+            out,
+            "mcp-bench  url={}  {}  warmup={}s  client threads={}",
+            self.server.url,
+            stop_desc,
+            self.args.warmup.as_secs_f64(),
+            threads,
+        )?;
+        writeln!(out, "{}", header())
+    }
+
+    /// One wire: the ceiling at every concurrency (unless skipped), then
+    /// the server's cells, each row printed as it finishes.
+    async fn wire(
+        &self,
+        wire: Wire,
+        out: &mut Box<dyn Write>,
+    ) -> Result<Vec<CellResult>, Box<dyn std::error::Error>> {
+        let (args, stop) = (self.args, self.stop);
+        let mut results = Vec::new();
+        let mut ceiling_rps = Vec::new();
+        if let Some(ceiling) = &self.ceiling {
+            let client = McpClient::new(ceiling.url.clone(), wire, args.timeout)?;
+            for &concurrency in &args.concurrency {
+                let mut cell =
+                    measure(&client, Workload::Details, concurrency, args, stop, ceiling).await?;
+                cell.target = "ceiling";
+                ceiling_rps.push((concurrency, cell.requests_per_s));
+                report_cell(out, &cell)?;
+                results.push(cell);
+            }
+        }
+        let client = McpClient::new(self.server.url.clone(), wire, args.timeout)?;
+        let cells = handlers::cell_order(&self.workloads, &args.concurrency, args.handlers);
+        for (workload, concurrency) in cells {
+            let mut cell =
+                measure(&client, workload, concurrency, args, stop, &self.server).await?;
+            cell.target = self.label;
+            cell.ceiling_ratio = ceiling_rps
+                .iter()
+                .find(|(c, _)| *c == concurrency)
+                .filter(|(_, rps)| *rps > 0.0)
+                .map(|(_, rps)| cell.requests_per_s / rps);
+            report_cell(out, &cell)?;
+            results.push(cell);
+        }
+        Ok(results)
+    }
 }
 
 /// Runs one cell against `target`.

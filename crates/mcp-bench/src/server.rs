@@ -104,12 +104,23 @@ impl ServerGuard {
     /// Spawns this bench binary as the bare ceiling endpoint (see
     /// `ceiling.rs`) on a free loopback port.
     pub fn spawn_ceiling() -> Result<Self, ServerError> {
+        Self::spawn_self("ceiling", "--serve-ceiling")
+    }
+
+    /// Spawns this bench binary as the stub server of `--handlers` (see
+    /// `stubs.rs`) on a free loopback port.
+    pub fn spawn_stubs() -> Result<Self, ServerError> {
+        Self::spawn_self("stubs", "--serve-stubs")
+    }
+
+    /// Spawns this bench binary with `flag ADDR` (a hidden serving mode).
+    fn spawn_self(role: &str, flag: &str) -> Result<Self, ServerError> {
         let exe = std::env::current_exe().map_err(|source| ServerError::Io {
             what: "locating the bench binary".into(),
             source,
         })?;
-        Self::start(&exe, "ceiling", None, |cmd, listen| {
-            cmd.arg("--serve-ceiling").arg(listen);
+        Self::start(&exe, role, None, |cmd, listen| {
+            cmd.arg(flag).arg(listen);
         })
     }
 

@@ -48,7 +48,8 @@ impl Wire {
 }
 
 /// One benchmarked MCP operation: `tools/list` or one HR tool called with
-/// its default arguments (the ones the performance issue was measured with).
+/// its default arguments (the ones the performance issue was measured with),
+/// or one tool of the stub server (`--handlers`, see `stubs.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// `tools/list`.
@@ -69,6 +70,10 @@ pub enum Op {
     Leave,
     /// `generate-employee-report {"reportType":"headcount"}`.
     Report,
+    /// `stub-typed {"employeeId":"AliceJohnson"}` (stub server only).
+    StubTyped,
+    /// `stub-raw {"employeeId":"AliceJohnson"}` (stub server only).
+    StubRaw,
 }
 
 impl Op {
@@ -92,6 +97,8 @@ impl Op {
             Op::Compensation => "get-compensation-info",
             Op::Leave => "check-leave-balance",
             Op::Report => "generate-employee-report",
+            Op::StubTyped => crate::stubs::TYPED,
+            Op::StubRaw => crate::stubs::RAW,
         })
     }
 
@@ -106,7 +113,9 @@ impl Op {
     fn arguments(self) -> Value {
         match self {
             Op::ListTools => Value::Null,
-            Op::GetEmployee | Op::Tenure => json!({ "employeeId": "AliceJohnson" }),
+            Op::GetEmployee | Op::Tenure | Op::StubTyped | Op::StubRaw => {
+                json!({ "employeeId": "AliceJohnson" })
+            }
             Op::Department => json!({ "departmentId": "engineering" }),
             Op::Team => json!({ "teamId": "backend" }),
             Op::SearchBySkill => json!({ "skill": "Go" }),

@@ -35,7 +35,9 @@ use cli::{AuditArgs, Cli, Command, LogFormat, ServeArgs};
 /// mimalloc serves the Rust side: with glibc malloc, allocation and
 /// free (fastbin consolidation, chunk unlinking) were ~12 % of a call's
 /// CPU; mimalloc cut CPU per call by about a fifth on every tool, for
-/// ~4 MiB more RSS (docs/performance.md, "Round 5"). Transparent huge
+/// more RSS: +2–5 MiB under the details load, ~30 -> ~40 MiB over a run
+/// of every tool (`MIMALLOC_PURGE_DELAY=0` gives most of it back for
+/// ~10–15 µs per call; docs/performance.md, "Round 5"). Transparent huge
 /// pages are off (`no_thp`): with them, RSS doubled under load.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;

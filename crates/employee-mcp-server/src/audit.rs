@@ -335,9 +335,9 @@ pub struct AuditOptions {
     pub retention: Option<Duration>,
 }
 
-/// Page cache of the writer's connection, in KiB (negative: SQLite's
-/// unit for a size in KiB).
-const WRITER_CACHE_KIB: i64 = -256;
+/// `PRAGMA cache_size` of the writer's connection: 256 KiB (SQLite reads
+/// a negative size as KiB, a positive one as pages).
+const WRITER_CACHE_SIZE: i64 = -256;
 
 impl Audit {
     /// Opens the database (already created by the directory), creates or
@@ -358,7 +358,7 @@ impl Audit {
                 // walks the edges of the table and its indexes, so the
                 // default 2 MiB page cache would mostly hold pages it never
                 // reads again.
-                conn.pragma_update(None, "cache_size", WRITER_CACHE_KIB)
+                conn.pragma_update(None, "cache_size", WRITER_CACHE_SIZE)
                     .map_err(|e| format!("cannot size the audit writer's page cache: {e}"))?;
                 Box::new(store::SqliteStore { conn })
             }

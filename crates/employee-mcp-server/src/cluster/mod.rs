@@ -132,7 +132,7 @@ pub async fn migrate(pool: &Pool) -> Result<(), String> {
 }
 
 #[cfg(test)]
-#[path = "../../../employee-directory/tests/common/pg.rs"]
+#[path = "../../../employee-directory/tests/integration/common/pg.rs"]
 #[allow(dead_code)]
 mod pg;
 

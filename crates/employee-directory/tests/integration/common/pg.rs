@@ -1,0 +1,170 @@
+//! A fresh PostgreSQL database per test, on the throwaway cluster of
+//! `scripts/pg-scratch` (started here on first use, so `cargo test` alone
+//! runs the PostgreSQL tests; the script installs Debian's package when the
+//! server is missing). Shared by the test harnesses of `employee-directory`
+//! and `employee-mcp-server` (the latter includes this file by path).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The workspace root (two levels above this crate's manifest).
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `postgres://…/employee` of the scratch cluster, started once per process.
+pub fn cluster_url() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        let out = Command::new(workspace().join("scripts/pg-scratch"))
+            .arg("start")
+            .output()
+            .expect("run scripts/pg-scratch");
+        assert!(
+            out.status.success(),
+            "scripts/pg-scratch start failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let url = String::from_utf8(out.stdout)
+            .expect("utf-8 url")
+            .trim()
+            .to_owned();
+        drop_orphans(&url);
+        url
+    })
+}
+
+/// Drops the databases of test processes that have exited (their names carry
+/// their pid), so the cluster holds at most the databases of the processes
+/// still running: each one is a few MB, and a run makes hundreds.
+fn drop_orphans(base: &str) {
+    let names = psql(
+        base,
+        "SELECT datname FROM pg_database WHERE datname ~ '^[tc]_[0-9]+_'",
+    );
+    for name in names.lines() {
+        let pid = name.split('_').nth(1).unwrap_or_default();
+        if !std::path::Path::new("/proc").join(pid).exists() {
+            let _ = try_psql(
+                base,
+                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            );
+        }
+    }
+}
+
+/// Drops the database at `url` (closing its sessions); errors are ignored,
+/// as this runs when a test is done with it.
+#[allow(dead_code)] // employee-mcp-server's `TempDb` calls it; this crate's tests do not.
+pub fn drop_database(url: &str) {
+    let sql = format!(
+        "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+        database_name(url)
+    );
+    let _ = try_psql(cluster_url(), &sql);
+}
+
+/// Runs one SQL statement on the cluster's `employee` database with psql.
+pub fn psql(url: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args([url, "-v", "ON_ERROR_STOP=1", "-Atqc", sql])
+        .output()
+        .expect("run psql");
+    assert!(
+        out.status.success(),
+        "psql {sql:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A new, empty database on the scratch cluster; returns its URL. Names are
+/// unique per process and call; a database outlives its test until
+/// [`drop_database`] or the next test process's start (`drop_orphans`).
+pub fn fresh_database() -> String {
+    let base = cluster_url();
+    let name = unique_name("t");
+    psql(base, &format!("CREATE DATABASE {name}"));
+    url_of(&name)
+}
+
+/// A database name no other call of this process or of another test
+/// process uses: prefix, pid, a counter and the clock's nanoseconds.
+fn unique_name(prefix: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}_{}_{n}_{nanos}", std::process::id())
+}
+
+/// The scratch cluster's URL for database `name`.
+fn url_of(name: &str) -> String {
+    let base = cluster_url();
+    let root = base.rsplit_once('/').map(|(r, _)| r).unwrap_or(base);
+    format!("{root}/{name}")
+}
+
+/// Runs one SQL statement with psql; the error output on failure.
+pub fn try_psql(url: &str, sql: &str) -> Result<String, String> {
+    let out = Command::new("psql")
+        .args([url, "-v", "ON_ERROR_STOP=1", "-Atqc", sql])
+        .output()
+        .map_err(|e| format!("run psql: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// The database name at the end of a URL.
+pub fn database_name(url: &str) -> &str {
+    url.rsplit_once('/').map(|(_, n)| n).unwrap_or(url)
+}
+
+/// A new database holding the seeded employee directory, copied from a
+/// template seeded once per test process (by `Directory::open` on its own
+/// runtime, so its connections are gone before the first copy).
+pub fn seeded_database() -> String {
+    static TEMPLATE: OnceLock<String> = OnceLock::new();
+    let template = TEMPLATE.get_or_init(|| {
+        let url = fresh_database();
+        let seed_url = url.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async {
+                let clock = std::sync::Arc::new(employee_directory::SystemClock);
+                employee_directory::Directory::open(&seed_url, clock)
+                    .await
+                    .expect("seed the template database");
+            });
+        })
+        .join()
+        .expect("seeding thread");
+        database_name(&url).to_owned()
+    });
+    let base = cluster_url();
+    let name = unique_name("c");
+    // The template's last backends may still be exiting: retry briefly.
+    let sql = format!("CREATE DATABASE {name} TEMPLATE {template}");
+    let mut attempts = 0;
+    loop {
+        match try_psql(base, &sql) {
+            Ok(_) => break,
+            Err(e) if e.contains("being accessed") && attempts < 100 => {
+                attempts += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => panic!("{sql}: {e}"),
+        }
+    }
+    url_of(&name)
+}

@@ -1,0 +1,223 @@
+//! The runtime tool catalogue, end to end on the real binary: `tools
+//! disable|enable|list|history` change what every running server on the
+//! database serves, with `list_changed` to listeners and the change on
+//! record.
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use common::{
+    Backend, LEGACY_VERSIONS, Server, TOOL_NAMES, TempDb, read_stream_until, tools_cli, tools_ok,
+};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+
+const TOOL: &str = "get-compensation-info";
+
+/// Polls `tools/list` until `check` holds (within the harness timeout).
+async fn wait_for_tools(server: &Server, check: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let deadline = Instant::now() + common::TIMEOUT;
+    loop {
+        let names = server.tool_names().await;
+        if check(&names) {
+            return names;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "tool set never matched: {names:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn list_json(db: &TempDb) -> Vec<Value> {
+    tools_ok(db, &["list", "--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect()
+}
+
+#[tokio::test]
+async fn disable_reaches_a_running_server_with_list_changed_then_enable_restores() {
+    disable_then_enable(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn on_postgres_disable_reaches_a_running_server_then_enable_restores() {
+    disable_then_enable(Backend::Postgres).await;
+}
+
+async fn disable_then_enable(backend: Backend) {
+    let server = Server::start_on(TempDb::seeded_on(backend), &[]).await;
+    let mut listen = server.listen_tools().await;
+    assert_eq!(server.tool_names().await, TOOL_NAMES);
+
+    let started = Instant::now();
+    let out = tools_ok(server.db(), &["disable", TOOL, "--actor", "alice"]);
+    assert!(out.contains("disabled"), "{out}");
+    read_stream_until(&mut listen, "notifications/tools/list_changed").await;
+    eprintln!("list_changed {:?} after the CLI started", started.elapsed());
+    let names = server.tool_names().await;
+    assert!(!names.contains(&TOOL.to_owned()), "{names:?}");
+    assert_eq!(names.len(), 7);
+
+    // A new call of the disabled tool is an unknown tool.
+    let reply = server
+        .modern(
+            "tools/call",
+            json!({"name": TOOL, "arguments": {"role": "Software Engineer"}}),
+        )
+        .await;
+    assert_eq!(reply.error_code(), -32602, "{}", reply.text);
+    assert!(
+        reply.error_message().contains("unknown tool"),
+        "{}",
+        reply.text
+    );
+
+    // The state and the change are on record.
+    let rows = list_json(server.db());
+    let row = rows.iter().find(|r| r["name"] == TOOL).expect("listed");
+    assert_eq!(row["enabled"], false);
+    assert_eq!(row["updated_by"], "alice");
+    let history = tools_ok(server.db(), &["history"]);
+    assert!(history.contains(r#""action":"disable""#), "{history}");
+    assert!(history.contains(r#""actor":"alice""#), "{history}");
+
+    tools_ok(server.db(), &["enable", TOOL, "--actor", "bob"]);
+    read_stream_until(&mut listen, "notifications/tools/list_changed").await;
+    assert_eq!(server.tool_names().await, TOOL_NAMES);
+    let result = server
+        .call_tool(
+            TOOL,
+            json!({"role": "Software Engineer", "level": "senior"}),
+        )
+        .await;
+    assert_ne!(result["isError"], true, "{result}");
+}
+
+#[tokio::test]
+async fn every_server_on_the_database_applies_a_change_and_tells_legacy_streams() {
+    two_servers(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn on_postgres_every_replica_applies_a_change_and_tells_legacy_streams() {
+    two_servers(Backend::Postgres).await;
+}
+
+async fn two_servers(backend: Backend) {
+    let a = Server::start_on(TempDb::seeded_on(backend), &[]).await;
+    let b = Server::start_on(a.db().share(), &[]).await;
+    // A legacy session's GET stream on the second server.
+    let session = b.legacy(Some(LEGACY_VERSIONS[1])).await;
+    let mut get = tokio::net::TcpStream::connect(&b.addr)
+        .await
+        .expect("connect");
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\
+         Mcp-Session-Id: {}\r\nMCP-Protocol-Version: {}\r\n\r\n",
+        b.addr, session.session_id, session.version
+    );
+    get.write_all(request.as_bytes()).await.expect("write");
+    read_stream_until(&mut get, "\r\n\r\n").await;
+
+    tools_ok(a.db(), &["disable", "check-leave-balance"]);
+    read_stream_until(&mut get, "notifications/tools/list_changed").await;
+    for server in [&a, &b] {
+        let names = wait_for_tools(server, |n| n.len() == 7).await;
+        assert!(!names.contains(&"check-leave-balance".to_owned()));
+    }
+    // The legacy session sees the new set too.
+    let listed = session.request("tools/list", json!({})).await;
+    assert_eq!(listed.result()["tools"].as_array().map(Vec::len), Some(7));
+}
+
+#[tokio::test]
+async fn the_cli_refuses_unknown_names_and_removing_built_ins() {
+    cli_refusals(Backend::Sqlite);
+}
+
+#[tokio::test]
+async fn on_postgres_the_cli_refuses_unknown_names_and_removing_built_ins() {
+    let db = cli_refusals(Backend::Postgres);
+    // Custom tools work on PostgreSQL too: an unknown one is named as such.
+    for args in [&["show", "x"][..], &["remove", "x"]] {
+        let (ok, _, err) = tools_cli(&db, args);
+        assert!(!ok);
+        assert!(err.contains("no custom tool named \"x\""), "{err}");
+    }
+}
+
+fn cli_refusals(backend: Backend) -> TempDb {
+    let db = TempDb::seeded_on(backend);
+    let (ok, _, err) = tools_cli(&db, &["disable", "no-such-tool"]);
+    assert!(!ok);
+    assert!(err.contains("no tool named \"no-such-tool\""), "{err}");
+    let (ok, _, err) = tools_cli(&db, &["remove", "get-employee-details"]);
+    assert!(!ok);
+    assert!(err.contains("cannot be removed, only disabled"), "{err}");
+    // Disabling twice is reported, not recorded twice.
+    tools_ok(&db, &["disable", TOOL]);
+    let out = tools_ok(&db, &["disable", TOOL]);
+    assert!(out.contains("already disabled"), "{out}");
+    assert_eq!(tools_ok(&db, &["history"]).lines().count(), 1);
+    // Eight built-ins, listed with their state.
+    let rows = list_json(&db);
+    assert_eq!(rows.len(), 8);
+    assert_eq!(rows.iter().filter(|r| r["enabled"] == false).count(), 1);
+    db
+}
+
+#[tokio::test]
+async fn a_server_started_after_a_change_serves_the_changed_set() {
+    started_after_a_change(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn on_postgres_a_server_started_after_a_change_serves_the_changed_set() {
+    started_after_a_change(Backend::Postgres).await;
+}
+
+async fn started_after_a_change(backend: Backend) {
+    let db = TempDb::seeded_on(backend);
+    tools_ok(&db, &["disable", "generate-employee-report"]);
+    let server = Server::start_on(db, &[]).await;
+    let names = server.tool_names().await;
+    assert_eq!(names.len(), 7);
+    assert!(!names.contains(&"generate-employee-report".to_owned()));
+}
+
+/// The watcher outlives a PostgreSQL outage: it logs, retries on every tick
+/// and applies the next change once the database is back.
+#[tokio::test(flavor = "multi_thread")]
+async fn on_postgres_the_watcher_survives_an_outage_and_applies_the_next_change() {
+    const NAME: &str = "faults-catalog";
+    let root = tokio::task::spawn_blocking(|| common::pg_scratch("start", NAME))
+        .await
+        .expect("cluster");
+    let name = format!("catalog_outage_{}", std::process::id());
+    let url = format!(
+        "{}/{name}",
+        root.rsplit_once('/').map_or(root.as_str(), |(r, _)| r)
+    );
+    common::pg::psql(&root, &format!("DROP DATABASE IF EXISTS {name}"));
+    common::pg::psql(&root, &format!("CREATE DATABASE {name}"));
+    let server = Server::start_on(TempDb::postgres_at(&url), &[]).await;
+    let mut listen = server.listen_tools().await;
+
+    tokio::task::spawn_blocking(|| common::pg_scratch("stop", NAME))
+        .await
+        .expect("stop");
+    // Several ticks fail while the database is down.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::task::spawn_blocking(|| common::pg_scratch("start", NAME))
+        .await
+        .expect("start");
+
+    tools_ok(server.db(), &["disable", TOOL, "--actor", "after-outage"]);
+    read_stream_until(&mut listen, "notifications/tools/list_changed").await;
+    let names = wait_for_tools(&server, |n| n.len() == 7).await;
+    assert!(!names.contains(&TOOL.to_owned()), "{names:?}");
+}

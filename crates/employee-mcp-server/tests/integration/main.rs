@@ -1,0 +1,26 @@
+//! The integration tests of employee-mcp-server, one harness (one binary to
+//! build and link): each module is one concern and drives the real binary
+//! over HTTP or stdio (`common::Server`). Run one with
+//! `cargo test --release -p employee-mcp-server --test integration cluster::`.
+
+mod common;
+
+mod access;
+mod article;
+mod audit;
+mod audit_limits;
+mod bad_input;
+mod catalog;
+mod cluster;
+mod connections;
+mod custom_tools;
+mod faults;
+mod legacy_wire;
+mod modern_wire;
+mod operating;
+mod replicas;
+mod replicated_limits;
+mod revision_schemas;
+mod shutdown;
+mod stdio;
+mod tools;

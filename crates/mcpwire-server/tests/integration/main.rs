@@ -1,0 +1,19 @@
+//! The integration tests of mcpwire-server, one harness (one binary to build
+//! and link): each module is one concern, driven over the wire (HTTP on port
+//! 0, stdio pipes) or through the in-memory client.
+
+mod common;
+
+mod client;
+mod client_http;
+mod envelope;
+mod legacy_http;
+mod modern_http;
+mod oauth;
+mod replicas;
+mod replicated_tasks;
+mod resumability;
+mod security;
+mod stdio;
+mod tasks;
+mod tools_engine;

@@ -38,7 +38,7 @@ pub fn cluster_url() -> &'static str {
 
 /// Drops the databases of test processes that have exited (their names carry
 /// their pid), so the cluster holds at most the databases of the processes
-/// still running: each one is a few MB, and a run makes hundreds.
+/// still running: each one is a few MB, and a run makes many.
 fn drop_orphans(base: &str) {
     let names = psql(
         base,

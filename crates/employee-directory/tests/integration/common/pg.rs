@@ -47,10 +47,7 @@ fn drop_orphans(base: &str) {
     for name in names.lines() {
         let pid = name.split('_').nth(1).unwrap_or_default();
         if !std::path::Path::new("/proc").join(pid).exists() {
-            let _ = try_psql(
-                base,
-                &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
-            );
+            drop_named(base, name);
         }
     }
 }
@@ -59,11 +56,16 @@ fn drop_orphans(base: &str) {
 /// as this runs when a test is done with it.
 #[allow(dead_code)] // employee-mcp-server's `TempDb` calls it; this crate's tests do not.
 pub fn drop_database(url: &str) {
-    let sql = format!(
-        "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-        database_name(url)
+    drop_named(cluster_url(), database_name(url));
+}
+
+/// `DROP DATABASE name WITH (FORCE)` through `base`; a failure is ignored
+/// (the database is gone or still busy, and the next process retries).
+fn drop_named(base: &str, name: &str) {
+    let _ = try_psql(
+        base,
+        &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
     );
-    let _ = try_psql(cluster_url(), &sql);
 }
 
 /// Runs one SQL statement on the cluster's `employee` database with psql.

@@ -22,6 +22,7 @@
 //!
 //! The `audit` subcommand reads the same table ([`query`]).
 
+mod gather;
 mod postgres;
 mod store;
 mod writer;
@@ -39,6 +40,7 @@ use rusqlite::{Connection, OpenFlags, params_from_iter};
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
+use gather::Gathering;
 use writer::{Message, Writer};
 
 use crate::audit_stats::AuditStats;
@@ -324,6 +326,8 @@ fn cut(mut s: String, max: usize) -> String {
 #[derive(Clone)]
 pub struct Audit {
     queue: mpsc::Sender<Message>,
+    /// Counts queued records, to wake a writer gathering a group.
+    gathering: Arc<Gathering>,
     /// Queue depth, commit latency and health (`/metrics`, `/readyz`).
     stats: Arc<AuditStats>,
 }
@@ -366,12 +370,22 @@ impl Audit {
         let (queue, rx) = mpsc::channel(QUEUE_CAPACITY);
         writer::start_ticker(queue.downgrade())?;
         let stats = Arc::new(AuditStats::default());
-        let writer = Writer::new(store, options.retention, Arc::clone(&stats));
+        let gathering = Arc::new(Gathering::default());
+        let writer = Writer::new(
+            store,
+            options.retention,
+            Arc::clone(&stats),
+            Arc::clone(&gathering),
+        );
         std::thread::Builder::new()
             .name("audit-writer".to_owned())
             .spawn(move || writer.run(rx))
             .map_err(|e| format!("cannot start the audit writer thread: {e}"))?;
-        Ok(Audit { queue, stats })
+        Ok(Audit {
+            queue,
+            gathering,
+            stats,
+        })
     }
 
     /// The writer's counters.
@@ -428,6 +442,7 @@ impl AuditSink for Audit {
                         "the audit writer has stopped".to_owned()
                     }
                 })?;
+            self.gathering.arrived();
             match tokio::time::timeout(COMMIT_TIMEOUT, committed).await {
                 Ok(Ok(outcome)) => outcome,
                 Ok(Err(_)) => Err("the audit writer has stopped".to_owned()),

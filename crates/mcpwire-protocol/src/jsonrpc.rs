@@ -243,6 +243,20 @@ impl Response {
         }
     }
 
+    /// A success response around a result serialised ahead of time, as
+    /// the text before the result and the result itself: the whole
+    /// response is `head`, the result, then `}` (exactly [`Self::to_json`]).
+    /// A transport sends the three without copying a large result into
+    /// one buffer. `None` for errors and results built per request.
+    pub fn split_raw(&self) -> Option<(String, &Arc<RawValue>)> {
+        let (Some(id), Ok(ResultPayload::Raw(raw))) = (&self.id, &self.body) else {
+            return None;
+        };
+        // A request id is a string or a number: serialising it cannot fail.
+        let id = serde_json::to_string(id).ok()?;
+        Some((format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#), raw))
+    }
+
     /// Serializes to compact JSON (no embedded newlines: safe for stdio).
     pub fn to_json(&self) -> String {
         // Serializing maps of JSON values cannot fail.
@@ -331,7 +345,15 @@ mod tests {
             ResultPayload::Json(serde_json::json!({})),
         );
         assert_eq!(r.to_json(), r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        assert!(r.split_raw().is_none(), "built per request");
+        let raw: Arc<RawValue> = Arc::from(RawValue::from_string(r#"{"a":[1]}"#.into()).unwrap());
+        for id in [RequestId::Number(7), RequestId::String("q\"1".into())] {
+            let r = Response::result(id, ResultPayload::Raw(Arc::clone(&raw)));
+            let (head, result) = r.split_raw().unwrap();
+            assert_eq!(format!("{head}{}}}", result.get()), r.to_json());
+        }
         let r = Response::error(None, ProtocolError::parse_error("x"));
+        assert!(r.split_raw().is_none(), "an error");
         assert!(
             r.to_json()
                 .starts_with(r#"{"jsonrpc":"2.0","error":{"code":-32700"#)

@@ -2,6 +2,8 @@
 //! for SQLite here and for PostgreSQL in [`super::postgres`]. The writer's
 //! logic (group commits, flood rows, pruning) is the same for both.
 
+use std::sync::LazyLock;
+
 use rusqlite::Connection;
 
 use super::Entry;
@@ -17,6 +19,12 @@ pub(super) trait Store: Send {
     fn rollback(&mut self);
     /// Inserts one row; returns its id.
     fn insert(&mut self, entry: &Entry, count: Option<i64>) -> Result<i64, String>;
+    /// Inserts one row per entry, in order (ids are not needed).
+    fn insert_all(&mut self, entries: &[Entry]) -> Result<(), String> {
+        entries
+            .iter()
+            .try_for_each(|e| self.insert(e, None).map(drop))
+    }
     /// Sets a flood row's count and raises its latency.
     fn store_count(&mut self, row: i64, count: i64, latency_ms: i64) -> Result<(), String>;
     /// Deletes at most `limit` rows older than `cutoff_ms`; returns how many.
@@ -37,6 +45,65 @@ fn failed(e: rusqlite::Error) -> String {
     format!("cannot append to audit_log: {e}")
 }
 
+/// Rows per multi-row INSERT, largest first: a few statement shapes, each
+/// prepared once and cached.
+const ROWS_PER_INSERT: [usize; 3] = [16, 4, 1];
+
+/// Values bound per row.
+const COLUMNS: usize = 13;
+
+/// `INSERT INTO audit_log … VALUES (…), …` for `rows` rows (one of
+/// [`ROWS_PER_INSERT`]), written once: the statement cache looks it up by
+/// its text on every insert.
+fn insert_sql(rows: usize) -> &'static str {
+    static SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
+        let row = format!("({})", vec!["?"; COLUMNS].join(", "));
+        ROWS_PER_INSERT
+            .iter()
+            .map(|&rows| {
+                format!(
+                    "INSERT INTO audit_log (at, at_unix_ms, subject, client_id, client_name,
+                         remote_addr, tool, arguments, outcome, detail, latency_ms,
+                         protocol_version, count)
+                     VALUES {}",
+                    vec![row.as_str(); rows].join(", ")
+                )
+            })
+            .collect()
+    });
+    let shape = ROWS_PER_INSERT.iter().position(|&n| n == rows);
+    SQL[shape.unwrap_or(ROWS_PER_INSERT.len() - 1)].as_str()
+}
+
+/// Binds entry `e` as row `row` (from 0) of an [`insert_sql`] statement.
+fn bind_row(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    row: usize,
+    e: &Entry,
+    count: Option<i64>,
+) -> rusqlite::Result<()> {
+    let values: [&dyn rusqlite::ToSql; COLUMNS] = [
+        &e.at,
+        &e.at_unix_ms,
+        &e.subject,
+        &e.client_id,
+        &e.client_name,
+        &e.remote_addr,
+        &e.tool,
+        &e.arguments,
+        &e.outcome.as_str(),
+        &e.detail,
+        &e.latency_ms,
+        &e.protocol_version,
+        &count,
+    ];
+    let first = row * COLUMNS + 1;
+    values
+        .iter()
+        .enumerate()
+        .try_for_each(|(i, v)| stmt.raw_bind_parameter(first + i, v))
+}
+
 impl Store for SqliteStore {
     fn begin(&mut self) -> Result<(), String> {
         self.conn.execute_batch("BEGIN").map_err(failed)
@@ -55,34 +122,31 @@ impl Store for SqliteStore {
     }
 
     fn insert(&mut self, e: &Entry, count: Option<i64>) -> Result<i64, String> {
-        // Cached: parsing the INSERT on every record cost more than
-        // executing it.
-        self.conn
-            .prepare_cached(
-                "INSERT INTO audit_log (at, at_unix_ms, subject, client_id, client_name,
-                     remote_addr, tool, arguments, outcome, detail, latency_ms,
-                     protocol_version, count)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(rusqlite::params![
-                    e.at,
-                    e.at_unix_ms,
-                    e.subject,
-                    e.client_id,
-                    e.client_name,
-                    e.remote_addr,
-                    e.tool,
-                    e.arguments,
-                    e.outcome.as_str(),
-                    e.detail,
-                    e.latency_ms,
-                    e.protocol_version,
-                    count,
-                ])
-            })
-            .map_err(failed)?;
+        let mut stmt = self.conn.prepare_cached(insert_sql(1)).map_err(failed)?;
+        bind_row(&mut stmt, 0, e, count).map_err(failed)?;
+        stmt.raw_execute().map_err(failed)?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    fn insert_all(&mut self, entries: &[Entry]) -> Result<(), String> {
+        // A group under load is a few dozen records: one statement per
+        // chunk opens the table, its indexes and the AUTOINCREMENT counter
+        // once, instead of once per row.
+        let mut rest = entries;
+        while !rest.is_empty() {
+            let rows = ROWS_PER_INSERT
+                .into_iter()
+                .find(|&n| n <= rest.len())
+                .unwrap_or(1);
+            let (chunk, tail) = rest.split_at(rows);
+            let mut stmt = self.conn.prepare_cached(insert_sql(rows)).map_err(failed)?;
+            for (i, e) in chunk.iter().enumerate() {
+                bind_row(&mut stmt, i, e, None).map_err(failed)?;
+            }
+            stmt.raw_execute().map_err(failed)?;
+            rest = tail;
+        }
+        Ok(())
     }
 
     fn store_count(&mut self, row: i64, count: i64, latency_ms: i64) -> Result<(), String> {

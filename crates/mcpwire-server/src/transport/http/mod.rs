@@ -13,6 +13,7 @@
 mod activity;
 #[cfg(feature = "auth")]
 pub mod auth;
+mod body;
 mod config;
 mod connection;
 mod legacy_sse;

@@ -24,7 +24,11 @@ pub(crate) fn error_response(
 
 /// A JSON body with a status.
 pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
-    let mut r = (status, Body::from(body)).into_response();
+    json_body(status, Body::from(body))
+}
+
+fn json_body(status: StatusCode, body: Body) -> Response {
+    let mut r = (status, body).into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -51,7 +55,7 @@ pub(crate) fn rpc_response(
     config: &HttpConfig,
 ) -> Response {
     let status = http_status(crate::engine::response_status(&response, modern));
-    let mut r = json_response(status, response.to_json());
+    let mut r = json_body(status, super::body::response_body(&response));
     if let Err(e) = &response.body {
         add_error_headers(&mut r, e, config);
     }

@@ -22,7 +22,6 @@
 //!
 //! The `audit` subcommand reads the same table ([`query`]).
 
-mod gather;
 mod postgres;
 mod store;
 mod writer;
@@ -40,7 +39,6 @@ use rusqlite::{Connection, OpenFlags, params_from_iter};
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
-use gather::Gathering;
 use writer::{Message, Writer};
 
 use crate::audit_stats::AuditStats;
@@ -326,8 +324,6 @@ fn cut(mut s: String, max: usize) -> String {
 #[derive(Clone)]
 pub struct Audit {
     queue: mpsc::Sender<Message>,
-    /// Counts queued records, to wake a writer gathering a group.
-    gathering: Arc<Gathering>,
     /// Queue depth, commit latency and health (`/metrics`, `/readyz`).
     stats: Arc<AuditStats>,
 }
@@ -370,22 +366,12 @@ impl Audit {
         let (queue, rx) = mpsc::channel(QUEUE_CAPACITY);
         writer::start_ticker(queue.downgrade())?;
         let stats = Arc::new(AuditStats::default());
-        let gathering = Arc::new(Gathering::default());
-        let writer = Writer::new(
-            store,
-            options.retention,
-            Arc::clone(&stats),
-            Arc::clone(&gathering),
-        );
+        let writer = Writer::new(store, options.retention, Arc::clone(&stats));
         std::thread::Builder::new()
             .name("audit-writer".to_owned())
             .spawn(move || writer.run(rx))
             .map_err(|e| format!("cannot start the audit writer thread: {e}"))?;
-        Ok(Audit {
-            queue,
-            gathering,
-            stats,
-        })
+        Ok(Audit { queue, stats })
     }
 
     /// The writer's counters.
@@ -442,7 +428,6 @@ impl AuditSink for Audit {
                         "the audit writer has stopped".to_owned()
                     }
                 })?;
-            self.gathering.arrived();
             match tokio::time::timeout(COMMIT_TIMEOUT, committed).await {
                 Ok(Ok(outcome)) => outcome,
                 Ok(Err(_)) => Err("the audit writer has stopped".to_owned()),

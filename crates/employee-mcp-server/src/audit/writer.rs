@@ -20,7 +20,6 @@ use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 
 use super::Entry;
-use super::gather::Gathering;
 use super::store::Store;
 use crate::audit_stats::AuditStats;
 
@@ -41,15 +40,12 @@ pub(super) enum Message {
 /// Most records committed in one transaction.
 const MAX_BATCH: usize = 256;
 /// Under load (the last commit grouped at least [`GATHER_FROM`] records),
-/// a commit waits for this many records, or [`GATHER`], whichever comes
-/// first (see [`Gathering`]): a commit's WAL write and fsync cost
-/// ~100 µs of CPU here whatever the group size, so a group of 32 costs
-/// ~3 µs per call.
-const GROUP: usize = 32;
-/// The longest a commit waits for its group. Calls wait for the commit
-/// anyway; this adds at most this much to their latency under load, and
-/// nothing when calls come one at a time.
-const GATHER: Duration = Duration::from_millis(2);
+/// a commit waits up to this long for more records to join it: each
+/// commit's WAL write and fsync cost the same CPU whatever the group size,
+/// so fewer, larger groups cost less per call. Calls wait for the commit
+/// anyway; this adds at most this much to their latency, and nothing when
+/// calls come one at a time.
+const GATHER: Duration = Duration::from_micros(500);
 /// Smallest previous group that counts as load.
 const GATHER_FROM: usize = 4;
 /// How often the ticker wakes the writer.
@@ -134,8 +130,6 @@ pub(super) struct Writer {
     stats: Arc<AuditStats>,
     /// Records in the last group commit (decides whether to gather).
     last_batch: usize,
-    /// Where callers report queued records, to end a gathering early.
-    gathering: Arc<Gathering>,
 }
 
 impl Writer {
@@ -143,7 +137,6 @@ impl Writer {
         store: Box<dyn Store>,
         retention: Option<Duration>,
         stats: Arc<AuditStats>,
-        gathering: Arc<Gathering>,
     ) -> Writer {
         Writer {
             store,
@@ -155,14 +148,12 @@ impl Writer {
             pruned: 0,
             stats,
             last_batch: 0,
-            gathering,
         }
     }
 
     /// Serves the queue until every sender is gone, then writes the
     /// pending counts.
     pub(super) fn run(mut self, mut rx: mpsc::Receiver<Message>) {
-        self.gathering.register_writer();
         while let Some(message) = self.next(&mut rx) {
             let deferred = match message {
                 Message::Record(entry, ack) => self.write_batch(vec![(*entry, ack)], &mut rx),
@@ -200,9 +191,8 @@ impl Writer {
         mut batch: Vec<(Entry, Ack)>,
         rx: &mut mpsc::Receiver<Message>,
     ) -> Option<Message> {
-        let gather = (self.last_batch >= GATHER_FROM)
-            .then(|| (self.gathering.as_ref(), Instant::now() + GATHER));
-        let deferred = drain(&mut batch, rx, gather);
+        let gather_until = (self.last_batch >= GATHER_FROM).then(|| Instant::now() + GATHER);
+        let deferred = drain(&mut batch, rx, gather_until);
         self.last_batch = batch.len();
         let mut waiting = Vec::with_capacity(batch.len());
         self.stats.commit_started(batch.len());
@@ -357,29 +347,32 @@ impl Writer {
     }
 }
 
-/// Moves queued records into `batch` (up to [`MAX_BATCH`]); while
-/// gathering, waits for more until the group has [`GROUP`] records or the
-/// deadline passes. Returns a non-record message met on the way.
+/// Moves queued records into `batch` (up to [`MAX_BATCH`]); with a
+/// deadline, keeps polling for late ones until it passes. Returns a
+/// non-record message met on the way.
 fn drain(
     batch: &mut Vec<(Entry, Ack)>,
     rx: &mut mpsc::Receiver<Message>,
-    gather: Option<(&Gathering, Instant)>,
+    mut until: Option<Instant>,
 ) -> Option<Message> {
-    loop {
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(Message::Record(entry, ack)) => batch.push((*entry, ack)),
-                Ok(other) => return Some(other),
-                Err(TryRecvError::Disconnected) => return None,
-                Err(TryRecvError::Empty) => break,
-            }
+    while batch.len() < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(Message::Record(entry, ack)) => batch.push((*entry, ack)),
+            Ok(other) => return Some(other),
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) => match until {
+                // One sleep for the rest of the window, not a polling loop:
+                // senders do not wake a thread that is not parked on the
+                // queue, so records join for free meanwhile.
+                Some(deadline) if Instant::now() < deadline => {
+                    std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+                    until = None;
+                }
+                _ => return None,
+            },
         }
-        let (gathering, until) = gather?;
-        if batch.len() >= GROUP || Instant::now() >= until {
-            return None;
-        }
-        gathering.wait(GROUP - batch.len(), until, || !rx.is_empty());
     }
+    None
 }
 
 /// Counts one refusal: `Ok(true)` when it was folded into a committed
@@ -473,7 +466,7 @@ mod tests {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         super::super::migrate(&conn).unwrap();
         let store = super::super::store::SqliteStore { conn };
-        Writer::new(Box::new(store), None, Arc::default(), Arc::default())
+        Writer::new(Box::new(store), None, Arc::default())
     }
 
     fn refusal(caller: &str, tool: &str, at_unix_ms: i64) -> Entry {
@@ -550,33 +543,22 @@ mod tests {
     }
 
     #[test]
-    fn a_gathering_commit_waits_for_its_group() {
-        let (tx, mut rx) = mpsc::channel(GROUP * 2);
-        let gathering = Arc::new(Gathering::default());
-        gathering.register_writer();
-        let callers = Arc::clone(&gathering);
+    fn a_gathering_commit_takes_records_that_arrive_meanwhile() {
+        let (tx, mut rx) = mpsc::channel(8);
         let late = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20));
-            for _ in 0..GROUP {
-                let (ack, _answer) = oneshot::channel();
-                let record = Message::Record(Box::new(refusal("a", "t", 1)), ack);
-                assert!(tx.blocking_send(record).is_ok());
-                callers.arrived();
-            }
-            tx
+            let (ack, _answer) = oneshot::channel();
+            let record = Message::Record(Box::new(refusal("a", "t", 1)), ack);
+            assert!(tx.blocking_send(record).is_ok());
+            // Dropping `tx` ends the wait before the deadline.
         });
         let mut batch = Vec::new();
         assert!(drain(&mut batch, &mut rx, None).is_none());
         assert!(batch.is_empty(), "without a deadline nothing is awaited");
-        let started = Instant::now();
-        let deadline = started + Duration::from_secs(30);
-        assert!(drain(&mut batch, &mut rx, Some((&gathering, deadline))).is_none());
-        assert_eq!(batch.len(), GROUP, "the late records joined the group");
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the group woke it"
-        );
-        drop(late.join().unwrap());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        assert!(drain(&mut batch, &mut rx, Some(deadline)).is_none());
+        assert_eq!(batch.len(), 1, "the late record joined the group");
+        late.join().unwrap();
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::task::{Context, Poll};
 use axum::body::{Body, Bytes};
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use mcpwire_protocol::Response;
+use mcpwire_protocol::jsonrpc::ResultPayload;
 use serde_json::value::RawValue;
 
 /// Results smaller than this are copied into one buffer: for them the
@@ -20,8 +21,10 @@ const SPLIT_FROM: usize = 32 * 1024;
 
 /// The body of `response`, its exact bytes being `response.to_json()`.
 pub(super) fn response_body(response: &Response) -> Body {
-    match response.split_raw() {
-        Some((head, raw)) if raw.get().len() >= SPLIT_FROM => {
+    let large =
+        matches!(&response.body, Ok(ResultPayload::Raw(raw)) if raw.get().len() >= SPLIT_FROM);
+    match response.split_raw().filter(|_| large) {
+        Some((head, raw)) => {
             let parts = [
                 Bytes::from(head),
                 Bytes::from_owner(SharedResult(Arc::clone(raw))),
@@ -85,7 +88,6 @@ impl HttpBody for Parts {
 mod tests {
     use super::*;
     use mcpwire_protocol::RequestId;
-    use mcpwire_protocol::jsonrpc::ResultPayload;
 
     async fn sent(response: &Response) -> (Option<u64>, Vec<u8>) {
         let body = response_body(response);

@@ -45,17 +45,17 @@ fn failed(e: rusqlite::Error) -> String {
     format!("cannot append to audit_log: {e}")
 }
 
-/// Rows per multi-row INSERT, largest first: a few statement shapes, each
-/// prepared once and cached.
+/// Rows per multi-row INSERT, largest first and ending with 1: a few
+/// statement shapes, each prepared once and cached.
 const ROWS_PER_INSERT: [usize; 3] = [16, 4, 1];
 
 /// Values bound per row.
 const COLUMNS: usize = 13;
 
-/// `INSERT INTO audit_log … VALUES (…), …` for `rows` rows (one of
-/// [`ROWS_PER_INSERT`]), written once: the statement cache looks it up by
-/// its text on every insert.
-fn insert_sql(rows: usize) -> &'static str {
+/// `INSERT INTO audit_log … VALUES (…), …` for `ROWS_PER_INSERT[shape]`
+/// rows, written once: the statement cache looks it up by its text on
+/// every insert.
+fn insert_sql(shape: usize) -> &'static str {
     static SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
         let row = format!("({})", vec!["?"; COLUMNS].join(", "));
         ROWS_PER_INSERT
@@ -71,9 +71,11 @@ fn insert_sql(rows: usize) -> &'static str {
             })
             .collect()
     });
-    let shape = ROWS_PER_INSERT.iter().position(|&n| n == rows);
-    SQL[shape.unwrap_or(ROWS_PER_INSERT.len() - 1)].as_str()
+    SQL[shape].as_str()
 }
+
+/// The shape of a one-row insert.
+const ONE_ROW: usize = ROWS_PER_INSERT.len() - 1;
 
 /// Binds entry `e` as row `row` (from 0) of an [`insert_sql`] statement.
 fn bind_row(
@@ -122,7 +124,10 @@ impl Store for SqliteStore {
     }
 
     fn insert(&mut self, e: &Entry, count: Option<i64>) -> Result<i64, String> {
-        let mut stmt = self.conn.prepare_cached(insert_sql(1)).map_err(failed)?;
+        let mut stmt = self
+            .conn
+            .prepare_cached(insert_sql(ONE_ROW))
+            .map_err(failed)?;
         bind_row(&mut stmt, 0, e, count).map_err(failed)?;
         stmt.raw_execute().map_err(failed)?;
         Ok(self.conn.last_insert_rowid())
@@ -134,12 +139,15 @@ impl Store for SqliteStore {
         // once, instead of once per row.
         let mut rest = entries;
         while !rest.is_empty() {
-            let rows = ROWS_PER_INSERT
-                .into_iter()
-                .find(|&n| n <= rest.len())
-                .unwrap_or(1);
-            let (chunk, tail) = rest.split_at(rows);
-            let mut stmt = self.conn.prepare_cached(insert_sql(rows)).map_err(failed)?;
+            let shape = ROWS_PER_INSERT
+                .iter()
+                .position(|&n| n <= rest.len())
+                .unwrap_or(ONE_ROW);
+            let (chunk, tail) = rest.split_at(ROWS_PER_INSERT[shape]);
+            let mut stmt = self
+                .conn
+                .prepare_cached(insert_sql(shape))
+                .map_err(failed)?;
             for (i, e) in chunk.iter().enumerate() {
                 bind_row(&mut stmt, i, e, None).map_err(failed)?;
             }

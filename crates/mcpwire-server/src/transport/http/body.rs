@@ -21,9 +21,11 @@ const SPLIT_FROM: usize = 32 * 1024;
 
 /// The body of `response`, its exact bytes being `response.to_json()`.
 pub(super) fn response_body(response: &Response) -> Body {
+    // Checked before `split_raw`, which formats the head: small results
+    // (most answers) skip that work.
     let large =
         matches!(&response.body, Ok(ResultPayload::Raw(raw)) if raw.get().len() >= SPLIT_FROM);
-    match response.split_raw().filter(|_| large) {
+    match large.then(|| response.split_raw()).flatten() {
         Some((head, raw)) => {
             let parts = [
                 Bytes::from(head),

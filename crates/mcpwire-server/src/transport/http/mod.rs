@@ -14,6 +14,7 @@ mod activity;
 #[cfg(feature = "auth")]
 pub mod auth;
 mod body;
+mod call;
 mod config;
 mod connection;
 mod legacy_sse;

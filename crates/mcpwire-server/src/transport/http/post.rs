@@ -20,10 +20,10 @@ use mcpwire_protocol::ProtocolVersion;
 use mcpwire_protocol::headers::SESSION_ID;
 use mcpwire_protocol::jsonrpc::batch_json;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
+use super::call::Call;
 use super::reply::{
     accepts_event_stream, add_error_headers, error_response, http_status, json_response,
     message_event, rpc_response, sse_response,
@@ -144,8 +144,7 @@ async fn run(state: AppState, headers: &HeaderMap, mut pending: Pending) -> Resp
     };
     let (tx, rx) = mpsc::channel::<String>(64);
     let cancel = CancellationToken::new();
-    let task: JoinHandle<Reply> =
-        tokio::spawn(pending.serve(accepts_sse.then_some(tx), cancel.clone()));
+    let task = Call::new(pending.serve(accepts_sse.then_some(tx), cancel.clone()));
     // On the modern wire a closed connection cancels the request; legacy
     // clients may disconnect without meaning to cancel.
     let guard = modern.then(|| cancel.clone().drop_guard());
@@ -247,7 +246,7 @@ impl CloseHook {
 /// stream before sending anything.
 async fn respond(
     state: AppState,
-    mut task: JoinHandle<Reply>,
+    mut task: Call,
     mut rx: mpsc::Receiver<String>,
     modern: bool,
     guard: Option<tokio_util::sync::DropGuard>,
@@ -265,6 +264,15 @@ async fn respond(
         Some(m) = rx.recv() => Err(Some(m)),
         reply = &mut task => Ok(reply),
         () = closed_early => Err(None),
+    };
+    // A handler polled in place may send and answer in one poll: what it
+    // sent still comes first, on a stream.
+    let (first, task) = match first {
+        Ok(Ok(reply)) => match rx.try_recv() {
+            Ok(m) => (Err(Some(m)), Call::answered(reply)),
+            Err(_) => (Ok(Ok(reply)), task),
+        },
+        other => (other, task),
     };
     if let (Err(first_message), Some(r)) = (&first, resumable) {
         return resumable_stream(r, first_message.clone(), task, rx);
@@ -295,7 +303,7 @@ async fn respond(
 fn resumable_stream(
     r: Resumable,
     first: Option<String>,
-    mut task: JoinHandle<Reply>,
+    mut task: Call,
     mut rx: mpsc::Receiver<String>,
 ) -> Response {
     let record = r.http.streams.open();
@@ -333,12 +341,12 @@ fn resumable_stream(
 /// A request-scoped stream: messages the handler sent, then its response.
 fn request_stream(
     first: String,
-    task: JoinHandle<Reply>,
+    task: Call,
     rx: mpsc::Receiver<String>,
     guard: Option<tokio_util::sync::DropGuard>,
 ) -> Response {
     struct St {
-        task: Option<JoinHandle<Reply>>,
+        task: Option<Call>,
         rx: mpsc::Receiver<String>,
         /// Messages left to send after the handler finished.
         tail: VecDeque<String>,

@@ -277,6 +277,7 @@ impl ServerBuilder {
                     server_info: info_json.clone(),
                 },
                 info_json,
+                id: next_server_id(),
                 instructions: self.instructions,
                 tools: ToolRegistry::new(tools),
                 prompts: RwLock::new(Arc::new(self.prompts)),
@@ -318,6 +319,11 @@ impl ServerBuilder {
     }
 }
 
+fn next_server_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A running MCP server. Cheap to clone; share it between transports.
 #[derive(Clone)]
 pub struct Server {
@@ -327,6 +333,10 @@ pub struct Server {
 pub(crate) struct ServerInner {
     /// `serverInfo` as JSON, newest shape.
     pub(crate) info_json: Value,
+    /// Unique in the process: results finished for one server (which embed
+    /// its `serverInfo`) are never served by another, even one built later
+    /// at the same address.
+    pub(crate) id: u64,
     pub(crate) instructions: Option<String>,
     pub(crate) tools: ToolRegistry,
     pub(crate) prompts: RwLock<Arc<Vec<Prompt>>>,

@@ -526,7 +526,7 @@ impl Server {
             let payload = match result.prepared() {
                 Some(shared) => {
                     let shape = super::mirrored::shape(call.version, is_object);
-                    shared.payload(shape, &self.inner.info_json, finish)
+                    shared.payload(shape, self.inner.id, finish)
                 }
                 None => finish(text),
             };

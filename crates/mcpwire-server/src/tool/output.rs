@@ -129,7 +129,7 @@ pub(crate) struct Prepared {
     size: OnceLock<usize>,
     /// Finished results, one per wire shape, each for the server that
     /// made it first.
-    payloads: [OnceLock<(usize, Arc<RawValue>)>; SHAPES],
+    payloads: [OnceLock<(u64, Arc<RawValue>)>; SHAPES],
 }
 
 /// How many wire shapes a finished result can take.
@@ -151,16 +151,14 @@ impl Prepared {
     }
 
     /// The finished result of wire shape `shape` (below [`SHAPES`]) for
-    /// the server whose `serverInfo` is `info` (its address identifies the
-    /// server: a value shared by two servers is finished anew for the
-    /// second); `finish` makes it the first time.
+    /// the server numbered `server` (a value shared by two servers is
+    /// finished anew for the second); `finish` makes it the first time.
     pub(crate) fn payload(
         &self,
         shape: usize,
-        info: &Value,
+        server: u64,
         finish: impl FnOnce(&str) -> Option<ResultPayload>,
     ) -> Option<ResultPayload> {
-        let server = std::ptr::from_ref(info) as usize;
         let slot = self.payloads.get(shape)?;
         if let Some((owner, raw)) = slot.get()
             && *owner == server
@@ -216,19 +214,14 @@ mod tests {
             Some(ResultPayload::Raw(r)) => r,
             other => panic!("not raw: {other:?}"),
         };
-        let first = raw(shared.prepared.payload(0, &one, finish(&one)));
-        let again = raw(shared.prepared.payload(0, &one, |_| None));
+        let first = raw(shared.prepared.payload(0, 1, finish(&one)));
+        let again = raw(shared.prepared.payload(0, 1, |_| None));
         assert!(Arc::ptr_eq(&first, &again), "reused");
-        let other = raw(shared.prepared.payload(0, &two, finish(&two)));
+        let other = raw(shared.prepared.payload(0, 2, finish(&two)));
         assert!(
             other.get().contains(r#""name":"b""#),
             "another server's info"
         );
-        assert!(
-            shared
-                .prepared
-                .payload(SHAPES, &one, finish(&one))
-                .is_none()
-        );
+        assert!(shared.prepared.payload(SHAPES, 1, finish(&one)).is_none());
     }
 }

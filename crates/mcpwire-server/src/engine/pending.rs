@@ -1,6 +1,6 @@
 //! A request accepted by the engine and ready to run. The transport picks
-//! where it runs (awaited inline, or spawned so that it can race the
-//! request's stream) and where its request-scoped messages go.
+//! where it runs (awaited inline, or polled beside the request's stream)
+//! and where its request-scoped messages go; no panic escapes it.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -120,6 +120,22 @@ impl Pending {
         outbound: Option<mpsc::Sender<String>>,
         cancel: CancellationToken,
     ) -> Reply {
+        let id = self.id().cloned();
+        let batch = self.is_batch();
+        // The whole run is isolated, so no panic reaches the transport's
+        // task; a batch's requests are also isolated one by one, so that
+        // one panic does not cost the others their answers.
+        match AssertUnwindSafe(self.run(outbound, cancel))
+            .catch_unwind()
+            .await
+        {
+            Ok(reply) => reply,
+            Err(panic) if batch => Reply::Batch(vec![panicked(id, panic.as_ref())]),
+            Err(panic) => Reply::Response(panicked(id, panic.as_ref())),
+        }
+    }
+
+    async fn run(self, outbound: Option<mpsc::Sender<String>>, cancel: CancellationToken) -> Reply {
         let Pending {
             server,
             work,
@@ -133,8 +149,7 @@ impl Pending {
                 return Reply::Batch(responses);
             }
         };
-        let id = request.id.clone();
-        let tracker = Tracker::new(&id, &wire, connection, &cancel);
+        let tracker = Tracker::new(&request.id, &wire, connection, &cancel);
         let inbound = Inbound {
             request,
             wire,
@@ -142,34 +157,39 @@ impl Pending {
             cancel,
             extensions,
         };
-        let reply = isolate(id, server.handle(inbound)).await;
+        let reply = server.handle(inbound).await;
         drop(tracker);
         reply
     }
 }
 
-/// Runs a request's future, turning a panic into a logged -32603 answer.
+/// Runs one request of a batch, turning a panic into a logged -32603
+/// answer.
 async fn isolate<F>(id: RequestId, fut: F) -> Reply
 where
     F: std::future::Future<Output = Reply>,
 {
     match AssertUnwindSafe(fut).catch_unwind().await {
         Ok(reply) => reply,
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            tracing::error!(request = %id, panic = %what, "request handler panicked");
-            Reply::Response(Response::error(
-                Some(id),
-                ProtocolError::internal(
-                    "Internal error: the request handler failed; the failure was logged.",
-                ),
-            ))
-        }
+        Err(panic) => Reply::Response(panicked(Some(id), panic.as_ref())),
     }
+}
+
+/// Logs a handler's panic and answers it with a -32603 that says no more.
+fn panicked(id: Option<RequestId>, panic: &(dyn std::any::Any + Send)) -> Response {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    let request = id.as_ref().map(ToString::to_string).unwrap_or_default();
+    tracing::error!(%request, panic = %what, "request handler panicked");
+    Response::error(
+        id,
+        ProtocolError::internal(
+            "Internal error: the request handler failed; the failure was logged.",
+        ),
+    )
 }
 
 /// Keeps a running request findable by `notifications/cancelled` (on its

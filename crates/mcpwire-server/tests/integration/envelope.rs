@@ -8,7 +8,7 @@ use crate::common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{builder, call, req, spawn_stdio};
+use common::{builder, call, req, spawn_http, spawn_stdio};
 use mcpwire_server::engine::{Accepted, MessageLimits, Origin};
 use mcpwire_server::{Reply, Server, Tool, ToolOutcome};
 use proptest::prelude::*;
@@ -157,6 +157,18 @@ async fn a_panicking_handler_is_isolated_on_http_framing() {
     let v: Value = serde_json::from_str(&r.to_json()).expect("json");
     assert_eq!(v["id"], 7);
     assert_eq!(v["error"]["code"], -32603, "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_panicking_handler_is_isolated_on_http() {
+    // The handler runs in the connection's own task: its panic must not
+    // take that task (or the server) down.
+    let h = spawn_http(server()).await;
+    let r = h.modern(&call(5, "explode", json!({}))).await;
+    assert_eq!(r.response()["id"], 5);
+    assert_eq!(r.response()["error"]["code"], -32603, "{}", r.raw);
+    let r = h.modern(&call(6, "add", json!({ "a": 1, "b": 2 }))).await;
+    assert!(r.response().get("result").is_some(), "{}", r.raw);
 }
 
 #[tokio::test]

@@ -6,16 +6,12 @@
 //! itself; the handler moves to a task of its own only when it must outlive
 //! the connection's wait: when the connection goes away before the answer
 //! (the handler runs on, so a cancelled call still finishes its audit
-//! record and whatever else it does on the way out).
+//! record and whatever else it does on the way out). Panics are the
+//! engine's business: [`crate::engine::Pending::serve`] lets none out.
 
-use std::any::Any;
-use std::fmt;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
-
-use futures_util::FutureExt;
 
 use crate::dispatch::Reply;
 
@@ -25,16 +21,6 @@ type Handler = Pin<Box<dyn Future<Output = Reply> + Send>>;
 pub(super) struct Call {
     /// `None` once it has answered.
     handler: Option<Handler>,
-}
-
-/// The handler panicked outside the engine's own isolation: its message.
-#[derive(Debug)]
-pub(super) struct Stopped(String);
-
-impl fmt::Display for Stopped {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 impl Call {
@@ -51,21 +37,17 @@ impl Call {
 }
 
 impl Future for Call {
-    type Output = Result<Reply, Stopped>;
+    type Output = Reply;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    /// Polled again after it answered, it stays pending (as a fused
+    /// future would); its callers stop polling at the answer.
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Reply> {
         let Some(handler) = self.handler.as_mut() else {
-            return Poll::Ready(Err(Stopped("polled after it answered".to_owned())));
+            return Poll::Pending;
         };
-        // A panic must not take the connection's task (and the other
-        // requests queued on it) down with it.
-        let outcome = ready!(
-            AssertUnwindSafe(handler.as_mut())
-                .catch_unwind()
-                .poll_unpin(cx)
-        );
+        let reply = ready!(handler.as_mut().poll(cx));
         self.handler = None;
-        Poll::Ready(outcome.map_err(|p| Stopped(panic_message(p.as_ref()))))
+        Poll::Ready(reply)
     }
 }
 
@@ -82,14 +64,6 @@ impl Drop for Call {
     }
 }
 
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(no message)".to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -101,14 +75,7 @@ mod tests {
     #[tokio::test]
     async fn answers_in_place() {
         let reply = Call::new(async { Reply::Cancelled }).await;
-        assert!(matches!(reply, Ok(Reply::Cancelled)));
-    }
-
-    #[tokio::test]
-    async fn a_panic_becomes_an_error() {
-        let reply = Call::new(async { panic!("boom") }).await;
-        let e = reply.err().map(|e| e.to_string());
-        assert_eq!(e.as_deref(), Some("boom"));
+        assert!(matches!(reply, Reply::Cancelled));
     }
 
     #[tokio::test]

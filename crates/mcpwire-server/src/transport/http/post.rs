@@ -268,9 +268,9 @@ async fn respond(
     // A handler polled in place may send and answer in one poll: what it
     // sent still comes first, on a stream.
     let (first, task) = match first {
-        Ok(Ok(reply)) => match rx.try_recv() {
+        Ok(reply) => match rx.try_recv() {
             Ok(m) => (Err(Some(m)), Call::answered(reply)),
-            Err(_) => (Ok(Ok(reply)), task),
+            Err(_) => (Ok(reply), task),
         },
         other => (other, task),
     };
@@ -278,19 +278,9 @@ async fn respond(
         return resumable_stream(r, first_message.clone(), task, rx);
     }
     match first {
-        Ok(Ok(Reply::Response(r))) => rpc_response(r, modern, &state.config),
-        Ok(Ok(Reply::Cancelled | Reply::Batch(_))) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Ok(Reply::Listen(l))) => listen_stream(&state, l, guard),
-        Ok(Err(join)) => {
-            tracing::error!(error = %join, "request handler panicked");
-            let e = ProtocolError::internal(
-                "Internal error: the request handler was stopped; the failure was logged.",
-            );
-            json_response(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                mcpwire_protocol::Response::error(None, e).to_json(),
-            )
-        }
+        Ok(Reply::Response(r)) => rpc_response(r, modern, &state.config),
+        Ok(Reply::Cancelled | Reply::Batch(_)) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Reply::Listen(l)) => listen_stream(&state, l, guard),
         Err(Some(first_message)) => request_stream(first_message, task, rx, guard),
         // Only a resumable request is woken by an early close.
         Err(None) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
@@ -323,12 +313,8 @@ fn resumable_stream(
                         pump.push(m);
                     }
                     match reply {
-                        Ok(Reply::Response(resp)) => pump.finish(Some(resp.to_json())),
-                        Ok(_) => pump.finish(None),
-                        Err(e) => {
-                            tracing::error!(error = %e, "request handler panicked");
-                            pump.finish(None);
-                        }
+                        Reply::Response(resp) => pump.finish(Some(resp.to_json())),
+                        _ => pump.finish(None),
                     }
                     break;
                 }
@@ -373,10 +359,8 @@ fn request_stream(
                 while let Ok(m) = st.rx.try_recv() {
                     st.tail.push_back(m);
                 }
-                match reply {
-                    Ok(Reply::Response(r)) => st.tail.push_back(r.to_json()),
-                    Ok(_) => {}
-                    Err(e) => tracing::error!(error = %e, "request handler panicked"),
+                if let Reply::Response(r) = reply {
+                    st.tail.push_back(r.to_json());
                 }
                 let m = st.tail.pop_front()?;
                 Some((message_event(m), st))

@@ -52,12 +52,10 @@ pub fn principal(
     client_id: Option<String>,
     self_id: Option<String>,
 ) -> Principal {
-    Principal {
-        subject,
-        scopes: scopes::parse(scope),
-        client_id,
-        self_id,
-    }
+    let mut principal = Principal::new(subject).with_scopes(scopes::parse(scope));
+    principal.client_id = client_id;
+    principal.self_id = self_id;
+    principal
 }
 
 /// The OAuth resource server: validates bearer tokens from the configured

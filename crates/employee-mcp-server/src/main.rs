@@ -334,18 +334,20 @@ fn build_server(
         max_sessions: usize::try_from(limits.max_sessions).unwrap_or(usize::MAX),
         session_idle_timeout: Duration::from_secs(limits.session_idle_timeout_secs.max(1)),
         max_batch_items: usize::try_from(limits.max_batch_items).unwrap_or(usize::MAX),
-        initialize_rate: (limits.initialize_per_minute > 0).then(|| RateLimit {
-            per_minute: limits.initialize_per_minute,
-            burst: (limits.initialize_per_minute / 5).max(1),
+        initialize_rate: (limits.initialize_per_minute > 0).then(|| {
+            RateLimit::new(
+                limits.initialize_per_minute,
+                (limits.initialize_per_minute / 5).max(1),
+            )
         }),
         ..ServerOptions::default()
     };
     let mut access = AccessOptions::default();
     access.enforce_scopes = enforce_scopes;
-    access.rate_limit = Some(RateLimit {
-        per_minute: limits.rate_limit_per_minute,
-        burst: limits.rate_limit_burst,
-    });
+    access.rate_limit = Some(RateLimit::new(
+        limits.rate_limit_per_minute,
+        limits.rate_limit_burst,
+    ));
     access.max_concurrent_calls = Some(usize::try_from(limits.max_concurrent_calls).unwrap_or(1));
     access.max_result_bytes = limits.max_result_bytes;
     access.sanitize_output = true;

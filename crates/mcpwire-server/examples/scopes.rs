@@ -9,8 +9,6 @@
 //! Over HTTP with `auth`, the principal comes from the bearer token; here
 //! the in-memory client attaches one directly.
 
-use std::collections::BTreeSet;
-
 use mcpwire_server::client::Client;
 use mcpwire_server::{AccessOptions, Principal, Server, Tool, ToolResult};
 use schemars::JsonSchema;
@@ -42,15 +40,9 @@ async fn get_person(input: Lookup) -> ToolResult<Person> {
 }
 
 fn principal(subject: &str, scopes: &[&str]) -> Principal {
-    Principal {
-        subject: subject.to_owned(),
-        scopes: scopes
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect::<BTreeSet<_>>(),
-        client_id: None,
-        self_id: Some(subject.to_owned()),
-    }
+    Principal::new(subject)
+        .with_scopes(scopes.iter().copied())
+        .with_self_id(subject)
 }
 
 #[tokio::main]

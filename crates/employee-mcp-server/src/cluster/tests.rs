@@ -135,10 +135,7 @@ async fn task_records_expire_and_the_table_stays_bounded() {
 /// each, for `run`; returns the calls admitted and the time it took.
 async fn hammer(limiters: &[Arc<SharedLimiter>], workers: usize, run: Duration) -> (usize, f64) {
     let admitted = Arc::new(AtomicUsize::new(0));
-    let limit = RateLimit {
-        per_minute: 600,
-        burst: 50,
-    };
+    let limit = RateLimit::new(600, 50);
     let start = Instant::now();
     let mut handles = Vec::new();
     for l in limiters {
@@ -318,10 +315,7 @@ async fn an_unreachable_database_fails_fast_and_closed() {
         ));
         let t = PgTasks::new(pool, timeout);
         let start = Instant::now();
-        let limit = RateLimit {
-            per_minute: 60,
-            burst: 5,
-        };
+        let limit = RateLimit::new(60, 5);
         assert!(l.take("c", "t", limit).await.is_err(), "{addr}");
         assert!(l.acquire("c", 1).await.is_err(), "{addr}");
         assert!(matches!(
@@ -348,10 +342,7 @@ async fn idle_buckets_are_pruned() {
         },
     );
     let shared = SharedLimiter(Arc::clone(&l));
-    let limit = RateLimit {
-        per_minute: 60,
-        burst: 5,
-    };
+    let limit = RateLimit::new(60, 5);
     for i in 0..6 {
         shared
             .take(&format!("c{i}"), "t", limit)

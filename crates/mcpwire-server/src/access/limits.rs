@@ -12,6 +12,7 @@ use crate::session::lock;
 
 /// A token bucket: `burst` calls at once, refilled at `per_minute`.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct RateLimit {
     /// Sustained calls per minute.
     pub per_minute: u32,
@@ -20,6 +21,11 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
+    /// `burst` calls at once, refilled at `per_minute`.
+    pub const fn new(per_minute: u32, burst: u32) -> Self {
+        Self { per_minute, burst }
+    }
+
     fn rate_per_sec(self) -> f64 {
         f64::from(self.per_minute.max(1)) / 60.0
     }

@@ -11,7 +11,11 @@ use super::limits::RateLimit;
 /// The authenticated caller of a request, as established by the transport
 /// (a validated OAuth token on HTTP, the environment on stdio). Handlers
 /// can read it with `ctx.extension::<Principal>()`.
+///
+/// Built with [`Principal::new`] and the `with_*` methods (more fields may
+/// come, such as the token's audience, without breaking callers).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Principal {
     /// The token subject (`sub`): stable identity of the user or service.
     pub subject: String,
@@ -25,6 +29,40 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// A caller known by its token subject, with no scopes yet.
+    pub fn new(subject: impl Into<String>) -> Self {
+        Self {
+            subject: subject.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Grants `scopes` too (already expanded: no hierarchy is applied).
+    #[must_use]
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// The OAuth client the token was issued to.
+    #[must_use]
+    pub fn with_client_id(mut self, client_id: impl Into<String>) -> Self {
+        self.client_id = Some(client_id.into());
+        self
+    }
+
+    /// The record (e.g. an employee id) this subject is, for self-service
+    /// rules ([`ToolPolicy::self_argument`]).
+    #[must_use]
+    pub fn with_self_id(mut self, self_id: impl Into<String>) -> Self {
+        self.self_id = Some(self_id.into());
+        self
+    }
+
     /// Whether the principal holds `scope`.
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.contains(scope)
@@ -241,12 +279,32 @@ mod tests {
     use serde_json::json;
 
     fn principal(scopes: &[&str], me: Option<&str>) -> Principal {
-        Principal {
-            subject: "u".into(),
-            scopes: scopes.iter().map(|s| s.to_string()).collect(),
-            client_id: None,
-            self_id: me.map(str::to_owned),
+        let p = Principal::new("u").with_scopes(scopes.iter().copied());
+        match me {
+            Some(me) => p.with_self_id(me),
+            None => p,
         }
+    }
+
+    #[test]
+    fn principal_builders_set_each_field() {
+        let p = Principal::new("alice")
+            .with_scopes(["hr.read", "hr.leave"])
+            .with_scopes(["hr.read"])
+            .with_client_id("app")
+            .with_self_id("E1");
+        assert_eq!(p.subject, "alice");
+        assert!(p.has_scope("hr.leave") && p.has_scope("hr.read"));
+        assert_eq!(p.scopes.len(), 2);
+        assert_eq!(p.client_id.as_deref(), Some("app"));
+        assert_eq!(p.self_id.as_deref(), Some("E1"));
+        assert_eq!(
+            Principal::new("bob"),
+            Principal {
+                subject: "bob".into(),
+                ..Principal::default()
+            }
+        );
     }
 
     #[test]

@@ -38,11 +38,22 @@ use crate::session::Session;
 
 /// Size and nesting bounds of one message, set by the transport's config.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct MessageLimits {
     /// Largest message in bytes.
     pub max_bytes: usize,
     /// Deepest JSON nesting.
     pub max_depth: usize,
+}
+
+impl MessageLimits {
+    /// Messages of at most `max_bytes`, nested at most `max_depth` deep.
+    pub const fn new(max_bytes: usize, max_depth: usize) -> Self {
+        Self {
+            max_bytes,
+            max_depth,
+        }
+    }
 }
 
 /// What the transport knows about a message.

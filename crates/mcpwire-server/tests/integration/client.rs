@@ -4,8 +4,6 @@
 
 use crate::common;
 
-use std::collections::BTreeSet;
-
 use common::*;
 use mcpwire_server::client::{Client, ClientError};
 use mcpwire_server::protocol::ProtocolVersion;
@@ -170,15 +168,7 @@ async fn the_principal_is_attached_to_every_request() {
         .tool(tool)
         .build()
         .unwrap();
-    let principal = |scopes: &[&str]| Principal {
-        subject: "u1".to_owned(),
-        scopes: scopes
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect::<BTreeSet<_>>(),
-        client_id: None,
-        self_id: None,
-    };
+    let principal = |scopes: &[&str]| Principal::new("u1").with_scopes(scopes.iter().copied());
     let allowed = Client::builder(server.clone())
         .extension(principal(&["s:read"]))
         .connect()

@@ -15,10 +15,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-const LIMITS: MessageLimits = MessageLimits {
-    max_bytes: 64 * 1024,
-    max_depth: 32,
-};
+const LIMITS: MessageLimits = MessageLimits::new(64 * 1024, 32);
 
 fn panicking_tool() -> Tool {
     Tool::builder("explode")

@@ -195,10 +195,7 @@ async fn input_answered_through_b_reaches_the_runner_on_a() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rate_limit_holds_for_both_replicas_together() {
     let mut access = AccessOptions::default();
-    access.rate_limit = Some(RateLimit {
-        per_minute: 1,
-        burst: 4,
-    });
+    access.rate_limit = Some(RateLimit::new(1, 4));
     let ((a, _), (b, _)) = pair(access).await;
     let mut admitted = 0;
     let mut limited = 0;

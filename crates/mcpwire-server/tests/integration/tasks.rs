@@ -470,12 +470,7 @@ async fn mcp_name_must_mirror_the_task_id() {
 /// Calls the engine directly as `subject`.
 async fn as_principal(server: &Server, subject: &str, body: &Value) -> Value {
     let mut ext = http::Extensions::new();
-    ext.insert(Principal {
-        subject: subject.to_owned(),
-        scopes: Default::default(),
-        client_id: None,
-        self_id: None,
-    });
+    ext.insert(Principal::new(subject));
     let params = body["params"].as_object().cloned().unwrap_or_default();
     let inbound = Inbound {
         request: Request {

@@ -1,7 +1,9 @@
 //! Backend-independent pieces of queries: input normalisation, patterns and
 //! labels, shared so that SQLite and PostgreSQL answer identically.
 
-use crate::model::{EmploymentType, Level, OfficeType};
+use chrono::NaiveDate;
+
+use crate::model::{EmploymentType, Level, OfficeType, TurnoverReport, TurnoverRow};
 
 /// SQL ordering key for levels of `e.level`, highest first when sorted
 /// descending (valid in SQLite and PostgreSQL).
@@ -49,16 +51,65 @@ pub(crate) fn percent(part: u32, whole: u32) -> f64 {
     }
 }
 
-/// Turnover rate in percent (one decimal) of `terminations` over the average
-/// of two headcounts; also returns that average.
-pub(crate) fn turnover_rate(start: u32, end: u32, terminations: u32) -> (f64, f64) {
-    let average = (f64::from(start) + f64::from(end)) / 2.0;
+/// Counts a turnover query reads per group, in this order: headcount at
+/// the start and at the end of the period, terminations, voluntary ones,
+/// involuntary ones, hires.
+pub(crate) const TURNOVER_COUNTS: usize = 6;
+
+/// One turnover row from its [`TURNOVER_COUNTS`] counts: the rate is
+/// terminations over the average headcount, in percent with one decimal.
+pub(crate) fn turnover_row(
+    department_id: Option<String>,
+    department: String,
+    counts: [u32; TURNOVER_COUNTS],
+) -> TurnoverRow {
+    let [
+        headcount_start,
+        headcount_end,
+        terminations,
+        voluntary,
+        involuntary,
+        hires,
+    ] = counts;
+    let average = (f64::from(headcount_start) + f64::from(headcount_end)) / 2.0;
     let rate = if average > 0.0 {
         (f64::from(terminations) / average * 1000.0).round() / 10.0
     } else {
         0.0
     };
-    (average, rate)
+    TurnoverRow {
+        department_id,
+        department,
+        headcount_start,
+        headcount_end,
+        average_headcount: average,
+        terminations,
+        voluntary,
+        involuntary,
+        hires,
+        turnover_rate_percent: rate,
+    }
+}
+
+/// The report over the year ending `today`: departments with the highest
+/// rate first, then by name.
+pub(crate) fn turnover_report(
+    today: NaiveDate,
+    start: NaiveDate,
+    overall: TurnoverRow,
+    mut by_department: Vec<TurnoverRow>,
+) -> TurnoverReport {
+    by_department.sort_by(|a, b| {
+        b.turnover_rate_percent
+            .total_cmp(&a.turnover_rate_percent)
+            .then_with(|| a.department.cmp(&b.department))
+    });
+    TurnoverReport {
+        as_of: today,
+        period_start: start,
+        overall,
+        by_department,
+    }
 }
 
 pub(crate) fn employment_label(t: EmploymentType) -> String {

@@ -3,7 +3,9 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use mcpwire_server::access::CallOutcome;
 
 use crate::audit::{DEFAULT_RETENTION, Retention};
 
@@ -529,36 +531,15 @@ pub enum LogFormat {
     Json,
 }
 
-/// Outcomes recorded in the audit trail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-#[value(rename_all = "snake_case")]
-pub enum Outcome {
-    /// The tool answered.
-    Success,
-    /// The tool answered with isError (bad arguments, not found…).
-    ToolError,
-    /// The caller lacked a scope.
-    Denied,
-    /// The caller hit a rate or concurrency limit.
-    RateLimited,
-    /// A protocol error (unknown tool, internal error…).
-    ProtocolError,
-    /// The client cancelled the call.
-    Cancelled,
-}
-
-impl Outcome {
-    /// The stored spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Success => "success",
-            Self::ToolError => "tool_error",
-            Self::Denied => "denied",
-            Self::RateLimited => "rate_limited",
-            Self::ProtocolError => "protocol_error",
-            Self::Cancelled => "cancelled",
-        }
-    }
+/// `--outcome`: the spellings the audit trail stores for each
+/// [`CallOutcome`].
+fn outcome_parser() -> impl TypedValueParser<Value = CallOutcome> {
+    PossibleValuesParser::new(CallOutcome::ALL.map(CallOutcome::as_str)).try_map(|name| {
+        CallOutcome::ALL
+            .into_iter()
+            .find(|o| o.as_str() == name)
+            .ok_or_else(|| format!("unknown outcome {name:?}"))
+    })
 }
 
 /// Flags of `audit`.
@@ -586,8 +567,8 @@ pub struct AuditArgs {
     pub subject: Option<String>,
 
     /// Only calls with this outcome.
-    #[arg(long, value_enum)]
-    pub outcome: Option<Outcome>,
+    #[arg(long, value_name = "OUTCOME", value_parser = outcome_parser())]
+    pub outcome: Option<CallOutcome>,
 
     /// Most rows to print (the newest ones).
     #[arg(long, default_value_t = 100)]
@@ -627,7 +608,7 @@ mod tests {
         assert!(matches!(
             cli.command,
             Some(Command::Audit(AuditArgs {
-                outcome: Some(Outcome::RateLimited),
+                outcome: Some(CallOutcome::RateLimited),
                 ..
             }))
         ));

@@ -16,6 +16,7 @@ mod seed;
 use chrono::NaiveDate;
 use tracing::Instrument;
 
+use crate::backend::query_span;
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::model::{
     CompensationBand, DepartmentRoster, EmployeeDetails, Health, LeaveBalance, LeaveType, Level,
@@ -39,17 +40,8 @@ pub(crate) fn latest_schema_version() -> u32 {
     migrate::latest()
 }
 
-/// A `db.query` child span, only inside a traced request.
-fn query_span() -> tracing::Span {
-    if tracing::Span::current().is_disabled() {
-        return tracing::Span::none();
-    }
-    tracing::info_span!(
-        "db.query",
-        otel.kind = "client",
-        "db.system.name" = "postgresql"
-    )
-}
+/// This backend's `db.system.name` in query spans.
+const DB_SYSTEM: &str = "postgresql";
 
 /// Runs `$body` with `$c: &ClientWrapper` from the pool, bounded in time;
 /// retried once on a fresh connection when the first one was lost (server
@@ -63,7 +55,7 @@ macro_rules! with_client {
                 let $c: &deadpool_postgres::ClientWrapper = &client;
                 $self.pool.bounded($body).await
             }
-            .instrument(query_span())
+            .instrument(query_span(DB_SYSTEM))
             .await;
             match result {
                 Err(e) if !retried && is_connection_lost(&e) => {

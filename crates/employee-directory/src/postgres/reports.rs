@@ -10,10 +10,13 @@ use tokio_postgres::Row;
 use super::queries::{row_opt, rows};
 use super::row::{count, get};
 use crate::error::DirectoryError;
-use crate::lookup::{employment_label, level_label, office_label, percent, turnover_rate};
+use crate::lookup::{
+    TURNOVER_COUNTS, employment_label, level_label, office_label, percent, turnover_report,
+    turnover_row,
+};
 use crate::model::{
     CompensationReport, CompensationRow, EmploymentType, HeadcountBucket, HeadcountReport, Level,
-    OfficeType, Report, ReportType, TurnoverReport, TurnoverRow,
+    OfficeType, Report, ReportType, TurnoverReport,
 };
 use crate::sqlite::make_location;
 
@@ -122,28 +125,13 @@ const TURNOVER_AGGREGATES: &str = "
                        AND e.termination_reason = 'involuntary'),
     COUNT(*) FILTER (WHERE e.start_date > $1::date AND e.start_date <= $2::date)";
 
-fn turnover_row(
-    department_id: Option<String>,
-    department: String,
-    row: &Row,
-    at: usize,
-) -> Result<TurnoverRow> {
-    let headcount_start = count(row, at)?;
-    let headcount_end = count(row, at + 1)?;
-    let terminations = count(row, at + 2)?;
-    let (average, rate) = turnover_rate(headcount_start, headcount_end, terminations);
-    Ok(TurnoverRow {
-        department_id,
-        department,
-        headcount_start,
-        headcount_end,
-        average_headcount: average,
-        terminations,
-        voluntary: count(row, at + 3)?,
-        involuntary: count(row, at + 4)?,
-        hires: count(row, at + 5)?,
-        turnover_rate_percent: rate,
-    })
+/// The [`TURNOVER_COUNTS`] counts of a turnover query, from column `at`.
+fn turnover_counts(row: &Row, at: usize) -> Result<[u32; TURNOVER_COUNTS]> {
+    let mut counts = [0; TURNOVER_COUNTS];
+    for (i, slot) in counts.iter_mut().enumerate() {
+        *slot = count(row, at + i)?;
+    }
+    Ok(counts)
 }
 
 async fn turnover(c: &ClientWrapper, today: NaiveDate) -> Result<TurnoverReport> {
@@ -165,22 +153,19 @@ async fn turnover(c: &ClientWrapper, today: NaiveDate) -> Result<TurnoverReport>
             "the turnover aggregate returned no row".to_string(),
         ));
     };
-    let overall = turnover_row(None, "All departments".to_string(), &overall, 0)?;
-    let mut by_department = departments
+    let overall = turnover_row(
+        None,
+        "All departments".to_string(),
+        turnover_counts(&overall, 0)?,
+    );
+    let by_department = departments
         .iter()
-        .map(|row| turnover_row(Some(get(row, 0)?), get(row, 1)?, row, 2))
+        .map(|row| {
+            let counts = turnover_counts(row, 2)?;
+            Ok(turnover_row(Some(get(row, 0)?), get(row, 1)?, counts))
+        })
         .collect::<Result<Vec<_>>>()?;
-    by_department.sort_by(|a, b| {
-        b.turnover_rate_percent
-            .total_cmp(&a.turnover_rate_percent)
-            .then_with(|| a.department.cmp(&b.department))
-    });
-    Ok(TurnoverReport {
-        as_of: today,
-        period_start: start,
-        overall,
-        by_department,
-    })
+    Ok(turnover_report(today, start, overall, by_department))
 }
 
 /// Salary statistics of employees employed on `$1`, grouped by the SQL

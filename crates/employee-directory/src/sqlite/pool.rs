@@ -30,21 +30,12 @@ use tracing::Instrument;
 
 use super::migrate;
 use crate::PoolStats;
+use crate::backend::query_span;
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::options::DirectoryOptions;
 
-/// A `db.query` child span, only inside a traced request: no span (and no
-/// cost) when the caller has none.
-fn query_span() -> tracing::Span {
-    if tracing::Span::current().is_disabled() {
-        return tracing::Span::none();
-    }
-    tracing::info_span!(
-        "db.query",
-        otel.kind = "client",
-        "db.system.name" = "sqlite"
-    )
-}
+/// This backend's `db.system.name` in query spans.
+const DB_SYSTEM: &str = "sqlite";
 
 /// Which database the pool talks to.
 #[derive(Debug, Clone)]
@@ -138,7 +129,7 @@ impl Pool {
         T: Send + 'static,
     {
         self.run_with(Open::Existing, work)
-            .instrument(query_span())
+            .instrument(query_span(DB_SYSTEM))
             .await
     }
 
@@ -191,7 +182,7 @@ impl Pool {
             pool.checkin(pooled);
             result
         })
-        .instrument(query_span())
+        .instrument(query_span(DB_SYSTEM))
         .await?
     }
 

@@ -5,7 +5,10 @@ use rusqlite::{Connection, params};
 
 use super::row::{CachedRow, count, make_location};
 use crate::error::DirectoryError;
-use crate::lookup::{employment_label, level_label, office_label, percent, turnover_rate};
+use crate::lookup::{
+    TURNOVER_COUNTS, employment_label, level_label, office_label, percent, turnover_report,
+    turnover_row,
+};
 use crate::model::{
     CompensationReport, CompensationRow, EmploymentType, HeadcountBucket, HeadcountReport, Level,
     OfficeType, Report, ReportType, TurnoverReport, TurnoverRow,
@@ -126,35 +129,16 @@ fn turnover(conn: &Connection, today: NaiveDate) -> Result<TurnoverReport> {
         COALESCE(SUM(e.termination_date > ?1 AND e.termination_date <= ?2
                      AND e.termination_reason = 'involuntary'), 0),
         COALESCE(SUM(e.start_date > ?1 AND e.start_date <= ?2), 0)";
-    let to_row = |department_id: Option<String>,
-                  department: String,
-                  row: &rusqlite::Row<'_>,
-                  at: usize|
-     -> rusqlite::Result<TurnoverRow> {
-        let headcount_start = count(row, at)?;
-        let headcount_end = count(row, at + 1)?;
-        let terminations = count(row, at + 2)?;
-        let (average, rate) = turnover_rate(headcount_start, headcount_end, terminations);
-        Ok(TurnoverRow {
-            department_id,
-            department,
-            headcount_start,
-            headcount_end,
-            average_headcount: average,
-            terminations,
-            voluntary: count(row, at + 3)?,
-            involuntary: count(row, at + 4)?,
-            hires: count(row, at + 5)?,
-            turnover_rate_percent: rate,
-        })
-    };
     let period = params![start.to_string(), today.to_string()];
 
     let overall = conn
         .cached_row(
             &format!("SELECT {aggregates} FROM employees e"),
             period,
-            |row| to_row(None, "All departments".to_string(), row, 0),
+            |row| {
+                let counts = turnover_counts(row, 0)?;
+                Ok(turnover_row(None, "All departments".to_string(), counts))
+            },
         )
         .map_err(DirectoryError::db("company turnover"))?;
 
@@ -165,22 +149,23 @@ fn turnover(conn: &Connection, today: NaiveDate) -> Result<TurnoverReport> {
              GROUP BY d.id"
         ))
         .map_err(DirectoryError::db("department turnover"))?;
-    let mut by_department: Vec<TurnoverRow> = stmt
-        .query_map(period, |row| to_row(Some(row.get(0)?), row.get(1)?, row, 2))
+    let by_department: Vec<TurnoverRow> = stmt
+        .query_map(period, |row| {
+            let counts = turnover_counts(row, 2)?;
+            Ok(turnover_row(Some(row.get(0)?), row.get(1)?, counts))
+        })
         .and_then(Iterator::collect)
         .map_err(DirectoryError::db("department turnover"))?;
-    by_department.sort_by(|a, b| {
-        b.turnover_rate_percent
-            .total_cmp(&a.turnover_rate_percent)
-            .then_with(|| a.department.cmp(&b.department))
-    });
+    Ok(turnover_report(today, start, overall, by_department))
+}
 
-    Ok(TurnoverReport {
-        as_of: today,
-        period_start: start,
-        overall,
-        by_department,
-    })
+/// The [`TURNOVER_COUNTS`] counts of a turnover query, from column `at`.
+fn turnover_counts(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<[u32; TURNOVER_COUNTS]> {
+    let mut counts = [0; TURNOVER_COUNTS];
+    for (i, slot) in counts.iter_mut().enumerate() {
+        *slot = count(row, at + i)?;
+    }
+    Ok(counts)
 }
 
 /// Salary statistics of employees employed on `as_of`, grouped by the SQL

@@ -1,5 +1,6 @@
-//! Backend-independent pieces of queries: input normalisation, patterns and
-//! labels, shared so that SQLite and PostgreSQL answer identically.
+//! Backend-independent pieces of queries: input normalisation, patterns,
+//! labels and the turnover arithmetic, shared so that SQLite and PostgreSQL
+//! answer identically.
 
 use chrono::NaiveDate;
 

@@ -25,8 +25,8 @@ use serde::Serialize;
 
 use crate::model::{LeaveType, Level, ReportType, SkillSearch};
 
-/// Default budget of the cache, in estimated bytes held (see
-/// [`HELD_PER_JSON_BYTE`]): the whole seeded directory's profiles (about
+/// Default budget of the cache, in estimated bytes held (four per byte of
+/// an answer's JSON): the whole seeded directory's profiles (about
 /// 1,400 × 4 KB of JSON) and rosters fit.
 pub const DEFAULT_CACHE_BYTES: usize = 32 * 1024 * 1024;
 

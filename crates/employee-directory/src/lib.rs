@@ -42,6 +42,7 @@ mod clock;
 mod error;
 mod ids;
 mod lookup;
+mod migrations;
 pub mod model;
 mod options;
 mod postgres;
@@ -309,7 +310,7 @@ impl Directory {
     /// The schema version this build migrates to; [`Health::schema_version`]
     /// below it means migrations are not current.
     pub fn expected_schema_version() -> u32 {
-        sqlite::latest_schema_version()
+        migrations::latest_version()
     }
 
     /// Connection-pool counters, for metrics.

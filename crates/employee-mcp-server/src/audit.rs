@@ -500,6 +500,38 @@ pub struct Row {
     pub count: i64,
 }
 
+/// The columns a [`Row`] is read from, in the order [`row_from!`] reads
+/// them; the query adds the count as the last one.
+const ROW_COLUMNS: &str = "id, at, at_unix_ms, subject, client_id, client_name, remote_addr, \
+                           tool, arguments, outcome, detail, latency_ms, protocol_version";
+
+/// A [`Row`] from a result row of `SELECT {ROW_COLUMNS}, count`, read with
+/// the driver's `$get` (`get` for SQLite, `try_get` for PostgreSQL): the
+/// column order is written once for both backends.
+macro_rules! row_from {
+    ($row:ident, $get:ident) => {{
+        let arguments: String = $row.$get(8)?;
+        Row {
+            id: $row.$get(0)?,
+            at: $row.$get(1)?,
+            at_unix_ms: $row.$get(2)?,
+            subject: $row.$get(3)?,
+            client_id: $row.$get(4)?,
+            client_name: $row.$get(5)?,
+            remote_addr: $row.$get(6)?,
+            tool: $row.$get(7)?,
+            arguments: serde_json::from_str(&arguments)
+                .unwrap_or(serde_json::Value::String(arguments)),
+            outcome: $row.$get(9)?,
+            detail: $row.$get(10)?,
+            latency_ms: $row.$get(11)?,
+            protocol_version: $row.$get(12)?,
+            count: $row.$get(13)?,
+        }
+    }};
+}
+use row_from;
+
 /// Reads records matching `filter`, oldest first (the newest `limit`).
 pub fn query(location: &Location, filter: &Filter) -> Result<Vec<Row>, String> {
     if let Location::Postgres(url) = location {
@@ -528,11 +560,7 @@ pub fn query(location: &Location, filter: &Filter) -> Result<Vec<Row>, String> {
     } else {
         "1"
     };
-    let mut sql = format!(
-        "SELECT id, at, at_unix_ms, subject, client_id, client_name, remote_addr, tool, arguments,
-                outcome, detail, latency_ms, protocol_version, {count}
-         FROM audit_log WHERE 1 = 1"
-    );
+    let mut sql = format!("SELECT {ROW_COLUMNS}, {count} FROM audit_log WHERE 1 = 1");
     let mut args: Vec<rusqlite::types::Value> = Vec::new();
     if let Some(v) = filter.since_ms {
         sql.push_str(" AND at_unix_ms >= ?");
@@ -558,26 +586,7 @@ pub fn query(location: &Location, filter: &Filter) -> Result<Vec<Row>, String> {
         .prepare(&sql)
         .map_err(|e| format!("cannot query audit_log: {e}"))?;
     let rows = stmt
-        .query_map(params_from_iter(args), |row| {
-            let arguments: String = row.get(8)?;
-            Ok(Row {
-                id: row.get(0)?,
-                at: row.get(1)?,
-                at_unix_ms: row.get(2)?,
-                subject: row.get(3)?,
-                client_id: row.get(4)?,
-                client_name: row.get(5)?,
-                remote_addr: row.get(6)?,
-                tool: row.get(7)?,
-                arguments: serde_json::from_str(&arguments)
-                    .unwrap_or(serde_json::Value::String(arguments)),
-                outcome: row.get(9)?,
-                detail: row.get(10)?,
-                latency_ms: row.get(11)?,
-                protocol_version: row.get(12)?,
-                count: row.get(13)?,
-            })
-        })
+        .query_map(params_from_iter(args), |row| Ok(row_from!(row, get)))
         .map_err(|e| format!("cannot query audit_log: {e}"))?;
     let mut out = rows
         .collect::<Result<Vec<Row>, _>>()

@@ -4,41 +4,11 @@
 use deadpool_postgres::ClientWrapper;
 
 use crate::error::DirectoryError;
-
-/// One schema change; versions match the SQLite migrations one to one.
-pub(crate) struct Migration {
-    pub version: u32,
-    pub name: &'static str,
-    pub sql: &'static str,
-}
-
-/// All migrations, in order. Never edit a released one: add a new file (and
-/// its SQLite twin with the same version).
-pub(crate) const MIGRATIONS: &[Migration] = &[
-    Migration {
-        version: 1,
-        name: "0001_schema.sql",
-        sql: include_str!("../../migrations/postgres/0001_schema.sql"),
-    },
-    Migration {
-        version: 2,
-        name: "0002_indexes.sql",
-        sql: include_str!("../../migrations/postgres/0002_indexes.sql"),
-    },
-    Migration {
-        version: 3,
-        name: "0003_generation.sql",
-        sql: include_str!("../../migrations/postgres/0003_generation.sql"),
-    },
-];
+use crate::migrations::{MIGRATIONS, latest_version, too_new};
 
 /// Serialises migrating and seeding across servers (any constant unique to
 /// this purpose; the shared-state tables use another).
 const BOOTSTRAP_LOCK: i64 = 7_402_117_000;
-
-fn latest_version() -> u32 {
-    MIGRATIONS.last().map_or(0, |m| m.version)
-}
 
 /// Migrates and seeds if needed. A database that is already current and
 /// seeded is only read (no lock, no writes), so replicas start fast.
@@ -69,15 +39,7 @@ pub(crate) async fn bootstrap(client: &mut ClientWrapper) -> Result<(usize, bool
         .map_err(DirectoryError::pg("read schema version"))?;
     let current = u32::try_from(row.get::<_, i32>(0)).unwrap_or(0);
     if current > latest_version() {
-        return Err(DirectoryError::Migration {
-            version: current,
-            name: "unknown",
-            message: format!(
-                "the database schema is at version {current} but this build only knows up to \
-                 version {}; upgrade the server or point it at another database",
-                latest_version()
-            ),
-        });
+        return Err(too_new(current));
     }
     let mut applied = 0;
     for m in MIGRATIONS.iter().filter(|m| m.version > current) {
@@ -86,7 +48,7 @@ pub(crate) async fn bootstrap(client: &mut ClientWrapper) -> Result<(usize, bool
             name: m.name,
             message: e.to_string(),
         };
-        tx.batch_execute(m.sql).await.map_err(failed)?;
+        tx.batch_execute(m.postgres).await.map_err(failed)?;
         tx.execute(
             "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
             &[&(m.version as i32), &m.name],
@@ -119,27 +81,5 @@ async fn is_ready(client: &ClientWrapper) -> bool {
             seeded && version == i32::try_from(latest_version()).ok()
         }
         Err(_) => false,
-    }
-}
-
-/// Highest applied migration (0 if none).
-#[cfg(test)]
-pub(crate) fn latest() -> u32 {
-    latest_version()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Both backends must agree on what a schema version means.
-    #[test]
-    fn versions_match_sqlite() {
-        let pg: Vec<(u32, &str)> = MIGRATIONS.iter().map(|m| (m.version, m.name)).collect();
-        let sqlite: Vec<(u32, &str)> = crate::sqlite::migrations()
-            .iter()
-            .map(|m| (m.version, m.name))
-            .collect();
-        assert_eq!(pg, sqlite);
     }
 }

@@ -1,39 +1,9 @@
-//! Versioned schema migrations, embedded in the binary.
+//! Applies the schema migrations ([`crate::migrations`]) to a SQLite file.
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::error::DirectoryError;
-
-/// One schema change, applied at most once per database.
-pub(crate) struct Migration {
-    pub version: u32,
-    pub name: &'static str,
-    pub sql: &'static str,
-}
-
-/// All migrations, in order. Never edit a released one: add a new file.
-pub(crate) const MIGRATIONS: &[Migration] = &[
-    Migration {
-        version: 1,
-        name: "0001_schema.sql",
-        sql: include_str!("../../migrations/0001_schema.sql"),
-    },
-    Migration {
-        version: 2,
-        name: "0002_indexes.sql",
-        sql: include_str!("../../migrations/0002_indexes.sql"),
-    },
-    Migration {
-        version: 3,
-        name: "0003_generation.sql",
-        sql: include_str!("../../migrations/0003_generation.sql"),
-    },
-];
-
-/// The schema version this build expects.
-pub(crate) fn latest_version() -> u32 {
-    MIGRATIONS.last().map_or(0, |m| m.version)
-}
+use crate::migrations::{MIGRATIONS, latest_version, too_new};
 
 /// Applies pending migrations in one immediate transaction, so two processes
 /// opening the same file cannot both apply them. Returns how many ran.
@@ -52,15 +22,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<usize, DirectoryError> {
         .map_err(DirectoryError::db("begin migration transaction"))?;
     let current = current_version(&tx)?;
     if current > latest_version() {
-        return Err(DirectoryError::Migration {
-            version: current,
-            name: "unknown",
-            message: format!(
-                "the database schema is at version {current} but this build only knows up to \
-                 version {}; upgrade the server or point it at another database",
-                latest_version()
-            ),
-        });
+        return Err(too_new(current));
     }
     let mut applied = 0;
     for m in MIGRATIONS.iter().filter(|m| m.version > current) {
@@ -69,7 +31,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<usize, DirectoryError> {
             name: m.name,
             message: e.to_string(),
         };
-        tx.execute_batch(m.sql).map_err(fail)?;
+        tx.execute_batch(m.sqlite).map_err(fail)?;
         tx.execute(
             "INSERT INTO schema_migrations (version, name, applied_at)
              VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
@@ -103,13 +65,6 @@ pub(crate) fn current_version(conn: &Connection) -> Result<u32, DirectoryError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn versions_are_increasing() {
-        for pair in MIGRATIONS.windows(2) {
-            assert!(pair[0].version < pair[1].version);
-        }
-    }
 
     #[test]
     fn migrate_twice_is_a_no_op() {

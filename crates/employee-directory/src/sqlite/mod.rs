@@ -29,17 +29,6 @@ use row::CachedRow;
 pub(crate) use row::make_location;
 use rusqlite::Connection;
 
-/// The schema version this build migrates to.
-pub(crate) fn latest_schema_version() -> u32 {
-    migrate::latest_version()
-}
-
-/// The SQLite migrations (for the PostgreSQL backend's consistency test).
-#[cfg(test)]
-pub(crate) fn migrations() -> &'static [migrate::Migration] {
-    migrate::MIGRATIONS
-}
-
 /// Most connections a file database keeps open.
 const MAX_CONNECTIONS: usize = 8;
 

@@ -482,7 +482,7 @@ fn check_schema(conn: &Connection, path: &Path) -> Result<(), DirectoryError> {
     } else {
         0
     };
-    let expected = migrate::latest_version();
+    let expected = crate::migrations::latest_version();
     let problem = match version {
         0 => "its migrations table is missing or empty".to_string(),
         v if v < expected => format!(

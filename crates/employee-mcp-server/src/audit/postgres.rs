@@ -15,7 +15,7 @@ use tokio::runtime::Runtime;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::store::Store;
-use super::{Entry, Filter, Row};
+use super::{Entry, Filter, ROW_COLUMNS, Row, row_from};
 use crate::cluster::db_message;
 
 /// Server-side bound on one audit statement.
@@ -304,16 +304,16 @@ pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, String> {
         // NULL filters match everything: one statement for every filter.
         let rows = client
             .query(
-                "SELECT id, at, at_unix_ms, subject, client_id, client_name, remote_addr, tool,
-                        arguments, outcome, detail, latency_ms, protocol_version,
-                        COALESCE(count, 1)
-                 FROM audit_log
-                 WHERE ($1::bigint IS NULL OR at_unix_ms >= $1)
-                   AND ($2::bigint IS NULL OR at_unix_ms < $2)
-                   AND ($3::text IS NULL OR tool = $3)
-                   AND ($4::text IS NULL OR subject = $4)
-                   AND ($5::text IS NULL OR outcome = $5)
-                 ORDER BY at_unix_ms DESC, id DESC LIMIT $6",
+                &format!(
+                    "SELECT {ROW_COLUMNS}, COALESCE(count, 1)
+                     FROM audit_log
+                     WHERE ($1::bigint IS NULL OR at_unix_ms >= $1)
+                       AND ($2::bigint IS NULL OR at_unix_ms < $2)
+                       AND ($3::text IS NULL OR tool = $3)
+                       AND ($4::text IS NULL OR subject = $4)
+                       AND ($5::text IS NULL OR outcome = $5)
+                     ORDER BY at_unix_ms DESC, id DESC LIMIT $6"
+                ),
                 &[
                     &filter.since_ms,
                     &filter.until_ms,
@@ -327,26 +327,7 @@ pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, String> {
             .map_err(read)?;
         let mut out: Vec<Row> = rows
             .iter()
-            .map(|r| {
-                let arguments: String = r.try_get(8)?;
-                Ok(Row {
-                    id: r.try_get(0)?,
-                    at: r.try_get(1)?,
-                    at_unix_ms: r.try_get(2)?,
-                    subject: r.try_get(3)?,
-                    client_id: r.try_get(4)?,
-                    client_name: r.try_get(5)?,
-                    remote_addr: r.try_get(6)?,
-                    tool: r.try_get(7)?,
-                    arguments: serde_json::from_str(&arguments)
-                        .unwrap_or(serde_json::Value::String(arguments)),
-                    outcome: r.try_get(9)?,
-                    detail: r.try_get(10)?,
-                    latency_ms: r.try_get(11)?,
-                    protocol_version: r.try_get(12)?,
-                    count: r.try_get(13)?,
-                })
-            })
+            .map(|r| Ok(row_from!(r, try_get)))
             .collect::<Result<_, tokio_postgres::Error>>()
             .map_err(read)?;
         out.reverse();

@@ -151,8 +151,8 @@ pub struct ServeArgs {
     #[arg(long, env = "EMPLOYEE_MCP_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
-    /// Database URL: sqlite://PATH (created if missing), sqlite::memory:, or
-    /// postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE (an existing
+    /// Database URL: `sqlite://PATH` (created if missing), `sqlite::memory:`, or
+    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE` (an existing
     /// database; the first server migrates and seeds it, replicas share it).
     #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
     pub database: String,
@@ -205,7 +205,7 @@ pub struct ServeArgs {
     )]
     pub allowed_hosts: Vec<String>,
 
-    /// Extra browser origins accepted in the Origin header, e.g. https://app.example.com.
+    /// Extra browser origins accepted in the Origin header, e.g. `https://app.example.com`.
     #[arg(
         long = "allowed-origin",
         env = "EMPLOYEE_MCP_ALLOWED_ORIGINS",
@@ -315,7 +315,7 @@ pub struct AuthArgs {
     pub auth_issuer: Option<String>,
 
     /// This server's canonical resource URI, required in the tokens'
-    /// audience (e.g. https://hr.example.com/mcp). Required with --auth-issuer.
+    /// audience (e.g. `https://hr.example.com/mcp`). Required with --auth-issuer.
     #[arg(
         long,
         env = "EMPLOYEE_MCP_AUTH_AUDIENCE",

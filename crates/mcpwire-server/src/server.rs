@@ -222,39 +222,13 @@ impl ServerBuilder {
 
     /// Validates and compiles everything (schemas once, here).
     pub fn build(self) -> Result<Server, RegistrationError> {
-        let mut tools: Vec<Arc<RegisteredTool>> = Vec::with_capacity(self.tools.len());
-        for tool in self.tools {
-            if tools
-                .iter()
-                .any(|t| t.tool.definition.name == tool.definition.name)
-            {
-                return Err(RegistrationError::Duplicate(tool.definition.name));
-            }
-            tools.push(Arc::new(RegisteredTool::new(tool)?));
-        }
+        let tools = register(self.tools)?;
         let signer = match self.state_key {
             Some(k) => StateSigner::new(k, self.options.request_state_ttl),
             None => StateSigner::random(self.options.request_state_ttl)
                 .map_err(|e| RegistrationError::Randomness(e.to_string()))?,
         };
-        let has_resources = !self.resources.is_empty() || !self.templates.is_empty();
-        let mut caps = Map::new();
-        caps.insert("tools".into(), json!({ "listChanged": true }));
-        if !self.prompts.is_empty() {
-            caps.insert("prompts".into(), json!({ "listChanged": true }));
-        }
-        if has_resources {
-            caps.insert(
-                "resources".into(),
-                json!({ "subscribe": true, "listChanged": true }),
-            );
-        }
-        if self.completion.is_some() {
-            caps.insert("completions".into(), json!({}));
-        }
-        if self.logging {
-            caps.insert("logging".into(), json!({}));
-        }
+        // Tasks are on when asked for, or when some tool can run as one.
         let tasks = match self.tasks {
             Some(options) => Some(options),
             None => tools
@@ -262,12 +236,14 @@ impl ServerBuilder {
                 .any(|t| t.tool.task_support != TaskSupport::Forbidden)
                 .then(TaskOptions::default),
         };
-        if tasks.is_some() {
-            caps.insert(
-                "extensions".into(),
-                json!({ crate::tasks::EXTENSION_ID: {} }),
-            );
+        let caps = Capabilities {
+            prompts: !self.prompts.is_empty(),
+            resources: !self.resources.is_empty() || !self.templates.is_empty(),
+            completions: self.completion.is_some(),
+            logging: self.logging,
+            tasks: tasks.is_some(),
         }
+        .to_json();
         let info_json = serde_json::to_value(&self.info).unwrap_or(Value::Null);
         let (events, _) = broadcast::channel(256);
         Ok(Server {
@@ -317,6 +293,60 @@ impl ServerBuilder {
             }),
         }
         .started())
+    }
+}
+
+/// Compiles each tool (its schemas, once); a name may appear only once.
+fn register(tools: Vec<Tool>) -> Result<Vec<Arc<RegisteredTool>>, RegistrationError> {
+    let mut registered: Vec<Arc<RegisteredTool>> = Vec::with_capacity(tools.len());
+    for tool in tools {
+        if registered
+            .iter()
+            .any(|t| t.tool.definition.name == tool.definition.name)
+        {
+            return Err(RegistrationError::Duplicate(tool.definition.name));
+        }
+        registered.push(Arc::new(RegisteredTool::new(tool)?));
+    }
+    Ok(registered)
+}
+
+/// What the server declares in `capabilities`, from what it was built
+/// with. Tools are always declared, since the tool set can change.
+struct Capabilities {
+    prompts: bool,
+    resources: bool,
+    completions: bool,
+    logging: bool,
+    tasks: bool,
+}
+
+impl Capabilities {
+    fn to_json(&self) -> Map<String, Value> {
+        let mut caps = Map::new();
+        caps.insert("tools".into(), json!({ "listChanged": true }));
+        if self.prompts {
+            caps.insert("prompts".into(), json!({ "listChanged": true }));
+        }
+        if self.resources {
+            caps.insert(
+                "resources".into(),
+                json!({ "subscribe": true, "listChanged": true }),
+            );
+        }
+        if self.completions {
+            caps.insert("completions".into(), json!({}));
+        }
+        if self.logging {
+            caps.insert("logging".into(), json!({}));
+        }
+        if self.tasks {
+            caps.insert(
+                "extensions".into(),
+                json!({ crate::tasks::EXTENSION_ID: {} }),
+            );
+        }
+        caps
     }
 }
 

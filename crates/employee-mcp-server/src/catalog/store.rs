@@ -7,7 +7,7 @@
 //!   transaction as every change, which the servers poll.
 
 use chrono::{SecondsFormat, Utc};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde::Serialize;
 
 use crate::custom::spec::ToolSpec;
@@ -98,7 +98,7 @@ pub(super) fn now() -> String {
 }
 
 fn record(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Transaction<'_>,
     actor: &str,
     action: &str,
     tool: &str,
@@ -111,7 +111,7 @@ fn record(
     Ok(())
 }
 
-fn bump(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+fn bump(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute(
         "UPDATE tool_catalog_generation SET generation = generation + 1 WHERE id = 1",
         [],
@@ -164,67 +164,15 @@ pub fn put_custom(
     actor: &str,
     max_custom: usize,
 ) -> Result<bool, String> {
-    let db = |e: rusqlite::Error| format!("cannot update the tool catalogue: {e}");
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(db)?;
+        .map_err(catalogue_error)?;
     let mut changed = false;
     if sync {
-        let names: Vec<String> = {
-            let mut stmt = tx
-                .prepare("SELECT name FROM tool_catalog WHERE kind = 'custom' AND source = ?1")
-                .map_err(db)?;
-            stmt.query_map([source], |r| r.get(0))
-                .map_err(db)?
-                .collect::<rusqlite::Result<_>>()
-                .map_err(db)?
-        };
-        for name in names
-            .iter()
-            .filter(|n| !specs.iter().any(|s| &s.name == *n))
-        {
-            tx.execute("DELETE FROM tool_catalog WHERE name = ?1", [name])
-                .map_err(db)?;
-            record(&tx, actor, "remove", name, Some(source)).map_err(db)?;
-            changed = true;
-        }
+        changed |= remove_others(&tx, specs, source, actor).map_err(catalogue_error)?;
     }
     for spec in specs {
-        let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
-        let existing: Option<(String, Option<String>, String)> = tx
-            .query_row(
-                "SELECT kind, definition, source FROM tool_catalog WHERE name = ?1",
-                [&spec.name],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()
-            .map_err(db)?;
-        match existing {
-            // The same source re-syncing: unchanged definitions stay as
-            // they are, changed ones are updated below.
-            Some((_, def, src))
-                if src == source && sync && def.as_deref() == Some(json.as_str()) =>
-            {
-                continue;
-            }
-            Some((_, _, src)) if src == source && sync => {}
-            Some((kind, _, src)) => {
-                return Err(format!(
-                    "tool {:?}, field `name`: a {kind} tool with this name already exists (source {src}); remove it first or pick another name",
-                    spec.name
-                ));
-            }
-            None => {}
-        }
-        tx.execute(
-            "INSERT INTO tool_catalog (name, kind, enabled, definition, source, updated_at, updated_by)
-             VALUES (?1, 'custom', 1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (name) DO UPDATE SET definition = ?2, updated_at = ?4, updated_by = ?5",
-            params![spec.name, json, source, now(), actor],
-        )
-        .map_err(db)?;
-        record(&tx, actor, "add", &spec.name, Some(source)).map_err(db)?;
-        changed = true;
+        changed |= put_one(&tx, spec, source, sync, actor)?;
     }
     let count: i64 = tx
         .query_row(
@@ -232,17 +180,89 @@ pub fn put_custom(
             [],
             |r| r.get(0),
         )
-        .map_err(db)?;
+        .map_err(catalogue_error)?;
     if usize::try_from(count).unwrap_or(usize::MAX) > max_custom {
         return Err(format!(
             "the catalogue would hold {count} custom tools, over the limit of {max_custom} (--max-custom-tools); remove some first"
         ));
     }
     if changed {
-        bump(&tx).map_err(db)?;
-        tx.commit().map_err(db)?;
+        bump(&tx).map_err(catalogue_error)?;
+        tx.commit().map_err(catalogue_error)?;
     }
     Ok(changed)
+}
+
+fn catalogue_error(e: rusqlite::Error) -> String {
+    format!("cannot update the tool catalogue: {e}")
+}
+
+/// Removes the custom tools of `source` that `specs` no longer names;
+/// returns whether there were any.
+fn remove_others(
+    tx: &Transaction<'_>,
+    specs: &[ToolSpec],
+    source: &str,
+    actor: &str,
+) -> rusqlite::Result<bool> {
+    let names: Vec<String> = tx
+        .prepare("SELECT name FROM tool_catalog WHERE kind = 'custom' AND source = ?1")?
+        .query_map([source], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut removed = false;
+    for name in names
+        .iter()
+        .filter(|n| !specs.iter().any(|s| &s.name == *n))
+    {
+        tx.execute("DELETE FROM tool_catalog WHERE name = ?1", [name])?;
+        record(tx, actor, "remove", name, Some(source))?;
+        removed = true;
+    }
+    Ok(removed)
+}
+
+/// Adds or updates one custom tool; returns whether it changed. A name
+/// held by a built-in or by another source is refused.
+fn put_one(
+    tx: &Transaction<'_>,
+    spec: &ToolSpec,
+    source: &str,
+    sync: bool,
+    actor: &str,
+) -> Result<bool, String> {
+    let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+    let existing: Option<(String, Option<String>, String)> = tx
+        .query_row(
+            "SELECT kind, definition, source FROM tool_catalog WHERE name = ?1",
+            [&spec.name],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()
+        .map_err(catalogue_error)?;
+    match existing {
+        // The same source re-syncing: unchanged definitions stay as they
+        // are, changed ones are updated below.
+        Some((_, def, src)) if src == source && sync && def.as_deref() == Some(json.as_str()) => {
+            return Ok(false);
+        }
+        Some((_, _, src)) if src == source && sync => {}
+        Some((kind, _, src)) => {
+            return Err(format!(
+                "tool {:?}, field `name`: a {kind} tool with this name already exists (source {src}); remove it first or pick another name",
+                spec.name
+            ));
+        }
+        None => {}
+    }
+    tx.execute(
+        "INSERT INTO tool_catalog (name, kind, enabled, definition, source, updated_at, updated_by)
+         VALUES (?1, 'custom', 1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (name) DO UPDATE SET definition = ?2, updated_at = ?4, updated_by = ?5",
+        params![spec.name, json, source, now(), actor],
+    )
+    .map_err(catalogue_error)?;
+    record(tx, actor, "add", &spec.name, Some(source)).map_err(catalogue_error)?;
+    Ok(true)
 }
 
 /// Removes a custom tool; `Ok(false)` if there is none by that name.

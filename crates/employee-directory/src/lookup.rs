@@ -52,18 +52,24 @@ pub(crate) fn percent(part: u32, whole: u32) -> f64 {
     }
 }
 
-/// Counts a turnover query reads per group, in this order: headcount at
-/// the start and at the end of the period, terminations, voluntary ones,
-/// involuntary ones, hires.
-pub(crate) const TURNOVER_COUNTS: usize = 6;
+/// Counts a turnover query reads per group, in this order from its first
+/// count column: headcount at the start and at the end of the period,
+/// terminations, voluntary ones, involuntary ones, hires.
+const TURNOVER_COUNTS: usize = 6;
 
-/// One turnover row from its [`TURNOVER_COUNTS`] counts: the rate is
-/// terminations over the average headcount, in percent with one decimal.
-pub(crate) fn turnover_row(
+/// One turnover row, its counts read with the backend's `count(column)`
+/// from column `at` on: the rate is terminations over the average
+/// headcount, in percent with one decimal.
+pub(crate) fn turnover_row<E>(
     department_id: Option<String>,
     department: String,
-    counts: [u32; TURNOVER_COUNTS],
-) -> TurnoverRow {
+    at: usize,
+    mut count: impl FnMut(usize) -> Result<u32, E>,
+) -> Result<TurnoverRow, E> {
+    let mut counts = [0; TURNOVER_COUNTS];
+    for (i, slot) in counts.iter_mut().enumerate() {
+        *slot = count(at + i)?;
+    }
     let [
         headcount_start,
         headcount_end,
@@ -78,7 +84,7 @@ pub(crate) fn turnover_row(
     } else {
         0.0
     };
-    TurnoverRow {
+    Ok(TurnoverRow {
         department_id,
         department,
         headcount_start,
@@ -89,7 +95,7 @@ pub(crate) fn turnover_row(
         involuntary,
         hires,
         turnover_rate_percent: rate,
-    }
+    })
 }
 
 /// The report over the year ending `today`: departments with the highest

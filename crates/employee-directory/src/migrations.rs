@@ -2,6 +2,8 @@
 //! SQLite script and a PostgreSQL script, so the two cannot drift apart in
 //! number, name or order. Each backend's `migrate` module applies them.
 
+use crate::error::DirectoryError;
+
 /// One schema change, applied at most once per database.
 pub(crate) struct Migration {
     /// Recorded in `schema_migrations`; strictly increasing.
@@ -40,8 +42,8 @@ pub(crate) fn latest_version() -> u32 {
 }
 
 /// The error for a database whose schema is newer than this build.
-pub(crate) fn too_new(current: u32) -> crate::error::DirectoryError {
-    crate::error::DirectoryError::Migration {
+pub(crate) fn too_new(current: u32) -> DirectoryError {
+    DirectoryError::Migration {
         version: current,
         name: "unknown",
         message: format!(

@@ -11,8 +11,7 @@ use super::queries::{row_opt, rows};
 use super::row::{count, get};
 use crate::error::DirectoryError;
 use crate::lookup::{
-    TURNOVER_COUNTS, employment_label, level_label, office_label, percent, turnover_report,
-    turnover_row,
+    employment_label, level_label, office_label, percent, turnover_report, turnover_row,
 };
 use crate::model::{
     CompensationReport, CompensationRow, EmploymentType, HeadcountBucket, HeadcountReport, Level,
@@ -125,15 +124,6 @@ const TURNOVER_AGGREGATES: &str = "
                        AND e.termination_reason = 'involuntary'),
     COUNT(*) FILTER (WHERE e.start_date > $1::date AND e.start_date <= $2::date)";
 
-/// The [`TURNOVER_COUNTS`] counts of a turnover query, from column `at`.
-fn turnover_counts(row: &Row, at: usize) -> Result<[u32; TURNOVER_COUNTS]> {
-    let mut counts = [0; TURNOVER_COUNTS];
-    for (i, slot) in counts.iter_mut().enumerate() {
-        *slot = count(row, at + i)?;
-    }
-    Ok(counts)
-}
-
 async fn turnover(c: &ClientWrapper, today: NaiveDate) -> Result<TurnoverReport> {
     let start = today.checked_sub_months(Months::new(12)).unwrap_or(today);
     let overall = format!("SELECT {TURNOVER_AGGREGATES} FROM employees e");
@@ -153,17 +143,12 @@ async fn turnover(c: &ClientWrapper, today: NaiveDate) -> Result<TurnoverReport>
             "the turnover aggregate returned no row".to_string(),
         ));
     };
-    let overall = turnover_row(
-        None,
-        "All departments".to_string(),
-        turnover_counts(&overall, 0)?,
-    );
+    let overall = turnover_row(None, "All departments".to_string(), 0, |i| {
+        count(&overall, i)
+    })?;
     let by_department = departments
         .iter()
-        .map(|row| {
-            let counts = turnover_counts(row, 2)?;
-            Ok(turnover_row(Some(get(row, 0)?), get(row, 1)?, counts))
-        })
+        .map(|row| turnover_row(Some(get(row, 0)?), get(row, 1)?, 2, |i| count(row, i)))
         .collect::<Result<Vec<_>>>()?;
     Ok(turnover_report(today, start, overall, by_department))
 }

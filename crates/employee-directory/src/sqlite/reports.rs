@@ -6,8 +6,7 @@ use rusqlite::{Connection, params};
 use super::row::{CachedRow, count, make_location};
 use crate::error::DirectoryError;
 use crate::lookup::{
-    TURNOVER_COUNTS, employment_label, level_label, office_label, percent, turnover_report,
-    turnover_row,
+    employment_label, level_label, office_label, percent, turnover_report, turnover_row,
 };
 use crate::model::{
     CompensationReport, CompensationRow, EmploymentType, HeadcountBucket, HeadcountReport, Level,
@@ -135,10 +134,7 @@ fn turnover(conn: &Connection, today: NaiveDate) -> Result<TurnoverReport> {
         .cached_row(
             &format!("SELECT {aggregates} FROM employees e"),
             period,
-            |row| {
-                let counts = turnover_counts(row, 0)?;
-                Ok(turnover_row(None, "All departments".to_string(), counts))
-            },
+            |row| turnover_row(None, "All departments".to_string(), 0, |i| count(row, i)),
         )
         .map_err(DirectoryError::db("company turnover"))?;
 
@@ -151,21 +147,11 @@ fn turnover(conn: &Connection, today: NaiveDate) -> Result<TurnoverReport> {
         .map_err(DirectoryError::db("department turnover"))?;
     let by_department: Vec<TurnoverRow> = stmt
         .query_map(period, |row| {
-            let counts = turnover_counts(row, 2)?;
-            Ok(turnover_row(Some(row.get(0)?), row.get(1)?, counts))
+            turnover_row(Some(row.get(0)?), row.get(1)?, 2, |i| count(row, i))
         })
         .and_then(Iterator::collect)
         .map_err(DirectoryError::db("department turnover"))?;
     Ok(turnover_report(today, start, overall, by_department))
-}
-
-/// The [`TURNOVER_COUNTS`] counts of a turnover query, from column `at`.
-fn turnover_counts(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<[u32; TURNOVER_COUNTS]> {
-    let mut counts = [0; TURNOVER_COUNTS];
-    for (i, slot) in counts.iter_mut().enumerate() {
-        *slot = count(row, at + i)?;
-    }
-    Ok(counts)
 }
 
 /// Salary statistics of employees employed on `as_of`, grouped by the SQL

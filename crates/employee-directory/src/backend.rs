@@ -43,13 +43,3 @@ impl Backend {
         }
     }
 }
-
-/// A `db.query` child span for a query on `system` (the OpenTelemetry
-/// `db.system.name`), only inside a traced request: no span (and no cost)
-/// when the caller has none.
-pub(crate) fn query_span(system: &'static str) -> tracing::Span {
-    if tracing::Span::current().is_disabled() {
-        return tracing::Span::none();
-    }
-    tracing::info_span!("db.query", otel.kind = "client", "db.system.name" = system)
-}

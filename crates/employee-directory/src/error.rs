@@ -5,6 +5,8 @@
 //! reserved for problems an operator has to fix (bad URL, unreadable file,
 //! broken schema).
 
+use tokio_postgres::error::SqlState;
+
 /// Everything that can go wrong while opening or querying the directory.
 #[derive(Debug, thiserror::Error)]
 pub enum DirectoryError {
@@ -138,7 +140,7 @@ impl DirectoryError {
     pub(crate) fn pg(
         context: &'static str,
     ) -> impl FnOnce(tokio_postgres::Error) -> DirectoryError {
-        move |source| crate::postgres::classify(context, source)
+        move |source| classify_pg(context, source)
     }
 
     /// Wraps a driver error raised by the named operation.
@@ -153,5 +155,69 @@ fn pg_detail(error: &tokio_postgres::Error) -> String {
     match error.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
         None => error.to_string(),
+    }
+}
+
+/// Maps a query error: connection losses and server shutdowns become
+/// [`UnavailableReason::Unreachable`], cancelled statements
+/// [`UnavailableReason::TimedOut`], a missing schema
+/// [`UnavailableReason::NotEmployeeDatabase`]; the rest are query failures.
+pub(crate) fn classify_pg(context: &'static str, error: tokio_postgres::Error) -> DirectoryError {
+    let unavailable = |reason, message: String, error| DirectoryError::Unavailable {
+        reason,
+        message,
+        source: Some(Box::new(error)),
+    };
+    let code = error.code().cloned();
+    let io = std::error::Error::source(&error).is_some_and(|s| s.is::<std::io::Error>());
+    if error.is_closed() || io {
+        return unavailable(
+            UnavailableReason::Unreachable,
+            format!(
+                "the connection to PostgreSQL was lost during {context} ({error}); the server \
+                 may be restarting, the call can be retried"
+            ),
+            error,
+        );
+    }
+    let Some(code) = code else {
+        return DirectoryError::Postgres {
+            context,
+            source: error,
+        };
+    };
+    let class = &code.code()[..2];
+    if class == "08" || class == "57" && code != SqlState::QUERY_CANCELED {
+        unavailable(
+            UnavailableReason::Unreachable,
+            format!(
+                "PostgreSQL is shutting down or restarting ({error}) during {context}; the call \
+                 can be retried"
+            ),
+            error,
+        )
+    } else if code == SqlState::QUERY_CANCELED {
+        unavailable(
+            UnavailableReason::TimedOut,
+            format!(
+                "{context} exceeded the statement timeout and was cancelled; raise \
+                 --db-statement-timeout or check the server's load"
+            ),
+            error,
+        )
+    } else if code == SqlState::UNDEFINED_TABLE || code == SqlState::UNDEFINED_COLUMN {
+        unavailable(
+            UnavailableReason::NotEmployeeDatabase,
+            format!(
+                "the PostgreSQL database has no employee schema ({error}); point --database at \
+                 the employee database or restart the server to migrate it"
+            ),
+            error,
+        )
+    } else {
+        DirectoryError::Postgres {
+            context,
+            source: error,
+        }
     }
 }

@@ -50,6 +50,7 @@ mod read_cache;
 mod seed;
 mod sqlite;
 mod tenure;
+mod trace;
 
 use std::sync::Arc;
 

@@ -22,6 +22,25 @@ pub struct Location {
     pub display: String,
 }
 
+impl Location {
+    /// A location with its display form: "San Francisco, CA" in the US,
+    /// "Toronto, ON, Canada", "London, United Kingdom".
+    pub(crate) fn new(city: String, region: Option<String>, country: String) -> Location {
+        let display = match &region {
+            Some(r) if country == "United States" => format!("{city}, {r}"),
+            Some(r) => format!("{city}, {r}, {country}"),
+            None if city == country => city.clone(),
+            None => format!("{city}, {country}"),
+        };
+        Location {
+            city,
+            region,
+            country,
+            display,
+        }
+    }
+}
+
 /// A skill held by an employee.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -16,7 +16,6 @@ mod seed;
 use chrono::NaiveDate;
 use tracing::Instrument;
 
-use crate::backend::query_span;
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::model::{
     CompensationBand, DepartmentRoster, EmployeeDetails, Health, LeaveBalance, LeaveType, Level,
@@ -24,7 +23,7 @@ use crate::model::{
 };
 use crate::options::DirectoryOptions;
 use crate::read_cache::{Cached, Key, ReadCache, Stamp, found_skill};
-pub(crate) use pool::classify;
+use crate::trace::query_span;
 use pool::{PgPool, is_connection_lost};
 use serde::Serialize;
 

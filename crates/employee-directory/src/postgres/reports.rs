@@ -15,9 +15,8 @@ use crate::lookup::{
 };
 use crate::model::{
     CompensationReport, CompensationRow, EmploymentType, HeadcountBucket, HeadcountReport, Level,
-    OfficeType, Report, ReportType, TurnoverReport,
+    Location, OfficeType, Report, ReportType, TurnoverReport,
 };
-use crate::sqlite::make_location;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
 
@@ -87,7 +86,7 @@ async fn headcount(c: &ClientWrapper, today: NaiveDate) -> Result<HeadcountRepor
     let by_location = locations
         .iter()
         .map(|row| {
-            let loc = make_location(get(row, 0)?, get(row, 1)?, get(row, 2)?);
+            let loc = Location::new(get(row, 0)?, get(row, 1)?, get(row, 2)?);
             let headcount = count(row, 3)?;
             Ok(HeadcountBucket {
                 key: loc.display.clone(),

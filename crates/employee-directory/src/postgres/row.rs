@@ -5,7 +5,6 @@ use tokio_postgres::types::FromSql;
 
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::model::{Location, Proficiency};
-use crate::sqlite::make_location;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
 
@@ -64,7 +63,7 @@ pub(crate) fn proficiency(row: &Row, idx: usize) -> Result<Proficiency> {
 
 /// A location from (city, region, country) columns starting at `idx`.
 pub(crate) fn location(row: &Row, idx: usize) -> Result<Location> {
-    Ok(make_location(
+    Ok(Location::new(
         get(row, idx)?,
         get(row, idx + 1)?,
         get(row, idx + 2)?,

@@ -26,7 +26,6 @@ use crate::options::DirectoryOptions;
 use crate::read_cache::{Cached, Key, ReadCache, Stamp, found_skill};
 use pool::{FileId, Pool, Target};
 use row::CachedRow;
-pub(crate) use row::make_location;
 use rusqlite::Connection;
 
 /// Most connections a file database keeps open.

@@ -30,9 +30,9 @@ use tracing::Instrument;
 
 use super::migrate;
 use crate::PoolStats;
-use crate::backend::query_span;
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::options::DirectoryOptions;
+use crate::trace::query_span;
 
 /// This backend's `db.system.name` in query spans.
 const DB_SYSTEM: &str = "sqlite";

@@ -3,14 +3,14 @@
 use chrono::{Months, NaiveDate};
 use rusqlite::{Connection, params};
 
-use super::row::{CachedRow, count, make_location};
+use super::row::{CachedRow, count};
 use crate::error::DirectoryError;
 use crate::lookup::{
     employment_label, level_label, office_label, percent, turnover_report, turnover_row,
 };
 use crate::model::{
     CompensationReport, CompensationRow, EmploymentType, HeadcountBucket, HeadcountReport, Level,
-    OfficeType, Report, ReportType, TurnoverReport, TurnoverRow,
+    Location, OfficeType, Report, ReportType, TurnoverReport, TurnoverRow,
 };
 
 type Result<T> = std::result::Result<T, DirectoryError>;
@@ -79,7 +79,7 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
         .map_err(DirectoryError::db("headcount by location"))?;
     let by_location = stmt
         .query_map([&as_of], |row| {
-            let loc = make_location(row.get(0)?, row.get(1)?, row.get(2)?);
+            let loc = Location::new(row.get(0)?, row.get(1)?, row.get(2)?);
             let headcount = count(row, 3)?;
             Ok(HeadcountBucket {
                 key: loc.display.clone(),

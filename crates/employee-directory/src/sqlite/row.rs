@@ -117,23 +117,7 @@ pub(crate) fn location(row: &Row<'_>, idx: usize) -> rusqlite::Result<Location> 
     let city: String = row.get(idx)?;
     let region: Option<String> = row.get(idx + 1)?;
     let country: String = row.get(idx + 2)?;
-    Ok(make_location(city, region, country))
-}
-
-/// "San Francisco, CA" in the US, "Toronto, ON, Canada", "London, United Kingdom".
-pub(crate) fn make_location(city: String, region: Option<String>, country: String) -> Location {
-    let display = match &region {
-        Some(r) if country == "United States" => format!("{city}, {r}"),
-        Some(r) => format!("{city}, {r}, {country}"),
-        None if city == country => city.clone(),
-        None => format!("{city}, {country}"),
-    };
-    Location {
-        city,
-        region,
-        country,
-        display,
-    }
+    Ok(Location::new(city, region, country))
 }
 
 #[cfg(test)]

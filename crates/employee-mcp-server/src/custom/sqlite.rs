@@ -161,15 +161,18 @@ pub fn check(conn: &Connection, spec: &ToolSpec) -> Result<Vec<OutColumn>, Defin
     super::check_parameters(spec, &scan)?;
     DENIED.with(|d| d.borrow_mut().take());
     let stmt = conn.prepare(text).map_err(|e| {
-        err(match e.sqlite_error_code() {
-            Some(ErrorCode::AuthorizationForStatementDenied) => format!(
+        // A refused function fails as a plain error, a refused action as
+        // SQLITE_AUTH: either way the authorizer kept the reason.
+        let denied = DENIED.with(|d| d.borrow_mut().take());
+        err(match (denied, e.sqlite_error_code()) {
+            (None, code) if code != Some(ErrorCode::AuthorizationForStatementDenied) => {
+                format!("does not prepare on the target database: {e}")
+            }
+            (reason, _) => format!(
                 "not allowed in a read-only tool: {}; only SELECT on directory tables; no writes, ATTACH, PRAGMA, load_extension, dbstat, or {}",
-                DENIED
-                    .with(|d| d.borrow_mut().take())
-                    .unwrap_or_else(|| e.to_string()),
+                reason.unwrap_or_else(|| e.to_string()),
                 PROTECTED_TABLES.join(", ")
             ),
-            _ => format!("does not prepare on the target database: {e}"),
         })
     })?;
     if !stmt.readonly() {

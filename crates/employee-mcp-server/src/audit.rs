@@ -536,8 +536,8 @@ use row_from;
 /// never changes it (no journal-mode switch, no table created), and only
 /// a regular file (a device such as `/dev/zero` is no database).
 fn open_for_reading(path: &Path) -> Result<Connection, String> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| format!("no database at {}: {e}", path.display()))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("no database at {}: {e}", path.display()))?;
     if !meta.is_file() {
         return Err(format!(
             "{} is not a database file (not a regular file); check --database",

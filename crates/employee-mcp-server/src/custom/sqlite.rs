@@ -142,7 +142,9 @@ fn readable(table: &str) -> Result<(), String> {
             "it reads {table}, which is the audit trail or the tool catalogue, not directory data"
         ))
     } else if INTERNAL_TABLES.contains(&lower.as_str()) || lower.starts_with("sqlite_") {
-        Err(format!("it reads {table}, SQLite's own data, not the directory"))
+        Err(format!(
+            "it reads {table}, SQLite's own data, not the directory"
+        ))
     } else if lower.starts_with("pragma_") {
         Err(format!("it calls {table}, which is a PRAGMA"))
     } else {
@@ -307,7 +309,8 @@ fn execute(
     cancelled: Cancelled,
 ) -> Result<(Vec<Value>, bool), RunError> {
     let deadline = Instant::now() + query.timeout;
-    let heap_limit = heap_used().saturating_add(i64::try_from(limits.max_heap_bytes).unwrap_or(i64::MAX));
+    let heap_limit =
+        heap_used().saturating_add(i64::try_from(limits.max_heap_bytes).unwrap_or(i64::MAX));
     let stop = Arc::new(AtomicU8::new(0));
     let why = Arc::clone(&stop);
     conn.progress_handler(
@@ -330,7 +333,9 @@ fn execute(
     result.map_err(|e| match e {
         Fetch::TooLarge => RunError::TooLarge(limits.max_result_bytes),
         Fetch::Sqlite(e) => match e.sqlite_error_code() {
-            Some(ErrorCode::OperationInterrupted) if stop.load(Ordering::Relaxed) == STOP_MEMORY => {
+            Some(ErrorCode::OperationInterrupted)
+                if stop.load(Ordering::Relaxed) == STOP_MEMORY =>
+            {
                 RunError::Memory(limits.max_heap_bytes)
             }
             Some(ErrorCode::OperationInterrupted) => {

@@ -532,25 +532,65 @@ macro_rules! row_from {
 }
 use row_from;
 
+/// Opens a database file for the `audit` command: read-only, so reading
+/// never changes it (no journal-mode switch, no table created), and only
+/// a regular file (a device such as `/dev/zero` is no database).
+fn open_for_reading(path: &Path) -> Result<Connection, String> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("no database at {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{} is not a database file (not a regular file); check --database",
+            path.display()
+        ));
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(|e| format!("cannot open {} read-only: {e}", path.display()))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| format!("cannot configure the audit database: {e}"))?;
+    Ok(conn)
+}
+
+/// Whether the database has a table `name`; a file that is not a SQLite
+/// database says so here, at its first read.
+fn has_table(conn: &Connection, name: &str, location: &Location) -> Result<bool, String> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+        [name],
+        |row| row.get(0),
+    )
+    .map_err(|e| match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) => {
+            format!(
+                "{} is not a SQLite database; check --database",
+                describe(location)
+            )
+        }
+        _ => format!("cannot read the audit database: {e}"),
+    })
+}
+
 /// Reads records matching `filter`, oldest first (the newest `limit`).
 pub fn query(location: &Location, filter: &Filter) -> Result<Vec<Row>, String> {
     if let Location::Postgres(url) = location {
         return off_runtime(|| postgres::query(url, filter));
     }
-    if let Location::File(path) = location
-        && !Path::new(path).exists()
-    {
-        return Err(format!("no database at {}", path.display()));
-    }
-    let conn = open(location, false)?;
-    let exists: bool = conn
-        .query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_log')",
-            [],
-            |row| row.get(0),
-        )
-        .map_err(|e| format!("cannot read the audit database: {e}"))?;
-    if !exists {
+    let conn = match location {
+        Location::File(path) => open_for_reading(path)?,
+        _ => open(location, false)?,
+    };
+    if !has_table(&conn, "audit_log", location)? {
+        // A directory no server has served yet has no trail; any other
+        // file is not ours to read.
+        if let Location::File(path) = location
+            && !has_table(&conn, "employees", location)?
+        {
+            return Err(format!(
+                "{} is not an employee directory (it has no audit_log or employees table); check --database",
+                path.display()
+            ));
+        }
         return Ok(Vec::new());
     }
     // A table from before `count` existed (no server of this version has
@@ -603,8 +643,23 @@ pub fn parse_time(text: &str, now: SystemTime) -> Result<i64, String> {
         return Ok(t.timestamp_millis());
     }
     let back = parse_duration(text).ok_or_else(|| bad_time(text))?;
-    let at = now.checked_sub(back).unwrap_or(UNIX_EPOCH);
+    // Records are never older than 1970; a duration reaching further back
+    // is a typo, and beyond chrono's range it cannot even be formatted.
+    let at = now
+        .checked_sub(back)
+        .filter(|at| *at >= UNIX_EPOCH)
+        .ok_or_else(|| {
+            format!(
+                "invalid time \"{text}\": that reaches back before 1970; use a shorter duration, or leave the flag out to include every record"
+            )
+        })?;
     Ok(timestamp(at).1)
+}
+
+/// `--since`/`--until` as clap reads them: unix milliseconds, or an
+/// argument error (exit 2) naming the flag.
+pub fn parse_time_arg(text: &str) -> Result<i64, String> {
+    parse_time(text, SystemTime::now())
 }
 
 fn bad_time(text: &str) -> String {
@@ -625,6 +680,9 @@ mod tests {
         assert_eq!(parse_time("1970-01-01T00:00:01Z", now), Ok(1000), "rfc3339");
         assert!(parse_time("yesterday", now).is_err());
         assert!(parse_time("5y", now).is_err());
+        assert!(parse_time("11575d", now).is_err(), "before 1970");
+        assert!(parse_time("99999999999d", now).is_err());
+        assert!(parse_time("9223372036854775807s", now).is_err());
     }
 
     #[test]

@@ -282,6 +282,16 @@ pub struct ServeArgs {
     )]
     pub custom_query_connections: u64,
 
+    /// SQLite: MiB SQLite's heap may grow while a custom SQL tool's
+    /// statement runs; past it the statement is stopped with a tool error.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_CUSTOM_QUERY_MEMORY_MIB",
+        default_value_t = crate::custom::limits::DEFAULT_HEAP_MIB,
+        value_parser = clap::value_parser!(u32).range(1..=4096)
+    )]
+    pub custom_query_memory_mib: u32,
+
     /// PostgreSQL: the role custom tools' statements run as, with SELECT on
     /// the directory tables only; created at start when the user may (else
     /// the log prints the SQL a DBA must run; see the README).
@@ -550,13 +560,13 @@ pub struct AuditArgs {
     pub database: String,
 
     /// Only calls at or after this time: RFC 3339 (2026-10-01T09:00:00Z) or
-    /// a duration back from now (30m, 1h, 7d).
-    #[arg(long, value_name = "TIME")]
-    pub since: Option<String>,
+    /// a duration back from now (30m, 1h, 7d). Read as unix milliseconds.
+    #[arg(long, value_name = "TIME", value_parser = crate::audit::parse_time_arg)]
+    pub since: Option<i64>,
 
     /// Only calls before this time (same forms as --since).
-    #[arg(long, value_name = "TIME")]
-    pub until: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = crate::audit::parse_time_arg)]
+    pub until: Option<i64>,
 
     /// Only calls of this tool.
     #[arg(long, value_name = "NAME")]

@@ -15,7 +15,6 @@ mod telemetry;
 mod tools;
 
 use std::io::{IsTerminal, Write};
-use std::time::SystemTime;
 
 use clap::Parser;
 use tracing_subscriber::layer::SubscriberExt;
@@ -125,18 +124,9 @@ fn init_logging(format: LogFormat, traces: Option<&telemetry::Tracing>) {
 
 /// The `audit` subcommand.
 fn print_audit(args: &AuditArgs) -> Result<(), String> {
-    let now = SystemTime::now();
     let filter = audit::Filter {
-        since_ms: args
-            .since
-            .as_deref()
-            .map(|t| audit::parse_time(t, now))
-            .transpose()?,
-        until_ms: args
-            .until
-            .as_deref()
-            .map(|t| audit::parse_time(t, now))
-            .transpose()?,
+        since_ms: args.since,
+        until_ms: args.until,
         tool: args.tool.clone(),
         subject: args.subject.clone(),
         outcome: args.outcome.map(|o| o.as_str().to_owned()),

@@ -359,6 +359,11 @@ async fn start_catalog(
         cli.max_custom_tools,
         connections,
         role,
+        crate::custom::limits::Limits {
+            call_timeout: Duration::from_secs(cli.call_timeout_secs.max(1)),
+            max_result_bytes: cli.limits.max_result_bytes,
+            max_heap_bytes: cli.custom_query_memory_mib as usize * 1024 * 1024,
+        },
     )?);
     let actor = format!("{} (--tools-file)", catalog::command::actor(None));
     catalog::watch::start(catalog, server.clone(), cli.tools_file.clone(), actor)

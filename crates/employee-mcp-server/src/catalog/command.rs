@@ -127,17 +127,7 @@ async fn check_file(
     file: &Path,
     builtins: &[String],
 ) -> Result<Vec<Checked>, String> {
-    let meta =
-        std::fs::metadata(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    if meta.len() > spec::MAX_FILE_BYTES as u64 {
-        return Err(format!(
-            "{} is over the limit of {} bytes",
-            file.display(),
-            spec::MAX_FILE_BYTES
-        ));
-    }
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let text = spec::read_file(file)?;
     let specs = spec::parse_file(&text).map_err(|e| e.to_string())?;
     let mut taken = builtins.to_vec();
     taken.extend(store.entries().await?.into_iter().map(|e| e.name));

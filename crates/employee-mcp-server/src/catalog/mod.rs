@@ -24,6 +24,7 @@ use deadpool_postgres::Pool;
 use mcpwire_server::Tool;
 use rusqlite::{Connection, OpenFlags};
 
+use crate::custom::limits::Limits;
 use crate::custom::spec::ToolSpec;
 use crate::custom::{Checker, Runner, postgres, sqlite};
 
@@ -255,7 +256,7 @@ impl Catalog {
     /// A catalogue in `store` (on the database at `url`), serving
     /// `builtins` (minus the disabled ones) and at most `max_custom` custom
     /// tools, whose queries run on at most `max_connections` connections,
-    /// as `role` on PostgreSQL.
+    /// as `role` on PostgreSQL, each within `limits`.
     pub fn new(
         store: Store,
         url: &str,
@@ -263,17 +264,20 @@ impl Catalog {
         max_custom: usize,
         max_connections: usize,
         role: &str,
+        limits: Limits,
     ) -> Result<Self, String> {
         let runner = match &store {
             Store::Sqlite(path) => Runner::Sqlite(Arc::new(sqlite::Executor::new(
                 path.to_owned(),
                 max_connections,
+                limits,
             ))),
             // Waiting for a free connection is bounded by the call timeout;
             // the pool's own timeout only guards against a lost server.
             Store::Postgres(_) => Runner::Postgres(Arc::new(postgres::Executor::new(
                 crate::cluster::pool(url, max_connections.max(1), PG_QUERY_WAIT)?,
                 role.to_owned(),
+                limits,
             ))),
         };
         Ok(Self {

@@ -139,15 +139,10 @@ impl ToolsFile {
     /// Writes the file's tools to the catalogue if its content changed and
     /// checks; on any error the catalogue is left as it was.
     async fn sync(&mut self, catalog: &Catalog) -> Result<(), String> {
-        let meta = tokio::fs::metadata(&self.path)
+        let path = self.path.clone();
+        let text = tokio::task::spawn_blocking(move || spec::read_file(&path))
             .await
-            .map_err(|e| format!("cannot read: {e}"))?;
-        if meta.len() > spec::MAX_FILE_BYTES as u64 {
-            return Err(format!("over {} bytes", spec::MAX_FILE_BYTES));
-        }
-        let text = tokio::fs::read_to_string(&self.path)
-            .await
-            .map_err(|e| format!("cannot read: {e}"))?;
+            .map_err(|e| format!("cannot read: {e}"))??;
         // A content seen before (applied, or refused and logged) is not
         // tried again until the file changes.
         if self.last.as_deref() == Some(text.as_str()) {

@@ -8,6 +8,7 @@
 //! engine like the built-ins (argument validation, scopes, rate limits,
 //! timeout, redaction, sanitisation, audit).
 
+pub mod limits;
 mod pg_value;
 pub mod postgres;
 pub mod spec;
@@ -25,6 +26,7 @@ use rusqlite::Connection;
 use serde_json::{Map, Value, json};
 use tokio_postgres::types::Type;
 
+use limits::Limits;
 use spec::{DefinitionError, ToolSpec};
 use sqlite::{OutColumn, Query, RunError};
 
@@ -53,7 +55,7 @@ impl Checker {
             Checker::Sqlite(path) => {
                 let (path, taken) = (path.clone(), taken.to_vec());
                 tokio::task::spawn_blocking(move || {
-                    let conn = sqlite::open_read_only(&path)
+                    let conn = sqlite::open_read_only(&path, &Limits::default())
                         .map_err(|e| DefinitionError::new("(file)", "(database)", e))?;
                     check_all(&conn, specs, &taken)
                 })
@@ -81,6 +83,16 @@ pub enum Runner {
     Sqlite(Arc<sqlite::Executor>),
     /// A PostgreSQL pool, under the reader role.
     Postgres(Arc<postgres::Executor>),
+}
+
+impl Runner {
+    /// The bounds its statements run within.
+    pub fn limits(&self) -> &Limits {
+        match self {
+            Runner::Sqlite(e) => e.limits(),
+            Runner::Postgres(e) => e.limits(),
+        }
+    }
 }
 
 fn check_name(spec: &ToolSpec, taken: &[String]) -> Result<(), DefinitionError> {
@@ -189,6 +201,7 @@ fn check_schemas(checked: &Checked) -> Result<(), DefinitionError> {
     let runner = Arc::new(Runner::Sqlite(Arc::new(sqlite::Executor::new(
         "/nonexistent".into(),
         1,
+        Limits::default(),
     ))));
     let tool = build(checked, runner);
     match Server::builder("check", "0").tool(tool).build() {
@@ -266,9 +279,10 @@ pub fn build(checked: &Checked, runner: Arc<Runner>) -> Tool {
     }
     let (sql, names, types) = match runner.as_ref() {
         Runner::Sqlite(_) => (spec.sql_for("sqlite").to_owned(), Vec::new(), Vec::new()),
-        Runner::Postgres(_) => {
+        Runner::Postgres(executor) => {
             let p = postgres::prepared(spec);
-            (p.sql, p.names, p.types)
+            let sql = postgres::capped(&p.sql, &checked.columns, executor.limits());
+            (sql, p.names, p.types)
         }
     };
     let call = Arc::new(CallPlan {
@@ -277,13 +291,21 @@ pub fn build(checked: &Checked, runner: Arc<Runner>) -> Tool {
         types,
         columns: checked.columns.clone(),
         row_limit: spec.row_limit,
-        timeout: Duration::from_millis(spec.timeout_ms),
+        timeout: runner
+            .limits()
+            .effective_timeout(Duration::from_millis(spec.timeout_ms)),
         name: spec.name.clone(),
     });
-    builder.raw_handler(move |_ctx, arguments| {
+    builder.raw_handler(move |ctx, arguments| {
         let call = Arc::clone(&call);
         let runner = Arc::clone(&runner);
-        async move { call.run(&runner, arguments).await }
+        async move {
+            // A cancelled call drops its query, which stops the statement.
+            tokio::select! {
+                outcome = call.run(&runner, arguments) => outcome,
+                () = ctx.cancelled() => Err(ToolError::execution("The call was cancelled.")),
+            }
+        }
     })
 }
 
@@ -295,6 +317,7 @@ struct CallPlan {
     types: Vec<Type>,
     columns: Vec<OutColumn>,
     row_limit: u32,
+    /// The smaller of the tool's `timeout_ms` and the call timeout.
     timeout: Duration,
     name: String,
 }
@@ -328,6 +351,15 @@ impl CallPlan {
             Err(RunError::Timeout(ms)) => Err(ToolError::execution(format!(
                 "The query of \"{}\" ran longer than its limit of {ms} ms and was stopped; narrow the arguments and retry.",
                 self.name
+            ))),
+            Err(RunError::TooLarge(limit)) => Err(ToolError::execution(format!(
+                "The result of \"{}\" is larger than this server's limit of {limit} bytes (one value or all rows together), so the query was stopped; narrow the arguments and retry.",
+                self.name
+            ))),
+            Err(RunError::Memory(limit)) => Err(ToolError::execution(format!(
+                "The query of \"{}\" needed more than this server's limit of {} MiB of memory and was stopped; narrow the arguments and retry.",
+                self.name,
+                limit / (1024 * 1024)
             ))),
             Err(RunError::Argument(reason)) => Err(ToolError::execution(format!(
                 "The database refused an argument of \"{}\": {reason}. Correct the argument and retry.",

@@ -13,10 +13,12 @@
 //! catalogue or `mcp_*` tables is refused with "permission denied".
 
 use deadpool_postgres::{Pool, Transaction};
+use futures_util::StreamExt;
 use serde_json::{Map, Value};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
+use super::limits::{CancelOnDrop, Limits};
 use super::spec::{DefinitionError, ToolSpec};
 use super::sql;
 use super::sqlite::{OutColumn, Query, RunError};
@@ -271,6 +273,44 @@ pub fn prepared(spec: &ToolSpec) -> Prepared {
     Prepared { sql, names, types }
 }
 
+/// Name of the column [`capped`] adds: the row's size in bytes.
+const SIZE_COLUMN: &str = "__mcp_row_bytes";
+
+/// Rows asked of the portal at a time: reading stops between batches as
+/// soon as the byte budget is spent.
+const BATCH_ROWS: i32 = 64;
+
+/// `sql` (a query in `$n` form) wrapped so that no row PostgreSQL sends
+/// can be larger than the answer may be: each row's size (its columns as
+/// text) is computed on the server, every column of a larger row comes
+/// back NULL, and the size is returned as one more column for the
+/// caller's byte budget. The driver buffers whole rows, so capping them in
+/// SQL is what keeps a `repeat('x', 400000000)` out of this process.
+pub fn capped(sql: &str, columns: &[OutColumn], limits: &Limits) -> String {
+    let body = &sql[..sql::scan_postgres(sql).end];
+    let quoted: Vec<String> = columns
+        .iter()
+        .map(|c| format!("\"{}\"", c.name.replace('"', "\"\"")))
+        .collect();
+    let size = quoted
+        .iter()
+        .map(|c| format!("COALESCE(octet_length(q.{c}::text), 0)"))
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let max = limits.max_result_bytes;
+    let outer = quoted
+        .iter()
+        .map(|c| format!("CASE WHEN w.{SIZE_COLUMN} > {max} THEN NULL ELSE w.{c} END AS {c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // OFFSET 0 keeps the inner query from being flattened, so the size is
+    // computed once per row; the newline ends a trailing `--` comment.
+    format!(
+        "SELECT {outer}, w.{SIZE_COLUMN}::int8 AS {SIZE_COLUMN} FROM (SELECT q.*, ({size})::int8 AS {SIZE_COLUMN} FROM (\n{body}\n) AS q({}) OFFSET 0) AS w",
+        quoted.join(", ")
+    )
+}
+
 /// Starts the transaction every custom statement runs in.
 async fn read_only_tx<'a>(
     client: &'a mut deadpool_postgres::Object,
@@ -340,6 +380,10 @@ pub async fn check(
         });
     }
     super::check_columns(spec, &columns)?;
+    // The form calls run in (see `capped`) must prepare too.
+    tx.prepare_typed(&capped(&p.sql, &columns, &Limits::default()), &p.types)
+        .await
+        .map_err(refused)?;
     Ok(columns)
 }
 
@@ -414,16 +458,25 @@ fn writing_node(plan: &Value) -> Option<String> {
 pub struct Executor {
     pool: Pool,
     role: String,
+    limits: Limits,
 }
 
 impl Executor {
     /// An executor on `pool` (its size bounds the queries running at
-    /// once), running statements as `role`.
-    pub fn new(pool: Pool, role: String) -> Self {
-        Self { pool, role }
+    /// once), running statements as `role` within `limits`.
+    pub fn new(pool: Pool, role: String, limits: Limits) -> Self {
+        Self { pool, role, limits }
     }
 
-    /// Runs `query`: `(rows, truncated)`.
+    /// The bounds every statement runs within.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Runs `query` (in [`capped`] form): `(rows, truncated)`. If this
+    /// future is dropped (the call timed out or was cancelled), PostgreSQL
+    /// is asked to cancel the statement rather than run it to its
+    /// `statement_timeout`.
     pub async fn run(
         &self,
         spec_types: &[Type],
@@ -435,63 +488,118 @@ impl Executor {
             deadpool_postgres::PoolError::Timeout(_) => RunError::Busy,
             e => RunError::Database(e.to_string()),
         })?;
-        let result = fetch(
-            &mut client,
-            &self.role,
-            spec_types,
+        let token = client.cancel_token();
+        let guard = CancelOnDrop::new(move || {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = token.cancel_query(tokio_postgres::NoTls).await;
+                });
+            }
+        });
+        let call = Call {
+            role: &self.role,
+            types: spec_types,
             names,
-            &query,
+            query: &query,
             timeout_ms,
-        )
-        .await;
-        result.map_err(|e| match e.as_db_error().map(|d| d.code()) {
-            Some(c) if c == &SqlState::QUERY_CANCELED => RunError::Timeout(timeout_ms),
-            // Bad argument values (e.g. an invalid date): the caller's to fix.
-            Some(c) if c.code().starts_with("22") => RunError::Argument(
-                e.as_db_error()
-                    .map(|d| d.message().to_owned())
-                    .unwrap_or_default(),
-            ),
-            _ => RunError::Database(pg_error(&e)),
+            max_bytes: self.limits.max_result_bytes,
+        };
+        let result = call.fetch(&mut client).await;
+        guard.disarm();
+        result.map_err(|e| match e {
+            Fetch::TooLarge => RunError::TooLarge(self.limits.max_result_bytes),
+            Fetch::Postgres(e) => classify(&e, timeout_ms),
         })
     }
 }
 
-async fn fetch(
-    client: &mut deadpool_postgres::Object,
-    role: &str,
-    types: &[Type],
-    names: &[String],
-    query: &Query,
+fn classify(e: &tokio_postgres::Error, timeout_ms: u64) -> RunError {
+    match e.as_db_error().map(|d| d.code()) {
+        Some(c) if c == &SqlState::QUERY_CANCELED => RunError::Timeout(timeout_ms),
+        // Bad argument values (e.g. an invalid date): the caller's to fix.
+        Some(c) if c.code().starts_with("22") => RunError::Argument(
+            e.as_db_error()
+                .map(|d| d.message().to_owned())
+                .unwrap_or_default(),
+        ),
+        _ => RunError::Database(pg_error(e)),
+    }
+}
+
+/// Why a fetch stopped.
+enum Fetch {
+    /// A row, or the rows so far, passed the byte budget.
+    TooLarge,
+    /// PostgreSQL failed (or cancelled the statement).
+    Postgres(tokio_postgres::Error),
+}
+
+impl From<tokio_postgres::Error> for Fetch {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Fetch::Postgres(e)
+    }
+}
+
+/// One call's statement and its bounds.
+struct Call<'a> {
+    role: &'a str,
+    types: &'a [Type],
+    names: &'a [String],
+    query: &'a Query,
     timeout_ms: u64,
-) -> Result<(Vec<Value>, bool), tokio_postgres::Error> {
-    let tx = read_only_tx(client, role, timeout_ms).await?;
-    let stmt = tx.prepare_typed_cached(&query.sql, types).await?;
-    let values: Vec<Box<dyn ToSql + Sync + Send>> = names
-        .iter()
-        .zip(types)
-        .map(|(n, t)| bind(query.arguments.get(n).unwrap_or(&Value::Null), t))
-        .collect();
-    let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref() as _).collect();
-    let portal = tx.bind(&stmt, &params).await?;
-    // One row more than the limit tells whether the result was cut.
-    let limit = i32::try_from(query.row_limit).unwrap_or(i32::MAX - 1) + 1;
-    let rows = tx.query_portal(&portal, limit).await?;
-    // Nothing to keep: end the transaction (and the portal) now.
-    tx.rollback().await?;
-    let truncated = rows.len() > query.row_limit as usize;
-    let out = rows
-        .iter()
-        .take(query.row_limit as usize)
-        .map(|row| {
-            let mut object = Map::new();
-            for (i, column) in query.columns.iter().enumerate() {
-                object.insert(column.name.clone(), super::pg_value::decode(row, i));
+    max_bytes: usize,
+}
+
+impl Call<'_> {
+    async fn fetch(
+        &self,
+        client: &mut deadpool_postgres::Object,
+    ) -> Result<(Vec<Value>, bool), Fetch> {
+        let query = self.query;
+        let tx = read_only_tx(client, self.role, self.timeout_ms).await?;
+        let stmt = tx.prepare_typed_cached(&query.sql, self.types).await?;
+        let values: Vec<Box<dyn ToSql + Sync + Send>> = self
+            .names
+            .iter()
+            .zip(self.types)
+            .map(|(n, t)| bind(query.arguments.get(n).unwrap_or(&Value::Null), t))
+            .collect();
+        let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref() as _).collect();
+        let portal = tx.bind(&stmt, &params).await?;
+        let limit = query.row_limit as usize;
+        let (mut out, mut bytes, mut truncated) = (Vec::new(), 0usize, false);
+        // Batches until the portal is done, one row past the limit (the
+        // result was cut), or the byte budget is spent.
+        'batches: loop {
+            let rows = tx.query_portal_raw(&portal, BATCH_ROWS).await?;
+            let mut rows = std::pin::pin!(rows);
+            let mut got = 0;
+            while let Some(row) = rows.next().await {
+                let row = row?;
+                got += 1;
+                if out.len() == limit {
+                    truncated = true;
+                    break 'batches;
+                }
+                let size: i64 = row.try_get(query.columns.len())?;
+                bytes = bytes.saturating_add(usize::try_from(size).unwrap_or(usize::MAX));
+                if bytes > self.max_bytes {
+                    return Err(Fetch::TooLarge);
+                }
+                let mut object = Map::new();
+                for (i, column) in query.columns.iter().enumerate() {
+                    object.insert(column.name.clone(), super::pg_value::decode(&row, i));
+                }
+                out.push(Value::Object(object));
             }
-            Value::Object(object)
-        })
-        .collect();
-    Ok((out, truncated))
+            if got < BATCH_ROWS {
+                break;
+            }
+        }
+        // Nothing to keep: end the transaction (and the portal) now.
+        tx.rollback().await?;
+        Ok((out, truncated))
+    }
 }
 
 /// A validated argument as the value of a parameter of type `ty`.

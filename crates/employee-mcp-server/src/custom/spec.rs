@@ -5,6 +5,8 @@
 //! the declared parameters) is checked by [`super::sqlite`].
 
 use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -112,6 +114,25 @@ impl DefinitionError {
             reason: reason.into(),
         }
     }
+}
+
+/// Reads a definition file: at most [`MAX_FILE_BYTES`] are read whatever
+/// the file is (a device such as `/dev/zero` or a pipe has no size to
+/// check first), and one byte more means the file is refused.
+pub fn read_file(path: &Path) -> Result<String, String> {
+    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "{} is over the limit of {MAX_FILE_BYTES} bytes",
+            path.display()
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
 }
 
 /// Parses a definition file and checks every field that needs no database.

@@ -23,6 +23,9 @@ pub struct Scan {
     /// Words and quoted identifiers outside literals, lowercased, in order
     /// (the first one is the statement's keyword).
     pub words: Vec<String>,
+    /// Where the first statement ends: its first `;` outside literals, or
+    /// the end of the text.
+    pub end: usize,
 }
 
 /// Scans `sql` by SQLite's rules.
@@ -37,7 +40,10 @@ pub fn scan_postgres(sql: &str) -> Scan {
 
 fn scan_with(sql: &str, pg: bool) -> Scan {
     let b = sql.as_bytes();
-    let mut out = Scan::default();
+    let mut out = Scan {
+        end: b.len(),
+        ..Scan::default()
+    };
     let mut i = 0;
     let mut after_semicolon = false;
     while i < b.len() {
@@ -85,7 +91,10 @@ fn scan_with(sql: &str, pg: bool) -> Scan {
             out.several_statements = true;
         }
         match c {
-            b';' => after_semicolon = true,
+            b';' if !after_semicolon => {
+                after_semicolon = true;
+                out.end = start;
+            }
             b':' if b.get(i) == Some(&b':') => i += 1, // a `::type` cast
             b':' => {
                 let end = ident_end(b, i);
@@ -218,6 +227,8 @@ mod tests {
         assert!(!scan("SELECT 1; -- done\n").several_statements);
         assert!(scan("SELECT 1; DELETE FROM t").several_statements);
         assert!(!scan("SELECT ';DELETE'").several_statements);
+        assert_eq!(scan("SELECT ';' -- x\n; -- y").end, 16);
+        assert_eq!(scan("SELECT 1").end, 8);
     }
 
     #[test]

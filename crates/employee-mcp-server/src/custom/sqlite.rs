@@ -7,16 +7,20 @@
 //! reads (no writes, `ATTACH`, `PRAGMA`, transactions; no audit or
 //! catalogue table), and `sqlite3_stmt_readonly` must hold.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
+use super::limits::{Cancelled, Limits, raise_on_drop};
 use super::spec::{DefinitionError, ToolSpec};
 use super::sql;
 
@@ -28,8 +32,29 @@ pub const PROTECTED_TABLES: [&str; 4] = [
     "tool_catalog_generation",
 ];
 
+/// SQLite's own virtual tables that are not directory data: storage
+/// statistics and raw pages (they fail at run time under the authorizer
+/// anyway, so they are refused when the tool is checked).
+const INTERNAL_TABLES: [&str; 3] = ["dbstat", "sqlite_dbpage", "sqlite_stmt"];
+
+/// Functions a custom statement may not call, and why.
+const DENIED_FUNCTIONS: [(&str, &str); 2] = [
+    ("load_extension", "which loads native code into the server"),
+    ("fts3_tokenizer", "which registers native code"),
+];
+
 /// How long a custom statement waits for a writer's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Virtual-machine steps between two checks of a statement's deadline,
+/// cancellation and heap.
+const CHECK_EVERY: i32 = 1_000;
+
+thread_local! {
+    /// Why the authorizer last refused something on this thread: read
+    /// right after a failed prepare, so the refusal names its reason.
+    static DENIED: RefCell<Option<String>> = const { RefCell::new(None) };
+}
 
 /// One result column and its JSON type, when the declared type tells.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,6 +71,12 @@ pub enum RunError {
     /// The statement ran past the tool's timeout.
     #[error("the query ran longer than its limit of {0} ms")]
     Timeout(u64),
+    /// A value, or all rows together, passed the answer's byte limit.
+    #[error("the result is larger than {0} bytes")]
+    TooLarge(usize),
+    /// The statement made SQLite's heap grow past its bound.
+    #[error("the query needed more than {0} bytes of memory")]
+    Memory(usize),
     /// Every query connection is busy.
     #[error("too many custom queries are running")]
     Busy,
@@ -57,37 +88,68 @@ pub enum RunError {
     Database(String),
 }
 
-/// Opens a read-only connection with the authorizer installed.
-pub fn open_read_only(path: &Path) -> Result<Connection, String> {
+/// Opens a read-only connection with the authorizer installed and its
+/// values bounded by `limits` (`SQLITE_LIMIT_LENGTH`: a function asked for
+/// a gigabyte fails at once with "string or blob too big").
+pub fn open_read_only(path: &Path, limits: &Limits) -> Result<Connection, String> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut conn = Connection::open_with_flags(path, flags)
         .map_err(|e| format!("cannot open {} read-only: {e}", path.display()))?;
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| format!("cannot configure the read-only connection: {e}"))?;
+    conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, limits.max_value_bytes())
+        .map_err(|e| format!("cannot bound the read-only connection: {e}"))?;
     conn.authorizer(Some(authorize))
         .map_err(|e| format!("cannot install the authorizer: {e}"))?;
     Ok(conn)
 }
 
-/// Reads of unprotected tables, `SELECT`, functions and recursive CTEs.
+/// Reads of directory tables, `SELECT`, recursive CTEs and functions
+/// other than [`DENIED_FUNCTIONS`]; a refusal's reason is kept for
+/// [`check`].
 fn authorize(ctx: AuthContext<'_>) -> Authorization {
-    match ctx.action {
-        AuthAction::Select | AuthAction::Function { .. } | AuthAction::Recursive => {
-            Authorization::Allow
+    match verdict(&ctx.action) {
+        Ok(()) => Authorization::Allow,
+        Err(reason) => {
+            DENIED.with(|d| *d.borrow_mut() = Some(reason));
+            Authorization::Deny
         }
-        AuthAction::Read { table_name, .. } if readable(table_name) => Authorization::Allow,
-        _ => Authorization::Deny,
+    }
+}
+
+fn verdict(action: &AuthAction<'_>) -> Result<(), String> {
+    match action {
+        AuthAction::Select | AuthAction::Recursive => Ok(()),
+        AuthAction::Function { function_name } => {
+            let lower = function_name.to_ascii_lowercase();
+            match DENIED_FUNCTIONS.iter().find(|(f, _)| *f == lower) {
+                Some((f, why)) => Err(format!("it calls {f}(), {why}")),
+                None => Ok(()),
+            }
+        }
+        AuthAction::Read { table_name, .. } => readable(table_name),
+        other => Err(format!("it does more than read ({other:?})")),
     }
 }
 
 /// Directory tables: not the audit trail or the catalogue, not SQLite's
-/// own tables, not the `pragma_*` table-valued functions (PRAGMA by
-/// another name).
-fn readable(table: &str) -> bool {
+/// own tables or statistics, not the `pragma_*` table-valued functions
+/// (PRAGMA by another name).
+fn readable(table: &str) -> Result<(), String> {
     let lower = table.to_ascii_lowercase();
-    !PROTECTED_TABLES.contains(&lower.as_str())
-        && !lower.starts_with("sqlite_")
-        && !lower.starts_with("pragma_")
+    if PROTECTED_TABLES.contains(&lower.as_str()) {
+        Err(format!(
+            "it reads {table}, which is the audit trail or the tool catalogue, not directory data"
+        ))
+    } else if INTERNAL_TABLES.contains(&lower.as_str()) || lower.starts_with("sqlite_") {
+        Err(format!(
+            "it reads {table}, SQLite's own data, not the directory"
+        ))
+    } else if lower.starts_with("pragma_") {
+        Err(format!("it calls {table}, which is a PRAGMA"))
+    } else {
+        Ok(())
+    }
 }
 
 /// Checks a tool's statement against the database: one statement, it
@@ -99,13 +161,20 @@ pub fn check(conn: &Connection, spec: &ToolSpec) -> Result<Vec<OutColumn>, Defin
     let err = |reason: String| DefinitionError::new(&spec.name, "sql", reason);
     let scan = sql::scan(text);
     super::check_parameters(spec, &scan)?;
+    DENIED.with(|d| d.borrow_mut().take());
     let stmt = conn.prepare(text).map_err(|e| {
-        err(match e.sqlite_error_code() {
-            Some(ErrorCode::AuthorizationForStatementDenied) => format!(
-                "not allowed in a read-only tool ({e}): only SELECT on directory tables; no writes, ATTACH, PRAGMA, or {}",
+        // A refused function fails as a plain error, a refused action as
+        // SQLITE_AUTH: either way the authorizer kept the reason.
+        let denied = DENIED.with(|d| d.borrow_mut().take());
+        err(match (denied, e.sqlite_error_code()) {
+            (None, code) if code != Some(ErrorCode::AuthorizationForStatementDenied) => {
+                format!("does not prepare on the target database: {e}")
+            }
+            (reason, _) => format!(
+                "not allowed in a read-only tool: {}; only SELECT on directory tables; no writes, ATTACH, PRAGMA, load_extension, dbstat, or {}",
+                reason.unwrap_or_else(|| e.to_string()),
                 PROTECTED_TABLES.join(", ")
             ),
-            _ => format!("does not prepare on the target database: {e}"),
         })
     })?;
     if !stmt.readonly() {
@@ -141,6 +210,7 @@ pub struct Executor {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
     permits: Arc<Semaphore>,
+    limits: Limits,
 }
 
 /// One call's input.
@@ -153,44 +223,59 @@ pub struct Query {
     pub columns: Vec<OutColumn>,
     /// Most rows.
     pub row_limit: u32,
-    /// Deadline for the statement.
+    /// Deadline for the statement (already the smaller of the tool's and
+    /// the call's).
     pub timeout: Duration,
 }
 
 impl Executor {
     /// An executor on the database file at `path`, running at most
-    /// `max_connections` statements at once.
-    pub fn new(path: PathBuf, max_connections: usize) -> Self {
+    /// `max_connections` statements at once, each within `limits`.
+    pub fn new(path: PathBuf, max_connections: usize, limits: Limits) -> Self {
         Self {
             path,
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(max_connections.max(1))),
+            limits,
         }
     }
 
-    /// Runs `query` on a blocking thread: `(rows, truncated)`.
+    /// The bounds every statement runs within.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Runs `query` on a blocking thread: `(rows, truncated)`. If this
+    /// future is dropped (the call timed out or was cancelled), the
+    /// statement stops at its next progress check.
     pub async fn run(self: &Arc<Self>, query: Query) -> Result<(Vec<Value>, bool), RunError> {
         // Waiting for a connection is bounded by the engine's call timeout.
         let permit = Arc::clone(&self.permits)
             .acquire_owned()
             .await
             .map_err(|_| RunError::Busy)?;
+        let cancelled = Cancelled::default();
+        let _guard = raise_on_drop(&cancelled);
         let this = Arc::clone(self);
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            this.run_blocking(&query)
+            this.run_blocking(&query, cancelled)
         })
         .await
         .map_err(|e| RunError::Database(format!("query thread failed: {e}")))?
     }
 
-    fn run_blocking(&self, query: &Query) -> Result<(Vec<Value>, bool), RunError> {
+    fn run_blocking(
+        &self,
+        query: &Query,
+        cancelled: Cancelled,
+    ) -> Result<(Vec<Value>, bool), RunError> {
         let taken = self.idle.lock().ok().and_then(|mut v| v.pop());
         let mut conn = match taken {
             Some(c) => c,
-            None => open_read_only(&self.path).map_err(RunError::Database)?,
+            None => open_read_only(&self.path, &self.limits).map_err(RunError::Database)?,
         };
-        let result = execute(&mut conn, query);
+        let result = execute(&mut conn, query, &self.limits, cancelled);
         if !matches!(result, Err(RunError::Database(_)))
             && let Ok(mut idle) = self.idle.lock()
         {
@@ -200,20 +285,84 @@ impl Executor {
     }
 }
 
-fn execute(conn: &mut Connection, query: &Query) -> Result<(Vec<Value>, bool), RunError> {
+/// Why the progress handler stopped a statement.
+const STOP_TIME: u8 = 1;
+const STOP_MEMORY: u8 = 2;
+
+/// The bytes SQLite holds now, in the whole process (the heap bound is a
+/// growth bound, so the directory's and the audit's own use do not count).
+fn heap_used() -> i64 {
+    // SAFETY: sqlite3_memory_used only reads SQLite's allocation counter.
+    unsafe { rusqlite::ffi::sqlite3_memory_used() }
+}
+
+/// Runs `query` under a progress handler that interrupts it at its
+/// deadline, when its call is over, or when SQLite's heap grew by more
+/// than the bound since it started (SQLite's hard heap limit is
+/// process-wide: it would fail the directory's and the audit writer's
+/// allocations too, so the bound is enforced here, on custom statements
+/// only).
+fn execute(
+    conn: &mut Connection,
+    query: &Query,
+    limits: &Limits,
+    cancelled: Cancelled,
+) -> Result<(Vec<Value>, bool), RunError> {
     let deadline = Instant::now() + query.timeout;
-    let _ = conn.progress_handler(1_000, Some(move || Instant::now() > deadline));
-    let result = fetch(conn, query);
+    let heap_limit =
+        heap_used().saturating_add(i64::try_from(limits.max_heap_bytes).unwrap_or(i64::MAX));
+    let stop = Arc::new(AtomicU8::new(0));
+    let why = Arc::clone(&stop);
+    conn.progress_handler(
+        CHECK_EVERY,
+        Some(move || {
+            let reason = if Instant::now() > deadline || cancelled.is_set() {
+                STOP_TIME
+            } else if heap_used() > heap_limit {
+                STOP_MEMORY
+            } else {
+                return false;
+            };
+            why.store(reason, Ordering::Relaxed);
+            true
+        }),
+    )
+    .map_err(|e| RunError::Database(e.to_string()))?;
+    let result = fetch(conn, query, limits.max_result_bytes);
     let _ = conn.progress_handler(0, None::<fn() -> bool>);
-    result.map_err(|e| match e.sqlite_error_code() {
-        Some(ErrorCode::OperationInterrupted) => {
-            RunError::Timeout(u64::try_from(query.timeout.as_millis()).unwrap_or(u64::MAX))
-        }
-        _ => RunError::Database(e.to_string()),
+    result.map_err(|e| match e {
+        Fetch::TooLarge => RunError::TooLarge(limits.max_result_bytes),
+        Fetch::Sqlite(e) => match e.sqlite_error_code() {
+            Some(ErrorCode::OperationInterrupted)
+                if stop.load(Ordering::Relaxed) == STOP_MEMORY =>
+            {
+                RunError::Memory(limits.max_heap_bytes)
+            }
+            Some(ErrorCode::OperationInterrupted) => {
+                RunError::Timeout(u64::try_from(query.timeout.as_millis()).unwrap_or(u64::MAX))
+            }
+            Some(ErrorCode::TooBig) => RunError::TooLarge(limits.max_result_bytes),
+            _ => RunError::Database(e.to_string()),
+        },
     })
 }
 
-fn fetch(conn: &Connection, query: &Query) -> rusqlite::Result<(Vec<Value>, bool)> {
+/// Why [`fetch`] stopped.
+enum Fetch {
+    /// The rows read so far passed the byte budget.
+    TooLarge,
+    /// SQLite failed (or was interrupted).
+    Sqlite(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Fetch {
+    fn from(e: rusqlite::Error) -> Self {
+        Fetch::Sqlite(e)
+    }
+}
+
+/// Reads at most `row_limit` rows and `max_bytes` of values.
+fn fetch(conn: &Connection, query: &Query, max_bytes: usize) -> Result<(Vec<Value>, bool), Fetch> {
     let mut stmt = conn.prepare_cached(&query.sql)?;
     for i in 1..=stmt.parameter_count() {
         let name = stmt
@@ -225,17 +374,31 @@ fn fetch(conn: &Connection, query: &Query) -> rusqlite::Result<(Vec<Value>, bool
     }
     let mut rows = stmt.raw_query();
     let mut out = Vec::new();
+    let mut bytes = 0usize;
     while let Some(row) = rows.next()? {
         if out.len() == query.row_limit as usize {
             return Ok((out, true));
         }
         let mut object = Map::new();
         for (i, column) in query.columns.iter().enumerate() {
-            object.insert(column.name.clone(), to_json(row.get_ref(i)?, column));
+            let value = row.get_ref(i)?;
+            bytes = bytes.saturating_add(column.name.len() + value_bytes(value));
+            if bytes > max_bytes {
+                return Err(Fetch::TooLarge);
+            }
+            object.insert(column.name.clone(), to_json(value, column));
         }
         out.push(Value::Object(object));
     }
     Ok((out, false))
+}
+
+/// About what a value costs in the answer.
+fn value_bytes(value: ValueRef<'_>) -> usize {
+    match value {
+        ValueRef::Text(t) | ValueRef::Blob(t) => t.len() + 2,
+        _ => 8,
+    }
 }
 
 /// Binds a validated argument (a scalar, by the tool's schema).

@@ -232,3 +232,80 @@ async fn rate_limit_answers_429_then_recovers_after_retry_after() {
     let rows = audit_rows(&db, &["--tool", "search-employees-by-skill"]);
     assert_eq!(outcomes(&rows), ["success", "rate_limited", "success"]);
 }
+
+/// Runs `employee-mcp-server audit ARGS`: (exit code, stderr).
+fn audit_cli(args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(common::BIN)
+        .arg("audit")
+        .args(args)
+        .env_remove("EMPLOYEE_MCP_DATABASE")
+        .output()
+        .expect("run audit");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 28 item 6: times before 1970 (or past chrono's range) are
+/// argument errors, not a panic.
+#[test]
+fn audit_times_out_of_range_are_argument_errors() {
+    for (flag, value) in [
+        ("--since", "99999999999d"),
+        ("--until", "99999999999d"),
+        ("--since", "9223372036854775807s"),
+    ] {
+        let (code, err) = audit_cli(&[flag, value, "--database", "sqlite:///nonexistent/x.db"]);
+        assert_eq!(code, Some(2), "{flag} {value}: {err}");
+        assert!(
+            err.contains(&format!("invalid value '{value}' for '{flag} <TIME>'"))
+                && err.contains("that reaches back before 1970"),
+            "{err}"
+        );
+    }
+}
+
+/// Issue 28 item 7: `audit` opens the file read-only; a foreign SQLite
+/// file, a device and a file that is no database are named as such, and
+/// none of them is changed.
+#[test]
+fn audit_reads_without_writing_and_names_what_it_cannot_read() {
+    let foreign = common::temp_path("foreign", "db");
+    let conn = rusqlite::Connection::open(&foreign).expect("create");
+    conn.execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('x');")
+        .expect("fill");
+    drop(conn);
+    let before = std::fs::read(&foreign).expect("read");
+    let url = format!("sqlite://{}", foreign.display());
+    let (code, err) = audit_cli(&["--database", &url]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("is not an employee directory (it has no audit_log or employees table)"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&foreign).expect("read"),
+        before,
+        "the file changed"
+    );
+    let wal = format!("{}-wal", foreign.display());
+    assert!(!std::path::Path::new(&wal).exists(), "a WAL was created");
+
+    let (code, err) = audit_cli(&["--database", "sqlite:///dev/zero"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("/dev/zero is not a database file"), "{err}");
+
+    let text = common::temp_path("text", "db");
+    std::fs::write(
+        &text,
+        "not a database, just some words in a file\n".repeat(20),
+    )
+    .expect("write");
+    let (code, err) = audit_cli(&["--database", &format!("sqlite://{}", text.display())]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("is not a SQLite database"), "{err}");
+    for p in [&foreign, &text] {
+        let _ = std::fs::remove_file(p);
+    }
+}

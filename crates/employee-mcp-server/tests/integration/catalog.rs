@@ -221,3 +221,27 @@ async fn on_postgres_the_watcher_survives_an_outage_and_applies_the_next_change(
     let names = wait_for_tools(&server, |n| n.len() == 7).await;
     assert!(!names.contains(&TOOL.to_owned()), "{names:?}");
 }
+
+/// Issue 28 item 12: a definition file that never ends (a device) is
+/// read up to the limit and refused, by `tools validate` and at start.
+#[tokio::test]
+async fn a_definition_file_that_never_ends_is_refused() {
+    let db = TempDb::seeded();
+    let refusal = "/dev/zero is over the limit of 262144 bytes";
+    let (ok, _, err) = tools_cli(&db, &["validate", "--file", "/dev/zero"]);
+    assert!(!ok && err.contains(refusal), "{err}");
+    let out = std::process::Command::new(common::BIN)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--tools-file",
+            "/dev/zero",
+            "--database",
+        ])
+        .arg(db.url())
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains(refusal), "{err}");
+}

@@ -372,11 +372,25 @@ async fn every_refusal_names_the_field_and_changes_nothing_case(backend: Backend
 }
 
 fn sqlite_refusals() -> Vec<(&'static str, String, &'static str)> {
-    vec![(
-        "pragma function",
-        tool("t", "SELECT name FROM pragma_table_info('employees')", ""),
-        "not allowed in a read-only tool",
-    )]
+    vec![
+        (
+            "pragma function",
+            tool("t", "SELECT name FROM pragma_table_info('employees')", ""),
+            "not allowed in a read-only tool",
+        ),
+        // Both prepared, then failed every call as "temporarily
+        // unavailable": the authorizer now refuses them with the reason.
+        (
+            "dbstat",
+            tool("t", "SELECT count(*) AS n FROM dbstat", ""),
+            "not allowed in a read-only tool: it reads dbstat, SQLite's own data, not the directory;",
+        ),
+        (
+            "load_extension",
+            tool("t", "SELECT load_extension('/tmp/evil.so') AS x", ""),
+            "not allowed in a read-only tool: it calls load_extension(), which loads native code into the server;",
+        ),
+    ]
 }
 
 /// What only PostgreSQL can be asked: refused by the reader role's
@@ -961,4 +975,175 @@ async fn on_postgres_a_user_without_role_rights_is_told_the_grants() {
     };
     assert_eq!(can("employees"), "t");
     assert_eq!(can("tool_catalog"), "f");
+}
+
+/// CPU time (user + system, in clock ticks) the process `pid` used so far.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read /proc/PID/stat");
+    // Fields after the command name, which is in parentheses.
+    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime")
+}
+
+/// Peak resident memory of the process `pid`, in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/PID/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+both!(
+    a_statement_past_the_call_timeout_is_stopped_case,
+    a_statement_past_the_call_timeout_is_stopped,
+    on_postgres_a_statement_past_the_call_timeout_is_stopped
+);
+
+/// Issue 28 item 4: with a call timeout of 2 s and a tool allowing 60 s,
+/// the statement stops with the call (not 58 s later) and gives its
+/// connection back.
+async fn a_statement_past_the_call_timeout_is_stopped_case(backend: Backend) {
+    let db = seeded(backend).await;
+    let flags = [
+        "--call-timeout-secs",
+        "2",
+        "--custom-query-connections",
+        "1",
+    ];
+    let server = Server::start_on(db, &flags).await;
+    let spin = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000000) SELECT count(*) AS n FROM c";
+    let file = ToolFile::new(
+        &(tool("spin", spin, "timeout_ms = 60000") + &tool("one", "SELECT 1 AS x", "")),
+    );
+    tools_ok(server.db(), &["add", "--file", file.arg()]);
+    wait_for_tool(&server, "spin").await;
+    wait_for_tool(&server, "one").await;
+
+    let stopped = server.call_tool("spin", json!({})).await;
+    let text = tool_error_text(&stopped);
+    assert!(
+        text.contains("timed out after 2.0 s") || text.contains("longer than its limit of 2000 ms"),
+        "{text}"
+    );
+    match server.db().postgres.as_deref() {
+        // A resource check, not a timing one: a statement still running
+        // would use a whole core for the next 3 s.
+        None => {
+            let before = cpu_ticks(server.pid());
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            let used = cpu_ticks(server.pid()) - before;
+            assert!(used < 100, "{used} ticks of CPU after the timeout");
+        }
+        Some(url) => {
+            let running = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%2000000000%' AND pid <> pg_backend_pid()";
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while common::pg::psql(url, running) != "0" {
+                assert!(Instant::now() < deadline, "the statement is still running");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    // The only custom-query connection is free again.
+    let one = server.call_tool("one", json!({})).await;
+    assert_eq!(one["structuredContent"]["rows"][0]["x"], 1, "{one}");
+}
+
+both!(
+    a_statement_asking_for_a_gigabyte_is_refused_and_memory_stays_low_case,
+    a_statement_asking_for_a_gigabyte_is_refused_and_memory_stays_low,
+    on_postgres_a_statement_asking_for_a_gigabyte_is_refused_and_memory_stays_low
+);
+
+/// Issue 28 item 5: values, rows and SQLite heap are bounded; each of
+/// these once took the server to 0.7–2 GB.
+async fn a_statement_asking_for_a_gigabyte_is_refused_and_memory_stays_low_case(backend: Backend) {
+    let db = seeded(backend).await;
+    let flags = [
+        "--call-timeout-secs",
+        "60",
+        "--custom-query-memory-mib",
+        "16",
+    ];
+    let server = Server::start_on(db, &flags).await;
+    let count = |n: &str| {
+        format!(
+            "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < {n}) SELECT"
+        )
+    };
+    let large = "larger than this server's limit of 524288 bytes";
+    let mut cases = vec![(
+        "many-rows",
+        format!(
+            "{} (x || '{}') AS s FROM r",
+            count("20000"),
+            "y".repeat(1000)
+        ),
+        "row_limit = 10000",
+        large,
+    )];
+    match backend {
+        Backend::Sqlite => cases.extend([
+            (
+                "random",
+                "SELECT length(randomblob(999999999)) AS n".to_owned(),
+                "",
+                large,
+            ),
+            (
+                "hex",
+                "SELECT length(hex(zeroblob(499999999))) AS n".to_owned(),
+                "",
+                large,
+            ),
+            (
+                "printf",
+                "SELECT length(printf('%.*c', 999999999, 'x')) AS n".to_owned(),
+                "",
+                large,
+            ),
+            (
+                "json",
+                format!(
+                    "{} length(json_group_array(x)) AS n FROM r",
+                    count("50000000")
+                ),
+                "timeout_ms = 60000",
+                "more than this server's limit of 16 MiB of memory",
+            ),
+        ]),
+        // A parameter, so checking the definition does not fold the call.
+        Backend::Postgres => cases.push((
+            "repeat",
+            "SELECT repeat('x', CAST(:n AS integer)) AS s".to_owned(),
+            "timeout_ms = 60000\n[tool.parameters]\nproperties.n = { type = \"integer\" }",
+            large,
+        )),
+    }
+    let text: String = cases
+        .iter()
+        .map(|(name, sql, extra, _)| tool(name, sql, extra))
+        .collect();
+    let file = ToolFile::new(&text);
+    tools_ok(server.db(), &["add", "--file", file.arg()]);
+    for (name, _, _, _) in &cases {
+        wait_for_tool(&server, name).await;
+    }
+    for (name, _, _, refusal) in &cases {
+        let arguments = if *name == "repeat" {
+            json!({"n": 400_000_000})
+        } else {
+            json!({})
+        };
+        let result = server.call_tool(name, arguments).await;
+        let text = tool_error_text(&result);
+        assert!(text.contains(refusal), "{name}: {text}");
+    }
+    let peak = peak_rss_kib(server.pid());
+    assert!(peak < 200 * 1024, "peak RSS {peak} KiB");
+    assert_serving(&server).await;
 }

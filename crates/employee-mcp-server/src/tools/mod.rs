@@ -24,6 +24,7 @@ use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
 pub struct Settings {
     /// The server's result size cap. The list tools no longer read it:
     /// their default pages stay far below any sensible cap.
+    #[allow(dead_code)]
     pub max_result_bytes: usize,
 }
 

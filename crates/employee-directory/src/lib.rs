@@ -45,10 +45,12 @@ mod lookup;
 mod migrations;
 pub mod model;
 mod options;
+pub mod page_order;
 mod postgres;
 mod read_cache;
 mod seed;
 mod sqlite;
+mod summary;
 mod tenure;
 mod trace;
 
@@ -69,6 +71,10 @@ use backend::Backend;
 
 /// Most matches [`Directory::search_by_skill`] returns.
 pub const SKILL_SEARCH_LIMIT: u32 = 100;
+
+/// Most matches [`Directory::search_by_skill_ranked`] holds (and a client
+/// can page through); `truncated` says when a search has more.
+pub const SKILL_SEARCH_HOLD: u32 = 100_000;
 
 /// Calls the same method on whichever backend is active.
 macro_rules! dispatch {
@@ -212,9 +218,10 @@ impl Directory {
         dispatch!(self, db => db.team_roster(id))
     }
 
-    /// Active employees with a skill: exact (case-insensitive) skill name
-    /// first, otherwise every skill containing the query. At most
-    /// [`SKILL_SEARCH_LIMIT`] matches, strongest first.
+    /// Active employees with a skill containing the query (ignoring case),
+    /// ranked: the skill equal to the query first, then skills starting
+    /// with it, then the rest; within each, strongest first (see
+    /// [`page_order::match_key`]). At most [`SKILL_SEARCH_LIMIT`] matches.
     pub async fn search_by_skill(&self, skill: &str) -> Result<SkillSearch, DirectoryError> {
         self.search_by_skill_cached(skill)
             .await
@@ -229,6 +236,24 @@ impl Directory {
     ) -> Result<Cached<SkillSearch>, DirectoryError> {
         let skill = skill.to_string();
         dispatch!(self, db => db.search_by_skill(skill, SKILL_SEARCH_LIMIT))
+    }
+
+    /// [`Directory::search_by_skill`] with every match (up to
+    /// [`SKILL_SEARCH_HOLD`]), ranked, for a caller that pages through them.
+    pub async fn search_by_skill_ranked(&self, skill: &str) -> Result<SkillSearch, DirectoryError> {
+        self.search_by_skill_ranked_cached(skill)
+            .await
+            .map(Cached::into_owned)
+    }
+
+    /// [`Directory::search_by_skill_ranked`], shared (see
+    /// [`Directory::employee_cached`]).
+    pub async fn search_by_skill_ranked_cached(
+        &self,
+        skill: &str,
+    ) -> Result<Cached<SkillSearch>, DirectoryError> {
+        let skill = skill.to_string();
+        dispatch!(self, db => db.search_by_skill(skill, SKILL_SEARCH_HOLD))
     }
 
     /// Salary band of a role (case-insensitive; a level prefix such as

@@ -6,12 +6,6 @@ use chrono::NaiveDate;
 
 use crate::model::{EmploymentType, Level, OfficeType, TurnoverReport, TurnoverRow};
 
-/// SQL ordering key for levels of `e.level`, highest first when sorted
-/// descending (valid in SQLite and PostgreSQL).
-pub(crate) const LEVEL_RANK: &str = "CASE e.level WHEN 'junior' THEN 1 WHEN 'mid' THEN 2 \
-     WHEN 'senior' THEN 3 WHEN 'staff' THEN 4 WHEN 'principal' THEN 5 \
-     WHEN 'director' THEN 6 WHEN 'executive' THEN 7 ELSE 0 END";
-
 /// Escapes LIKE wildcards so user input matches literally, and wraps it in
 /// `%…%` (escape character: backslash).
 pub(crate) fn like_pattern(input: &str) -> String {

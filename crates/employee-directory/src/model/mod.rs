@@ -16,8 +16,8 @@ pub use enums::{
     ReportType, TerminationReason,
 };
 pub use org::{
-    DepartmentRoster, DepartmentSummary, Health, RosterEntry, SkillMatch, SkillMatchKind,
-    SkillSearch, TeamMember, TeamRef, TeamRoster, TeamSummary,
+    DepartmentRoster, DepartmentSummary, GroupCount, Health, RosterEntry, RosterSummary,
+    SkillMatch, SkillMatchKind, SkillSearch, TeamMember, TeamRef, TeamRoster, TeamSummary,
 };
 pub use pay::{CompensationBand, LeaveBalance, SalaryStats};
 pub use report::{

@@ -59,6 +59,33 @@ pub struct RosterEntry {
     pub tenure_months: u32,
 }
 
+/// How many people of a roster share one value (a team, a level, a
+/// location).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupCount {
+    /// The shared value: a team name ("No team" for people outside any
+    /// team), a level ("senior") or a location ("Berlin, Germany").
+    pub value: String,
+    /// Number of active employees with it.
+    pub count: u32,
+}
+
+/// Counts over a whole roster, so questions such as "how many engineers are
+/// in Berlin" need no paging. Each list is largest first, then by value,
+/// with at most 25 entries: past that the smallest groups are summed into
+/// a last entry "N other values".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RosterSummary {
+    /// Active employees per team.
+    pub by_team: Vec<GroupCount>,
+    /// Active employees per career level.
+    pub by_level: Vec<GroupCount>,
+    /// Active employees per work location ("City, Country").
+    pub by_location: Vec<GroupCount>,
+}
+
 /// Active employees of one department.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -69,7 +96,10 @@ pub struct DepartmentRoster {
     pub as_of: NaiveDate,
     /// Number of active employees listed.
     pub count: u32,
-    /// Active employees, sorted by team then name (the head first).
+    /// Counts by team, level and location over the whole department.
+    pub summary: RosterSummary,
+    /// Active employees, the head first, then by team and name (see
+    /// [`crate::page_order`]).
     pub employees: Vec<RosterEntry>,
 }
 
@@ -133,17 +163,19 @@ pub struct TeamRoster {
     pub team: TeamSummary,
     /// Number of active members, manager included.
     pub count: u32,
+    /// Counts by team, level and location over the whole team.
+    pub summary: RosterSummary,
     /// Members, the manager first, then by level (highest first) and name.
     pub members: Vec<TeamMember>,
 }
 
-/// How a skill search matched.
+/// How a skill search matched: the best kind among the matched skills.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SkillMatchKind {
     /// The query equals a skill name (ignoring case).
     Exact,
-    /// The query is part of one or more skill names.
+    /// The query is part of one or more skill names (none equal to it).
     Partial,
     /// No skill matched.
     None,
@@ -181,13 +213,15 @@ pub struct SkillSearch {
     pub query: String,
     /// Whether the match was exact, partial or absent.
     pub match_kind: SkillMatchKind,
-    /// Skill names that matched the query.
+    /// Skill names that matched the query (every skill containing it).
     pub matched_skills: Vec<String>,
     /// Total number of matches before truncation.
     pub total: u32,
     /// True if `matches` was cut to the result limit.
     pub truncated: bool,
-    /// Matches, highest proficiency first, then by name.
+    /// Matches ranked: skills equal to the query first, then skills
+    /// starting with it, then skills containing it; within each, highest
+    /// proficiency first, then by name.
     pub matches: Vec<SkillMatch>,
 }
 

@@ -15,14 +15,16 @@ use tokio_postgres::types::ToSql;
 use super::row::{count, get, location, parsed, parsed_opt, proficiency};
 use crate::error::DirectoryError;
 use crate::ids::{compact, slugify};
-use crate::lookup::{LEVEL_RANK, like_pattern, strip_level_prefix};
+use crate::lookup::{like_pattern, strip_level_prefix};
 use crate::model::{
     CompensationBand, DepartmentRoster, DepartmentSummary, EmployeeDetails, EmployeeSkill,
     EmploymentStatus, EmploymentType, Health, HistoryEntry, HistoryEvent, LeaveBalance, LeaveType,
     Level, OfficeType, RosterEntry, SalaryStats, SkillMatch, SkillMatchKind, SkillSearch,
     TeamMember, TeamRef, TeamRoster, TeamSummary, Tenure,
 };
+use crate::page_order;
 use crate::seed::job_title;
+use crate::summary::{Counted, summarize, team_summary};
 use crate::tenure;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
@@ -248,12 +250,12 @@ pub(crate) async fn department_roster(
     );
     let people = format!(
         "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
-                t.name, t.id, e.start_date
+                t.name, t.id, e.start_date, l.city, l.region, l.country
          FROM employees e
          JOIN roles r ON r.id = e.role_id
+         JOIN locations l ON l.id = e.location_id
          LEFT JOIN teams t ON t.id = e.team_id
-         WHERE e.department_id = {DEPARTMENT} AND e.status = 'active'
-         ORDER BY t.name IS NOT NULL, lower(t.name), e.last_name, e.first_name, lower(e.id)"
+         WHERE e.department_id = {DEPARTMENT} AND e.status = 'active'"
     );
     let (head, teams, people) = tokio::try_join!(
         row_opt(c, "load department", &head, p),
@@ -279,7 +281,7 @@ pub(crate) async fn department_roster(
             })
             .collect::<Result<_>>()?,
     };
-    let employees: Vec<RosterEntry> = people
+    let rows: Vec<(RosterEntry, String)> = people
         .iter()
         .map(|r| {
             let role: String = get(r, 2)?;
@@ -287,7 +289,7 @@ pub(crate) async fn department_roster(
             let level = parsed(r, 4, "level", Level::parse)?;
             let start_date: NaiveDate = get(r, 7)?;
             let span = tenure::span(start_date, today);
-            Ok(RosterEntry {
+            let entry = RosterEntry {
                 employee_id: get(r, 0)?,
                 name: get(r, 1)?,
                 title: job_title(&role, &track, level),
@@ -297,13 +299,22 @@ pub(crate) async fn department_roster(
                 start_date,
                 tenure_years: span.years,
                 tenure_months: span.months,
-            })
+            };
+            Ok((entry, location(r, 8)?.display))
         })
         .collect::<Result<_>>()?;
+    let summary = summarize(rows.iter().map(|(e, place)| Counted {
+        team: e.team.as_deref(),
+        level: e.level,
+        location: place,
+    }));
+    let mut employees: Vec<RosterEntry> = rows.into_iter().map(|(e, _)| e).collect();
+    page_order::sort_roster(&mut employees);
     Ok(Some(DepartmentRoster {
         department,
         as_of: today,
         count: u32::try_from(employees.len()).unwrap_or(u32::MAX),
+        summary,
         employees,
     }))
 }
@@ -331,9 +342,7 @@ pub(crate) async fn team_roster(c: &ClientWrapper, input: &str) -> Result<Option
          JOIN roles r ON r.id = e.role_id
          JOIN locations l ON l.id = e.location_id
          LEFT JOIN employees m ON m.id = e.manager_id
-         WHERE e.team_id = {TEAM} AND e.status = 'active'
-         ORDER BY COALESCE(e.id = t.manager_id, false) DESC, {LEVEL_RANK} DESC, e.last_name,
-                  e.first_name, lower(e.id)"
+         WHERE e.team_id = {TEAM} AND e.status = 'active'"
     );
     let (summary, members) = tokio::try_join!(
         row_opt(c, "load team", &summary, p),
@@ -351,7 +360,7 @@ pub(crate) async fn team_roster(c: &ClientWrapper, input: &str) -> Result<Option
         manager: get(&row, 5)?,
         manager_id: get(&row, 6)?,
     };
-    let members: Vec<TeamMember> = members
+    let mut members: Vec<TeamMember> = members
         .iter()
         .map(|r| {
             let role: String = get(r, 2)?;
@@ -374,22 +383,22 @@ pub(crate) async fn team_roster(c: &ClientWrapper, input: &str) -> Result<Option
             })
         })
         .collect::<Result<_>>()?;
+    page_order::sort_members(&mut members);
+    let summary = team_summary(&team, &members);
     Ok(Some(TeamRoster {
         team,
         count: u32::try_from(members.len()).unwrap_or(u32::MAX),
+        summary,
         members,
     }))
 }
 
-/// Skills matching `$1` (lowercased) exactly, else those containing it
-/// (`$2`, a LIKE pattern), with whether the match was exact.
-const CHOSEN_SKILLS: &str = "WITH exact AS (
-         SELECT id, name FROM skills WHERE lower(name) = $1::text),
-     chosen AS (
-         SELECT id, name, true AS exact FROM exact
-         UNION ALL
-         SELECT id, name, false FROM skills
-         WHERE NOT EXISTS (SELECT 1 FROM exact) AND lower(name) LIKE $2::text ESCAPE '\\')";
+/// Skills whose lowercased name contains `$1` (lowercased; `$2` is the
+/// same as a LIKE pattern, which the `pg_trgm` index of migration 6
+/// answers), with whether the name equals it.
+const CHOSEN_SKILLS: &str = "WITH chosen AS (
+         SELECT id, name, lower(name) = $1::text AS exact FROM skills
+         WHERE lower(name) LIKE $2::text ESCAPE '\\')";
 
 pub(crate) async fn search_by_skill(
     c: &ClientWrapper,
@@ -410,8 +419,8 @@ pub(crate) async fn search_by_skill(
     }
     let key = wanted.to_ascii_lowercase();
     let pattern = like_pattern(&key);
-    let limit = i64::from(limit);
-    let names = format!("{CHOSEN_SKILLS} SELECT name, exact FROM chosen ORDER BY lower(name)");
+    let names =
+        format!("{CHOSEN_SKILLS} SELECT name, exact FROM chosen ORDER BY exact DESC, lower(name)");
     let total = format!(
         "{CHOSEN_SKILLS} SELECT COUNT(*)
          FROM employee_skills es JOIN employees e ON e.id = es.employee_id
@@ -426,15 +435,13 @@ pub(crate) async fn search_by_skill(
          JOIN roles r ON r.id = e.role_id
          JOIN departments d ON d.id = e.department_id
          LEFT JOIN teams t ON t.id = e.team_id
-         WHERE es.skill_id IN (SELECT id FROM chosen) AND e.status = 'active'
-         ORDER BY es.proficiency DESC, e.last_name, e.first_name, lower(e.id), lower(s.name)
-         LIMIT $3::bigint"
+         WHERE es.skill_id IN (SELECT id FROM chosen) AND e.status = 'active'"
     );
-    let (p2, p3): (&Params, &Params) = (&[&key, &pattern], &[&key, &pattern, &limit]);
+    let p2: &Params = &[&key, &pattern];
     let (names, total, matches) = tokio::try_join!(
         rows(c, "find skills", &names, p2),
         row_opt(c, "count skill matches", &total, p2),
-        rows(c, "load skill matches", &matches, p3),
+        rows(c, "load skill matches", &matches, p2),
     )?;
     let Some(first) = names.first() else {
         return Ok(out);
@@ -444,12 +451,15 @@ pub(crate) async fn search_by_skill(
     } else {
         SkillMatchKind::Partial
     };
-    out.matched_skills = names.iter().map(|r| get(r, 0)).collect::<Result<_>>()?;
+    let mut matched: Vec<String> = names.iter().map(|r| get(r, 0)).collect::<Result<_>>()?;
+    // Names in one order on both backends (SQLite's NOCASE).
+    matched.sort_by_key(|n| n.to_ascii_lowercase());
+    out.matched_skills = matched;
     out.total = match &total {
         Some(row) => count(row, 0)?,
         None => 0,
     };
-    out.matches = matches
+    let mut matches: Vec<SkillMatch> = matches
         .iter()
         .map(|r| {
             let role: String = get(r, 2)?;
@@ -468,6 +478,9 @@ pub(crate) async fn search_by_skill(
             })
         })
         .collect::<Result<_>>()?;
+    page_order::sort_matches(wanted, &mut matches);
+    matches.truncate(limit as usize);
+    out.matches = matches;
     out.truncated = (out.matches.len() as u32) < out.total;
     Ok(out)
 }

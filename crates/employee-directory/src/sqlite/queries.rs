@@ -9,14 +9,16 @@ use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use super::row::{CachedRow, count, date, date_opt, location, parsed, parsed_opt};
 use crate::error::DirectoryError;
 use crate::ids::{compact, slugify};
-use crate::lookup::{LEVEL_RANK, like_pattern, strip_level_prefix};
+use crate::lookup::{like_pattern, strip_level_prefix};
 use crate::model::{
     CompensationBand, DepartmentRoster, DepartmentSummary, EmployeeDetails, EmployeeSkill,
     EmploymentStatus, EmploymentType, Health, HistoryEntry, HistoryEvent, LeaveBalance, LeaveType,
     Level, OfficeType, Proficiency, RosterEntry, SalaryStats, SkillMatch, SkillMatchKind,
     SkillSearch, TeamMember, TeamRef, TeamRoster, TeamSummary, Tenure,
 };
+use crate::page_order;
 use crate::seed::job_title;
+use crate::summary::{Counted, summarize, team_summary};
 use crate::tenure;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
@@ -279,22 +281,22 @@ pub(crate) fn department_roster(
     let mut stmt = conn
         .prepare_cached(
             "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
-                    t.name, t.id, e.start_date
+                    t.name, t.id, e.start_date, l.city, l.region, l.country
              FROM employees e
              JOIN roles r ON r.id = e.role_id
+             JOIN locations l ON l.id = e.location_id
              LEFT JOIN teams t ON t.id = e.team_id
-             WHERE e.department_id = ?1 AND e.status = 'active'
-             ORDER BY t.name IS NOT NULL, t.name, e.last_name, e.first_name, e.id",
+             WHERE e.department_id = ?1 AND e.status = 'active'",
         )
         .map_err(DirectoryError::db("load department employees"))?;
-    let employees: Vec<RosterEntry> = stmt
+    let rows: Vec<(RosterEntry, String)> = stmt
         .query_map([&id], |row| {
             let role: String = row.get(2)?;
             let track: String = row.get(3)?;
             let level = parsed(row, 4, "level", Level::parse)?;
             let start_date = date(row, 7)?;
             let span = tenure::span(start_date, today);
-            Ok(RosterEntry {
+            let entry = RosterEntry {
                 employee_id: row.get(0)?,
                 name: row.get(1)?,
                 title: job_title(&role, &track, level),
@@ -304,15 +306,24 @@ pub(crate) fn department_roster(
                 start_date,
                 tenure_years: span.years,
                 tenure_months: span.months,
-            })
+            };
+            Ok((entry, location(row, 8)?.display))
         })
         .and_then(Iterator::collect)
         .map_err(DirectoryError::db("load department employees"))?;
+    let summary = summarize(rows.iter().map(|(e, place)| Counted {
+        team: e.team.as_deref(),
+        level: e.level,
+        location: place,
+    }));
+    let mut employees: Vec<RosterEntry> = rows.into_iter().map(|(e, _)| e).collect();
+    page_order::sort_roster(&mut employees);
 
     Ok(Some(DepartmentRoster {
         department,
         as_of: today,
         count: u32::try_from(employees.len()).unwrap_or(u32::MAX),
+        summary,
         employees,
     }))
 }
@@ -344,8 +355,7 @@ pub(crate) fn team_roster(conn: &Connection, input: &str) -> Result<Option<TeamR
         )
         .map_err(DirectoryError::db("load team"))?;
 
-    let sql = format!(
-        "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
+    let sql = "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
                 e.id = t.manager_id, m.id, m.first_name || ' ' || m.last_name,
                 e.email, e.employment_type, e.office_type, l.city, l.region, l.country,
                 e.start_date
@@ -354,13 +364,11 @@ pub(crate) fn team_roster(conn: &Connection, input: &str) -> Result<Option<TeamR
          JOIN roles r ON r.id = e.role_id
          JOIN locations l ON l.id = e.location_id
          LEFT JOIN employees m ON m.id = e.manager_id
-         WHERE e.team_id = ?1 AND e.status = 'active'
-         ORDER BY e.id = t.manager_id DESC, {LEVEL_RANK} DESC, e.last_name, e.first_name, e.id"
-    );
+         WHERE e.team_id = ?1 AND e.status = 'active'";
     let mut stmt = conn
-        .prepare_cached(&sql)
+        .prepare_cached(sql)
         .map_err(DirectoryError::db("load team members"))?;
-    let members: Vec<TeamMember> = stmt
+    let mut members: Vec<TeamMember> = stmt
         .query_map([&id], |row| {
             let role: String = row.get(2)?;
             let track: String = row.get(3)?;
@@ -384,9 +392,12 @@ pub(crate) fn team_roster(conn: &Connection, input: &str) -> Result<Option<TeamR
         .and_then(Iterator::collect)
         .map_err(DirectoryError::db("load team members"))?;
 
+    page_order::sort_members(&mut members);
+    let summary = team_summary(&team, &members);
     Ok(Some(TeamRoster {
         team,
         count: u32::try_from(members.len()).unwrap_or(u32::MAX),
+        summary,
         members,
     }))
 }
@@ -406,23 +417,33 @@ pub(crate) fn search_by_skill(conn: &Connection, query: &str, limit: u32) -> Res
     if wanted.is_empty() || wanted.contains('\0') {
         return Ok(empty);
     }
-    let load = |sql: &str, arg: &str| -> Result<Vec<(i64, String)>> {
+    let load2 = |sql: &str, a: &str, b: &str| -> Result<Vec<(i64, String)>> {
         let mut stmt = conn
             .prepare_cached(sql)
             .map_err(DirectoryError::db("find skills"))?;
-        stmt.query_map([arg], |row| Ok((row.get(0)?, row.get(1)?)))
+        stmt.query_map([a, b], |row| Ok((row.get(0)?, row.get(1)?)))
             .and_then(Iterator::collect)
             .map_err(DirectoryError::db("find skills"))
     };
-    let mut kind = SkillMatchKind::Exact;
-    let mut skills = load("SELECT id, name FROM skills WHERE name = ?1", wanted)?;
-    if skills.is_empty() {
-        kind = SkillMatchKind::Partial;
-        skills = load(
-            "SELECT id, name FROM skills WHERE name LIKE ?1 ESCAPE '\\' ORDER BY name",
-            &like_pattern(wanted),
-        )?;
-    }
+    // Candidates through the trigram index (a superset when the query
+    // holds LIKE wildcards), then the exact substring test.
+    let lowered = wanted.to_ascii_lowercase();
+    let skills = load2(
+        "SELECT s.id, s.name FROM skills s
+         WHERE s.id IN (SELECT rowid FROM skills_fts WHERE name LIKE ?1)
+           AND instr(lower(s.name), ?2) > 0
+         ORDER BY s.name",
+        &format!("%{wanted}%"),
+        &lowered,
+    )?;
+    let kind = if skills
+        .iter()
+        .any(|(_, n)| page_order::match_rank(wanted, n) == 0)
+    {
+        SkillMatchKind::Exact
+    } else {
+        SkillMatchKind::Partial
+    };
     if skills.is_empty() {
         return Ok(empty);
     }
@@ -445,9 +466,7 @@ pub(crate) fn search_by_skill(conn: &Connection, query: &str, limit: u32) -> Res
     let sql = format!(
         "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
                 d.name, d.id, t.name, t.id, s.name, es.proficiency
-         {filter_joined}
-         ORDER BY es.proficiency DESC, e.last_name, e.first_name, e.id, s.name
-         LIMIT {limit}",
+         {filter_joined}",
         filter_joined = filter.replace(
             "JOIN skills s ON s.id = es.skill_id",
             "JOIN skills s ON s.id = es.skill_id
@@ -459,7 +478,7 @@ pub(crate) fn search_by_skill(conn: &Connection, query: &str, limit: u32) -> Res
     let mut stmt = conn
         .prepare_cached(&sql)
         .map_err(DirectoryError::db("load skill matches"))?;
-    let matches: Vec<SkillMatch> = stmt
+    let mut matches: Vec<SkillMatch> = stmt
         .query_map(params_from_iter(&ids), |row| {
             let role: String = row.get(2)?;
             let track: String = row.get(3)?;
@@ -479,6 +498,8 @@ pub(crate) fn search_by_skill(conn: &Connection, query: &str, limit: u32) -> Res
         .and_then(Iterator::collect)
         .map_err(DirectoryError::db("load skill matches"))?;
 
+    page_order::sort_matches(wanted, &mut matches);
+    matches.truncate(limit as usize);
     empty.match_kind = kind;
     empty.matched_skills = skills.into_iter().map(|(_, name)| name).collect();
     empty.total = total;

@@ -1,6 +1,8 @@
 //! The oracle for the PostgreSQL backend: every API answers exactly as on
 //! SQLite, for every employee, department, team, role × level, skill and
-//! report, plus hostile inputs. Outputs are compared as full JSON values.
+//! report, plus hostile inputs. Rosters and ranked searches are compared in
+//! full and in order (with their summaries), so the pages a client walks
+//! through are the same on both. Outputs are compared as full JSON values.
 
 use crate::common;
 
@@ -173,6 +175,12 @@ async fn every_answer_is_identical_on_sqlite_and_postgres() {
                 .search_by_skill(&input));
         }
     }
+    // Ranked searches in full (what a client pages through), including
+    // one- and two-letter substrings that match most skills.
+    for input in ["a", "e", "o", "go", "Go", "in", "script", "SQL", "ing"] {
+        same!(a, b, format!("search_by_skill_ranked({input})"), |d| d
+            .search_by_skill_ranked(input));
+    }
     for input in HOSTILE {
         same!(a, b, format!("employee({input:?})"), |d| d.employee(input));
         same!(a, b, format!("tenure({input:?})"), |d| d.tenure(input));
@@ -181,6 +189,8 @@ async fn every_answer_is_identical_on_sqlite_and_postgres() {
         same!(a, b, format!("team({input:?})"), |d| d.team_members(input));
         same!(a, b, format!("skill({input:?})"), |d| d
             .search_by_skill(input));
+        same!(a, b, format!("ranked skill({input:?})"), |d| d
+            .search_by_skill_ranked(input));
         same!(a, b, format!("role_levels({input:?})"), |d| d
             .role_levels(input));
         same!(a, b, format!("band({input:?})"), |d| d

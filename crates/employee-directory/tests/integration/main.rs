@@ -9,4 +9,5 @@ mod backends_agree;
 mod directory;
 mod faults;
 mod postgres;
+mod ranking;
 mod schema;

@@ -1,23 +1,30 @@
 //! list-department-employees
 //!
-//! A large department's roster can exceed the server's result size cap, so
-//! the roster pages: optional `teamId` narrows it to one team, `limit` and
-//! `offset` page through it, and without a `limit` the tool returns as
-//! many entries as fit in the size cap, with `nextOffset` pointing at the
-//! rest. Only `departmentId` is required, as in the original tool.
+//! A department can hold tens of thousands of people, so the answer leads
+//! with counts over the whole department (by team, level and location) and
+//! lists one page of employees: `limit` (default small enough that the
+//! answer stays under 32 KB) and `cursor` page through it, optional
+//! `teamId` narrows the list to one team. Only `departmentId` is required,
+//! as in the original tool.
 
 use chrono::NaiveDate;
-use employee_directory::{DepartmentRoster, DepartmentSummary, Directory, RosterEntry};
-use mcpwire_server::access::serialized_len;
+use employee_directory::page_order::roster_key;
+use employee_directory::{
+    DepartmentRoster, DepartmentSummary, Directory, RosterEntry, RosterSummary,
+};
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::paging::{self, Page};
 use crate::scopes;
 
+/// Employees listed when the call gives no `limit`.
+pub(crate) const DEFAULT_LIMIT: u32 = 25;
+
 /// Largest page a caller may ask for.
-const MAX_LIMIT: u32 = 1000;
+pub(crate) const MAX_LIMIT: u32 = 500;
 
 /// Arguments of list-department-employees.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -29,15 +36,15 @@ pub struct Input {
     /// Only this team of the department, e.g. "backend" (optional).
     #[schemars(length(min = 1, max = 100), regex(pattern = super::ID_PATTERN))]
     pub team_id: Option<String>,
-    /// Most employees to return (optional; by default as many as fit in one response, see `nextOffset`).
-    #[schemars(range(min = 1, max = 1000))]
+    /// Most employees to list (optional; default 25, at most 500).
+    #[schemars(range(min = 1, max = 500))]
     pub limit: Option<u32>,
-    /// Number of employees to skip, to fetch the next page (optional, default 0; use the previous `nextOffset`).
-    #[schemars(range(min = 0, max = 100000))]
-    pub offset: Option<u32>,
+    /// The `nextCursor` of the previous page, to list the next one (optional; omit for the first page).
+    #[schemars(length(min = 1, max = 2048))]
+    pub cursor: Option<String>,
 }
 
-/// One page of a department's active employees.
+/// Counts over a department and one page of its active employees.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RosterPage {
@@ -45,39 +52,38 @@ pub struct RosterPage {
     pub department: DepartmentSummary,
     /// Date tenure is computed at.
     pub as_of: NaiveDate,
-    /// Number of employees listed in this page.
-    pub count: u32,
     /// Number of active employees matching (the whole department, or the team).
     pub total: u32,
-    /// Position of the first listed employee in the full list.
-    pub offset: u32,
-    /// Offset of the next page; absent when this page reaches the end.
-    pub next_offset: Option<u32>,
-    /// Active employees, sorted by team then name (the head first).
+    /// Counts by team, level and location over the whole department (not only this page).
+    pub summary: RosterSummary,
+    /// Number of employees listed in this page.
+    pub count: u32,
+    /// Pass as `cursor` to list the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Active employees of this page: the head first, then by team and name.
     pub employees: Vec<RosterEntry>,
 }
 
-pub fn tool(directory: Directory, max_result_bytes: usize) -> Tool {
+pub fn tool(directory: Directory) -> Tool {
     Tool::builder("list-department-employees")
         .title("Department roster")
         .description(
             concat!(
-                "List all active employees in a specific department with their roles, teams and tenure. Use a department id such as \"engineering\".",
-                " Large departments are paged: optional teamId narrows the list to one team; limit and offset page through it. When nextOffset is present, call again with offset=nextOffset for the rest; total is the full count.",
+                "List active employees in a specific department with their roles, teams and tenure. Use a department id such as \"engineering\".",
+                " The answer leads with counts over the whole department by team, level and location (use them for \"how many\" questions instead of paging), then lists one page of employees: 25 by default, limit up to 500.",
+                " When nextCursor is present, call again with the same arguments and cursor=nextCursor for the next page; total is the full count. Optional teamId narrows the list to one team.",
             )
             .to_owned()
                 + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
         .required_scopes([scopes::DIRECTORY])
-        .state((directory, max_result_bytes))
+        .state(directory)
         .handler(roster)
 }
 
-async fn roster(
-    (directory, max_result_bytes): (Directory, usize),
-    input: Input,
-) -> ToolResult<SharedOutput<RosterPage>> {
+async fn roster(directory: Directory, input: Input) -> ToolResult<SharedOutput<RosterPage>> {
     let answer = directory
         .department_employees_cached(&input.department_id)
         .await
@@ -94,18 +100,11 @@ async fn roster(
             list.join(", ")
         )));
     };
-    let offset = input.offset.unwrap_or(0);
-    let limit = input.limit.map(|l| l.min(MAX_LIMIT));
-    if input.team_id.is_none() && offset == 0 && limit.is_none() {
-        // The first page of the whole department, the usual call: made
-        // once per kept answer.
-        return super::shared(&answer, |_| {
-            SharedOutput::new(&page(roster, &roster.employees, 0, None, max_result_bytes))
-        });
-    }
+    let limit = input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
+    let department_id = &roster.department.department_id;
     let team_members: Vec<RosterEntry>;
-    let employees = match &input.team_id {
-        None => &roster.employees,
+    let (employees, list) = match &input.team_id {
+        None => (&roster.employees, format!("department/{department_id}")),
         Some(team) => {
             let teams = &roster.department.teams;
             let Some(t) = teams.iter().find(|t| {
@@ -113,8 +112,7 @@ async fn roster(
             }) else {
                 let list: Vec<&str> = teams.iter().map(|t| t.team_id.as_str()).collect();
                 return Err(ToolError::execution(format!(
-                    "Department \"{}\" has no team \"{team}\". Its teams: {}.",
-                    roster.department.department_id,
+                    "Department \"{department_id}\" has no team \"{team}\". Its teams: {}.",
                     list.join(", ")
                 )));
             };
@@ -124,54 +122,35 @@ async fn roster(
                 .filter(|e| e.team_id.as_deref() == Some(t.team_id.as_str()))
                 .cloned()
                 .collect();
-            &team_members
+            (
+                &team_members,
+                format!("department/{department_id}/{}", t.team_id),
+            )
         }
     };
-    let page = page(roster, employees, offset, limit, max_result_bytes);
-    SharedOutput::new(&page).map_err(ToolError::internal)
+    let list = list.to_lowercase();
+    let total = u32::try_from(employees.len()).unwrap_or(u32::MAX);
+    if input.team_id.is_none() && input.cursor.is_none() && input.limit.is_none() {
+        // The usual call, the first page at the default size: made once
+        // per kept answer.
+        return super::shared(&answer, |_| {
+            let page = paging::first_page(&roster.employees, roster_key, &list, limit);
+            SharedOutput::new(&page_of(roster, total, page))
+        });
+    }
+    let page = paging::page(employees, roster_key, &list, input.cursor.as_deref(), limit)?;
+    SharedOutput::new(&page_of(roster, total, page)).map_err(ToolError::internal)
 }
 
-/// Cuts one page out of the roster. Without a limit, the page holds as many
-/// entries as fit in the result size cap (the structured result plus its
-/// JSON text mirror, whose escaped quotes make it a bit larger).
-fn page(
-    roster: &DepartmentRoster,
-    employees: &[RosterEntry],
-    offset: u32,
-    limit: Option<u32>,
-    max_result_bytes: usize,
-) -> RosterPage {
-    let total = u32::try_from(employees.len()).unwrap_or(u32::MAX);
-    let start = offset.min(total) as usize;
-    let rest = employees[start..].iter();
-    let listed: Vec<RosterEntry> = match limit {
-        Some(n) => rest.take(n as usize).cloned().collect(),
-        None => {
-            let fixed = serialized_len(&roster.department) + 512;
-            // Three bytes of response per byte of entry: the structured copy
-            // and the escaped text mirror.
-            let mut budget = (max_result_bytes / 3).saturating_sub(fixed);
-            let mut out = Vec::new();
-            for e in rest {
-                let size = serialized_len(e) + 1;
-                if size > budget && !out.is_empty() {
-                    break;
-                }
-                budget = budget.saturating_sub(size);
-                out.push(e.clone());
-            }
-            out
-        }
-    };
-    let count = u32::try_from(listed.len()).unwrap_or(u32::MAX);
-    let end = start as u32 + count;
+/// The answer for one page of `roster` (whose list holds `total` rows).
+fn page_of(roster: &DepartmentRoster, total: u32, page: Page<'_, RosterEntry>) -> RosterPage {
     RosterPage {
         department: roster.department.clone(),
         as_of: roster.as_of,
-        count,
         total,
-        offset: start as u32,
-        next_offset: (end < total).then_some(end),
-        employees: listed,
+        summary: roster.summary.clone(),
+        count: u32::try_from(page.rows.len()).unwrap_or(u32::MAX),
+        next_cursor: page.next_cursor,
+        employees: page.rows.to_vec(),
     }
 }

@@ -10,6 +10,7 @@ mod compensation;
 mod department;
 mod details;
 mod leave;
+mod paging;
 mod report;
 mod skills;
 mod team;
@@ -21,15 +22,17 @@ use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
 /// Server settings some tools need to know about.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
-    /// The server's result size cap, so a roster can page itself to fit.
+    /// The server's result size cap. The list tools no longer read it:
+    /// their default pages stay far below any sensible cap.
+    #[allow(dead_code)]
     pub max_result_bytes: usize,
 }
 
 /// Every HR tool, in the order `tools/list` shows them.
-pub fn all(directory: &Directory, settings: Settings) -> Vec<Tool> {
+pub fn all(directory: &Directory, _settings: Settings) -> Vec<Tool> {
     vec![
         details::tool(directory.clone()),
-        department::tool(directory.clone(), settings.max_result_bytes),
+        department::tool(directory.clone()),
         tenure::tool(directory.clone()),
         team::tool(directory.clone()),
         skills::tool(directory.clone()),

@@ -1,30 +1,76 @@
 //! search-employees-by-skill
+//!
+//! Every skill containing the query matches, ranked: the skill equal to
+//! the query first, then skills starting with it, then the rest, each by
+//! proficiency (see `employee_directory::page_order`). One page of matches
+//! per call (`limit`, `cursor`; see [`super::paging`]).
 
-use employee_directory::{Directory, SkillSearch};
+use employee_directory::page_order::match_key;
+use employee_directory::{Directory, SkillMatch, SkillMatchKind, SkillSearch};
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
-
-use crate::scopes;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use super::paging::{self, Page};
+use crate::scopes;
+
+/// Matches listed when the call gives no `limit`.
+pub(crate) const DEFAULT_LIMIT: u32 = 25;
+
+/// Largest page a caller may ask for.
+pub(crate) const MAX_LIMIT: u32 = 500;
 
 /// Arguments of search-employees-by-skill.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Input {
-    /// A skill such as "Rust" or "Negotiation"; matched case-insensitively, exact name first, otherwise as a substring.
+    /// A skill such as "Rust" or "Negotiation"; matched case-insensitively against every skill containing it, the exact name ranked first, then names starting with it.
     #[schemars(
         length(min = 1, max = 60),
         regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9 .+#/&'_-]*$")
     )]
     pub skill: String,
+    /// Most matches to list (optional; default 25, at most 500).
+    #[schemars(range(min = 1, max = 500))]
+    pub limit: Option<u32>,
+    /// The `nextCursor` of the previous page, to list the next one (optional; omit for the first page).
+    #[schemars(length(min = 1, max = 2048))]
+    pub cursor: Option<String>,
+}
+
+/// One page of a ranked skill search.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkillPage {
+    /// The skill searched for, as given.
+    pub query: String,
+    /// Exact when a skill equals the query, partial otherwise.
+    pub match_kind: SkillMatchKind,
+    /// Skill names that matched the query (every skill containing it).
+    pub matched_skills: Vec<String>,
+    /// Number of matches over all pages.
+    pub total: u32,
+    /// Number of matches listed in this page.
+    pub count: u32,
+    /// True when more matches follow this page (see `nextCursor`).
+    pub truncated: bool,
+    /// Pass as `cursor` to list the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Matches of this page: exact skill first, then prefix, then substring; each by proficiency (strongest first), then name.
+    pub matches: Vec<SkillMatch>,
 }
 
 pub fn tool(directory: Directory) -> Tool {
     Tool::builder("search-employees-by-skill")
         .title("Find employees by skill")
         .description(
-            "Find active employees with specific technical or professional skills, strongest proficiency first (at most 100 matches; `total` and `truncated` say whether there are more).".to_owned()
+            concat!(
+                "Find active employees with specific technical or professional skills. Every skill containing the query matches: the exact skill first, then skills starting with the query, then the rest, each strongest proficiency first.",
+                " One page of matches per call: 25 by default, limit up to 500; total counts them all, and when nextCursor is present, call again with the same skill and cursor=nextCursor for the next page.",
+            )
+            .to_owned()
                 + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
@@ -33,9 +79,9 @@ pub fn tool(directory: Directory) -> Tool {
         .handler(search)
 }
 
-async fn search(directory: Directory, input: Input) -> ToolResult<SharedOutput<SkillSearch>> {
+async fn search(directory: Directory, input: Input) -> ToolResult<SharedOutput<SkillPage>> {
     let answer = directory
-        .search_by_skill_cached(&input.skill)
+        .search_by_skill_ranked_cached(&input.skill)
         .await
         .map_err(super::unavailable)?;
     if answer.matches.is_empty() {
@@ -46,5 +92,31 @@ async fn search(directory: Directory, input: Input) -> ToolResult<SharedOutput<S
             skills.join(", ")
         )));
     }
-    super::shared(&answer, SharedOutput::new)
+    let query = input.skill.trim().to_lowercase();
+    let limit = input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
+    let list = format!("skill/{query}");
+    let key = |m: &SkillMatch| match_key(&query, m);
+    if input.cursor.is_none() && input.limit.is_none() {
+        // The usual call: made once per kept answer.
+        return super::shared(&answer, |found| {
+            let page = paging::first_page(&found.matches, key, &list, limit);
+            SharedOutput::new(&page_of(found, page))
+        });
+    }
+    let page = paging::page(&answer.matches, key, &list, input.cursor.as_deref(), limit)?;
+    SharedOutput::new(&page_of(&answer, page)).map_err(ToolError::internal)
+}
+
+/// The answer for one page of `search`.
+fn page_of(search: &SkillSearch, page: Page<'_, SkillMatch>) -> SkillPage {
+    SkillPage {
+        query: search.query.clone(),
+        match_kind: search.match_kind,
+        matched_skills: search.matched_skills.clone(),
+        total: search.total,
+        count: u32::try_from(page.rows.len()).unwrap_or(u32::MAX),
+        truncated: page.next_cursor.is_some(),
+        next_cursor: page.next_cursor,
+        matches: page.rows.to_vec(),
+    }
 }

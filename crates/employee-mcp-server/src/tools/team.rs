@@ -1,12 +1,24 @@
 //! get-team-members
+//!
+//! Leads with counts over the whole team (by level and location), then one
+//! page of members (`limit`, `cursor`; see [`super::paging`]), so even a
+//! team of thousands answers in a few kilobytes.
 
-use employee_directory::{Directory, TeamRoster};
+use employee_directory::page_order::member_key;
+use employee_directory::{Directory, RosterSummary, TeamMember, TeamRoster, TeamSummary};
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
-
-use crate::scopes;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use super::paging::{self, Page};
+use crate::scopes;
+
+/// Members listed when the call gives no `limit`.
+pub(crate) const DEFAULT_LIMIT: u32 = 20;
+
+/// Largest page a caller may ask for.
+pub(crate) const MAX_LIMIT: u32 = 250;
 
 /// Arguments of get-team-members.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -15,6 +27,31 @@ pub struct Input {
     /// Team id such as "backend" (the team name also works).
     #[schemars(length(min = 1, max = 100), regex(pattern = super::ID_PATTERN))]
     pub team_id: String,
+    /// Most members to list (optional; default 20, at most 250).
+    #[schemars(range(min = 1, max = 250))]
+    pub limit: Option<u32>,
+    /// The `nextCursor` of the previous page, to list the next one (optional; omit for the first page).
+    #[schemars(length(min = 1, max = 2048))]
+    pub cursor: Option<String>,
+}
+
+/// Counts over a team and one page of its active members.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamPage {
+    /// The team.
+    pub team: TeamSummary,
+    /// Number of active members, manager included.
+    pub total: u32,
+    /// Counts by level and location over the whole team (not only this page).
+    pub summary: RosterSummary,
+    /// Number of members listed in this page.
+    pub count: u32,
+    /// Pass as `cursor` to list the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Members of this page: the manager first, then by level (highest first) and name.
+    pub members: Vec<TeamMember>,
 }
 
 pub fn tool(directory: Directory) -> Tool {
@@ -22,7 +59,8 @@ pub fn tool(directory: Directory) -> Tool {
         .title("Team members")
         .description(
             concat!(
-                "Retrieve all members of a specific team including their roles and reporting structure (manager first, each member with the id of the person they report to). Use a team id such as \"backend\".",
+                "Retrieve members of a specific team including their roles and reporting structure (manager first, each member with the id of the person they report to). Use a team id such as \"backend\".",
+                " The answer leads with counts over the whole team by level and location, then lists one page of members: 20 by default, limit up to 250; when nextCursor is present, call again with the same teamId and cursor=nextCursor for the next page.",
                 " Members' email and location are included only for callers allowed to see contact details.",
             )
             .to_owned()
@@ -37,19 +75,47 @@ pub fn tool(directory: Directory) -> Tool {
         .handler(team_members)
 }
 
-async fn team_members(directory: Directory, input: Input) -> ToolResult<SharedOutput<TeamRoster>> {
+async fn team_members(directory: Directory, input: Input) -> ToolResult<SharedOutput<TeamPage>> {
     let answer = directory
         .team_members_cached(&input.team_id)
         .await
         .map_err(super::unavailable)?;
-    if let Some(found) = super::shared_found(&answer, SharedOutput::new) {
-        return found;
+    let Some(roster) = answer.get() else {
+        let ids = directory.team_ids().await.map_err(super::unavailable)?;
+        let list: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
+        return Err(ToolError::execution(format!(
+            "No team \"{}\". Valid team ids: {}.",
+            input.team_id,
+            list.join(", ")
+        )));
+    };
+    let limit = input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
+    let list = format!("team/{}", roster.team.team_id.to_lowercase());
+    if input.cursor.is_none() && input.limit.is_none() {
+        // The usual call: made once per kept answer.
+        return super::shared(&answer, |_| {
+            let page = paging::first_page(&roster.members, member_key, &list, limit);
+            SharedOutput::new(&page_of(roster, page))
+        });
     }
-    let ids = directory.team_ids().await.map_err(super::unavailable)?;
-    let list: Vec<String> = ids.into_iter().map(|(id, _)| id).collect();
-    Err(ToolError::execution(format!(
-        "No team \"{}\". Valid team ids: {}.",
-        input.team_id,
-        list.join(", ")
-    )))
+    let page = paging::page(
+        &roster.members,
+        member_key,
+        &list,
+        input.cursor.as_deref(),
+        limit,
+    )?;
+    SharedOutput::new(&page_of(roster, page)).map_err(ToolError::internal)
+}
+
+/// The answer for one page of `roster`.
+fn page_of(roster: &TeamRoster, page: Page<'_, TeamMember>) -> TeamPage {
+    TeamPage {
+        team: roster.team.clone(),
+        total: roster.count,
+        summary: roster.summary.clone(),
+        count: u32::try_from(page.rows.len()).unwrap_or(u32::MAX),
+        next_cursor: page.next_cursor,
+        members: page.rows.to_vec(),
+    }
 }

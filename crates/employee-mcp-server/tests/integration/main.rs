@@ -18,6 +18,7 @@ mod faults;
 mod legacy_wire;
 mod modern_wire;
 mod operating;
+mod paging;
 mod replicas;
 mod replicated_limits;
 mod revision_schemas;

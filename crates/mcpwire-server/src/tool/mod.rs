@@ -41,6 +41,7 @@
 
 mod outcome;
 mod output;
+mod portable;
 pub(crate) mod schema;
 mod simplify;
 mod typed;
@@ -214,18 +215,22 @@ impl<S> ToolBuilder<S> {
     /// Overrides the input schema (otherwise derived from the input type,
     /// or `{"type":"object"}` for raw handlers).
     ///
-    /// Non-standard `format`s are removed, as for derived schemas.
+    /// Non-standard `format`s are removed and type arrays become `anyOf`,
+    /// as for derived schemas.
     pub fn input_schema(mut self, mut schema: Value) -> Self {
         simplify::standard_formats_only(&mut schema);
+        portable::single_types(&mut schema);
         self.input_schema = schema.as_object().cloned();
         self
     }
 
     /// Overrides the output schema (otherwise derived from the output type).
     ///
-    /// Non-standard `format`s are removed, as for derived schemas.
+    /// Non-standard `format`s are removed and type arrays become `anyOf`,
+    /// as for derived schemas.
     pub fn output_schema(mut self, mut schema: Value) -> Self {
         simplify::standard_formats_only(&mut schema);
+        portable::single_types(&mut schema);
         self.output_schema = schema.as_object().cloned();
         self.output_schema_of_type = false;
         self

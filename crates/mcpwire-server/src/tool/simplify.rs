@@ -11,7 +11,8 @@
 //! `double`…) that are not JSON Schema formats: Ajv, used by every
 //! TypeScript client, logs "unknown format ignored" for each one on every
 //! `tools/list`. Only standard formats are kept; the range a numeric format
-//! implied is kept as `minimum`/`maximum`.
+//! implied is kept as `minimum`/`maximum`. Type arrays become `anyOf`
+//! (see `portable`).
 
 use serde_json::{Map, Value};
 
@@ -29,6 +30,7 @@ pub(crate) fn simplify(schema: Map<String, Value>) -> Map<String, Value> {
     let mut unresolved = false;
     inline(&mut root, &defs, 0, &mut unresolved);
     standard_formats_only(&mut root);
+    super::portable::single_types(&mut root);
     let Value::Object(mut out) = root else {
         return Map::new();
     };

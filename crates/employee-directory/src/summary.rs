@@ -1,0 +1,67 @@
+//! Counts that lead a roster answer (by team, level and location), built
+//! from the rows both backends read, so they are the same on both.
+
+use std::collections::BTreeMap;
+
+use crate::model::{GroupCount, Level, RosterSummary, TeamMember, TeamSummary};
+
+/// The team value of people outside any team (a department head).
+pub(crate) const NO_TEAM: &str = "No team";
+
+/// Most entries of one count list; smaller groups are summed into the
+/// last entry ("N other values").
+pub(crate) const MAX_GROUPS: usize = 25;
+
+/// One counted row: its team name, level and location label.
+pub(crate) struct Counted<'a> {
+    pub team: Option<&'a str>,
+    pub level: Level,
+    pub location: &'a str,
+}
+
+/// Counts the rows by team, level and location.
+pub(crate) fn summarize<'a>(rows: impl IntoIterator<Item = Counted<'a>>) -> RosterSummary {
+    let (mut teams, mut levels, mut locations) =
+        (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    for r in rows {
+        *teams.entry(r.team.unwrap_or(NO_TEAM)).or_insert(0u32) += 1;
+        *levels.entry(r.level.as_str()).or_insert(0u32) += 1;
+        *locations.entry(r.location).or_insert(0u32) += 1;
+    }
+    RosterSummary {
+        by_team: largest_first(teams),
+        by_level: largest_first(levels),
+        by_location: largest_first(locations),
+    }
+}
+
+fn largest_first(counts: BTreeMap<&str, u32>) -> Vec<GroupCount> {
+    let mut out: Vec<GroupCount> = counts
+        .into_iter()
+        .map(|(value, count)| GroupCount {
+            value: value.to_owned(),
+            count,
+        })
+        .collect();
+    // Stable: equal counts stay in value order.
+    out.sort_by(|a, b| b.count.cmp(&a.count));
+    if out.len() > MAX_GROUPS {
+        // The tail folds into one entry, so the counts still add up to the
+        // roster's total and the answer stays small at any company size.
+        let rest = out.split_off(MAX_GROUPS - 1);
+        out.push(GroupCount {
+            value: format!("{} other values", rest.len()),
+            count: rest.iter().map(|g| g.count).sum(),
+        });
+    }
+    out
+}
+
+/// The counts of a team's members (all in one team).
+pub(crate) fn team_summary(team: &TeamSummary, members: &[TeamMember]) -> RosterSummary {
+    summarize(members.iter().map(|m| Counted {
+        team: Some(team.name.as_str()),
+        level: m.level,
+        location: m.location.display.as_str(),
+    }))
+}

@@ -1,0 +1,90 @@
+//! The order paged answers rely on, on both backends: every roster and
+//! search is sorted by its page key with no two rows on one key (so a
+//! keyset cursor names one position), skill matches are ranked exact,
+//! prefix, substring, then by proficiency; the SQLite trigram index
+//! follows changes to the skills table.
+
+use crate::common;
+
+use common::{Kind, TempDb, clock, open, today};
+use employee_directory::page_order::{match_key, match_rank, member_key, roster_key};
+use employee_directory::{Directory, SkillMatchKind};
+
+fn strictly_increasing<T>(rows: &[T], key: impl Fn(&T) -> Vec<String>) -> bool {
+    rows.windows(2).all(|w| key(&w[0]) < key(&w[1]))
+}
+
+async fn rosters_and_matches_are_in_key_order(kind: Kind) {
+    let dir = open(kind, today()).await;
+    for (id, _) in dir.department_ids().await.unwrap() {
+        let roster = dir.department_employees(&id).await.unwrap().unwrap();
+        assert!(strictly_increasing(&roster.employees, roster_key), "{id}");
+        let counted: u32 = roster.summary.by_team.iter().map(|g| g.count).sum();
+        assert_eq!(counted, roster.count, "{id}");
+    }
+    for (id, _) in dir.team_ids().await.unwrap() {
+        let roster = dir.team_members(&id).await.unwrap().unwrap();
+        assert!(strictly_increasing(&roster.members, member_key), "{id}");
+        assert!(roster.members[0].is_manager, "{id}: manager first");
+    }
+    let go = dir.search_by_skill_ranked("go").await.unwrap();
+    assert_eq!(go.match_kind, SkillMatchKind::Exact);
+    assert_eq!(go.matches.len() as u32, go.total);
+    assert!(strictly_increasing(&go.matches, |m| match_key("go", m)));
+    let ranks: Vec<u8> = go
+        .matches
+        .iter()
+        .map(|m| match_rank("go", &m.skill))
+        .collect();
+    assert_eq!(ranks.first(), Some(&0));
+    assert!(
+        ranks.contains(&1) && ranks.contains(&2),
+        "{:?}",
+        go.matched_skills
+    );
+}
+
+on_both_backends!(rosters_and_matches_are_in_key_order);
+
+#[tokio::test]
+async fn the_trigram_index_follows_the_skills_table() {
+    let file = TempDb::new("trigram");
+    let dir = Directory::open(&file.url(), clock(today())).await.unwrap();
+    let conn = rusqlite::Connection::open(&file.path).unwrap();
+    let mut stmt = conn
+        .prepare("EXPLAIN QUERY PLAN SELECT rowid FROM skills_fts WHERE name LIKE '%ipeli%'")
+        .unwrap();
+    let plan: Vec<String> = stmt
+        .query_map([], |r| r.get(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let plan = plan.join("; ");
+    assert!(plan.contains("VIRTUAL TABLE INDEX"), "{plan}");
+    conn.execute_batch(
+        "INSERT INTO skills (id, name, category) VALUES (9001, 'Pipeline Wrangling', 'Technical');
+         INSERT INTO employee_skills (employee_id, skill_id, proficiency)
+         SELECT id, 9001, 4 FROM employees WHERE status = 'active' LIMIT 3;
+         UPDATE skills SET name = 'Kubernetes Wrangling' WHERE id = 9001;",
+    )
+    .unwrap();
+    let found = dir.search_by_skill_ranked("wrangl").await.unwrap();
+    assert_eq!(
+        found.matched_skills,
+        vec!["Kubernetes Wrangling".to_string()]
+    );
+    assert_eq!(found.total, 3);
+    let old = dir.search_by_skill_ranked("pipeline w").await.unwrap();
+    assert!(old.matches.is_empty(), "{:?}", old.matched_skills);
+    conn.execute_batch(
+        "DELETE FROM employee_skills WHERE skill_id = 9001; DELETE FROM skills WHERE id = 9001;",
+    )
+    .unwrap();
+    assert!(
+        dir.search_by_skill_ranked("wrangl")
+            .await
+            .unwrap()
+            .matches
+            .is_empty()
+    );
+}

@@ -21,6 +21,7 @@ mod operating;
 mod replicas;
 mod replicated_limits;
 mod revision_schemas;
+mod scaling;
 mod shutdown;
 mod stdio;
 mod tools;

@@ -150,19 +150,23 @@ impl Slices {
             let wait = ((1.0 - remaining) / per_second(limit)).clamp(0.0, 86_400.0);
             return Ok(Err(Duration::from_secs_f64(wait)));
         }
-        let mut held = self.lock();
-        if held.len() < self.max || held.contains_key(&key) {
-            let slice = held.entry(key).or_insert(Slice {
-                left: 0,
-                granted: 0,
-                expires: now + SLICE_TTL,
-                limit,
-            });
-            // Two calls that leased at once keep both rests.
-            slice.left += granted - 1;
-            slice.granted += granted;
-        } else if granted > 1 {
-            drop(held);
+        let kept = {
+            let mut held = self.lock();
+            let room = held.len() < self.max || held.contains_key(&key);
+            if room {
+                let slice = held.entry(key).or_insert(Slice {
+                    left: 0,
+                    granted: 0,
+                    expires: now + SLICE_TTL,
+                    limit,
+                });
+                // Two calls that leased at once keep both rests.
+                slice.left += granted - 1;
+                slice.granted += granted;
+            }
+            room
+        };
+        if !kept && granted > 1 {
             // No room to hold the rest: give it back now.
             lease(pool, caller, tool, limit, 0, f64::from(granted - 1)).await?;
         }

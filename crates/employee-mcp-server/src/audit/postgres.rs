@@ -348,7 +348,9 @@ impl Store for PgStore {
 const INSERT_ALL: &str = "
 INSERT INTO audit_log (at, at_unix_ms, subject, client_id, client_name, remote_addr, tool,
     arguments, outcome, detail, latency_ms, protocol_version)
-SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
+SELECT at, at_unix_ms, subject, client_id, client_name, remote_addr, tool, arguments, outcome,
+    detail, latency_ms, protocol_version
+FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
     $7::text[], $8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[])
     WITH ORDINALITY AS r(at, at_unix_ms, subject, client_id, client_name, remote_addr, tool,
         arguments, outcome, detail, latency_ms, protocol_version, n)

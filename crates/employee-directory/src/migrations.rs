@@ -35,6 +35,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(2, "0002_indexes.sql"),
     migration!(3, "0003_generation.sql"),
     migration!(6, "0006_skill_search.sql"),
+    migration!(7, "0007_generation_notify.sql"),
 ];
 
 /// The schema version this build migrates to.

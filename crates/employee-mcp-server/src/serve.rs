@@ -31,6 +31,7 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
     };
     let sink = audit::Audit::open(&audit_location, audit_options)?;
     let replication = replication(&cli).await?;
+    let limits = replication.limits.clone();
     let (server, builtins) = build_server(
         &directory,
         &cli,
@@ -59,6 +60,10 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
     };
     // Rate-limited call counts still held in memory.
     sink.close().await;
+    // Rate-limit tokens this replica leased and did not spend.
+    if let Some(limits) = limits {
+        limits.give_back_all().await;
+    }
     served?;
     tracing::info!("stopped");
     Ok(())
@@ -219,6 +224,8 @@ struct Replicated {
     key: Option<[u8; 32]>,
     tasks: Option<Arc<dyn mcpwire_server::tasks::TaskBackend>>,
     limiter: Option<Arc<dyn mcpwire_server::access::CallLimiter>>,
+    /// The PostgreSQL limits, to return unspent tokens at shutdown.
+    limits: Option<Arc<cluster::limits::PgLimiter>>,
 }
 
 async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
@@ -251,6 +258,7 @@ async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
         key: Some(file_key.unwrap_or(r.key)),
         tasks: Some(r.tasks),
         limiter: Some(r.limiter),
+        limits: Some(r.limits),
     })
 }
 

@@ -12,6 +12,7 @@ mod queries;
 mod reports;
 mod row;
 mod seed;
+mod watch;
 
 use chrono::NaiveDate;
 use tracing::Instrument;
@@ -63,14 +64,17 @@ macro_rules! with_client {
 
 /// Like `with_client!`, answered from the read cache while the directory
 /// is unchanged: `$keep` says whether an answer found something worth
-/// keeping (see [`cached`]).
+/// keeping (see [`cached`]). While the generation listener vouches for the
+/// stamp, a hit takes no connection and sends nothing.
 macro_rules! cached {
     ($self:ident, $key:expr, $keep:expr, $c:ident => $body:expr) => {{
         let key: Key = $key;
-        if $self.cache.enabled() {
-            with_client!($self, $c => cached(&$self.cache, $c, key.clone(), $keep, $body))
-        } else {
+        if !$self.cache.enabled() {
             with_client!($self, $c => $body).map(Cached::new)
+        } else if let Some(hit) = $self.hit(&key) {
+            Ok(hit)
+        } else {
+            with_client!($self, $c => cached(&$self.cache, $self.watch.watched.stamp(), $c, key.clone(), $keep, $body))
         }
     }};
 }
@@ -78,16 +82,19 @@ macro_rules! cached {
 /// A PostgreSQL-backed directory.
 pub(crate) struct PostgresBackend {
     pool: PgPool,
-    /// Answers given after one tiny query while the directory is unchanged.
+    /// Answers kept while the directory is unchanged.
     cache: ReadCache,
+    /// The generation as announced (no query per call while it is known).
+    watch: watch::Watch,
 }
 
-/// The stamp, then the cached answer or `query`'s. The stamp is read
-/// first, so an answer is never kept under a generation older than its
-/// data (see `read_cache`); `query` is a future not yet started, so a hit
-/// runs nothing else.
+/// The stamp (`known` from the listener, else read now), then the cached
+/// answer or `query`'s. The stamp is taken first, so an answer is never
+/// kept under a generation older than its data (see `read_cache`); `query`
+/// is a future not yet started, so a hit runs nothing else.
 async fn cached<R>(
     cache: &ReadCache,
+    known: Option<Stamp>,
     c: &deadpool_postgres::ClientWrapper,
     key: Key,
     keep: fn(&R) -> bool,
@@ -96,22 +103,9 @@ async fn cached<R>(
 where
     R: Serialize + Send + Sync + 'static,
 {
-    const CONTEXT: &str = "read directory generation";
-    let row = queries::row_opt(c, CONTEXT, STAMP, &[])
-        .await?
-        .ok_or_else(|| {
-            DirectoryError::unavailable(
-                UnavailableReason::NotEmployeeDatabase,
-                "directory_generation has no row (migration 0003 inserts it): restore it with \
-             INSERT INTO directory_generation (id, n) VALUES (1, 0)"
-                    .to_owned(),
-            )
-        })?;
-    let generation: i64 = row.try_get(0).map_err(DirectoryError::pg(CONTEXT))?;
-    let database: i64 = row.try_get(1).map_err(DirectoryError::pg(CONTEXT))?;
-    let stamp = Stamp {
-        source: (database.cast_unsigned(), 0),
-        generation,
+    let stamp = match known {
+        Some(stamp) => stamp,
+        None => read_stamp(c).await?,
     };
     if let Some(hit) = cache.get::<R>(stamp, &key) {
         return Ok(hit);
@@ -123,10 +117,26 @@ where
     Ok(answer)
 }
 
-/// The generation and which database (a dropped and re-created database
-/// has a new oid, and its counter starts over).
-const STAMP: &str = "SELECT n, (SELECT oid FROM pg_database WHERE datname = current_database())::bigint \
-     FROM directory_generation WHERE id = 1";
+/// The generation and database, read on `c` (no listener vouching).
+async fn read_stamp(c: &deadpool_postgres::ClientWrapper) -> Result<Stamp, DirectoryError> {
+    const CONTEXT: &str = "read directory generation";
+    let row = queries::row_opt(c, CONTEXT, watch::STAMP, &[])
+        .await?
+        .ok_or_else(|| {
+            DirectoryError::unavailable(
+                UnavailableReason::NotEmployeeDatabase,
+                "directory_generation has no row (migration 0003 inserts it): restore it with \
+             INSERT INTO directory_generation (id, n) VALUES (1, 0)"
+                    .to_owned(),
+            )
+        })?;
+    let generation: i64 = row.try_get(0).map_err(DirectoryError::pg(CONTEXT))?;
+    let database: i64 = row.try_get(1).map_err(DirectoryError::pg(CONTEXT))?;
+    Ok(Stamp {
+        source: (database.cast_unsigned(), 0),
+        generation,
+    })
+}
 
 impl PostgresBackend {
     /// Connects, migrates and seeds if needed.
@@ -139,10 +149,18 @@ impl PostgresBackend {
         let (migrated, seeded) = pool.bounded(migrate::bootstrap(&mut client)).await?;
         drop(client);
         tracing::debug!(database = %pool.target(), migrated, seeded, "opened employee directory");
+        // Only a cache needs the generation.
+        let watch = watch::Watch::start(pool.config().clone(), options.cache_bytes > 0);
         Ok(PostgresBackend {
             pool,
             cache: ReadCache::new(options.cache_bytes),
+            watch,
         })
+    }
+
+    /// The kept answer for `key`, when the listener vouches for the stamp.
+    fn hit<R: Send + Sync + 'static>(&self, key: &Key) -> Option<Cached<R>> {
+        self.cache.get(self.watch.watched.stamp()?, key)
     }
 
     pub(crate) async fn employee(
@@ -241,6 +259,18 @@ impl PostgresBackend {
 
     pub(crate) async fn health(&self) -> Result<Health, DirectoryError> {
         with_client!(self, c => queries::health(c))
+    }
+
+    /// Reads the generation now, then waits until the listener has seen
+    /// it (or stopped vouching, when lookups read it themselves).
+    pub(crate) async fn sync(&self) -> Result<(), DirectoryError> {
+        let now = with_client!(self, c => read_stamp(c))?;
+        self.pool
+            .bounded(async {
+                self.watch.watched.reached(now).await;
+                Ok(())
+            })
+            .await
     }
 
     pub(crate) fn pool_stats(&self) -> crate::PoolStats {

@@ -26,6 +26,9 @@ pub(crate) struct PgPool {
     pool: Pool,
     /// `host:port/database`, for messages (never the password).
     target: String,
+    /// The connection settings (timeouts included), for connections of
+    /// its own (the generation listener).
+    config: tokio_postgres::Config,
     /// Upper bound of one call once it has a connection.
     call_timeout: Duration,
     waits: AtomicU64,
@@ -52,7 +55,7 @@ impl PgPool {
             config.application_name("employee-directory");
         }
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -76,6 +79,7 @@ impl PgPool {
         Ok(PgPool {
             pool,
             target,
+            config,
             call_timeout: options.statement_timeout + Duration::from_secs(2),
             waits: AtomicU64::new(0),
             timeouts: AtomicU64::new(0),
@@ -85,6 +89,11 @@ impl PgPool {
     /// `host:port/database`, for messages.
     pub(crate) fn target(&self) -> &str {
         &self.target
+    }
+
+    /// The pool's connection settings.
+    pub(crate) fn config(&self) -> &tokio_postgres::Config {
+        &self.config
     }
 
     /// Checks a connection out of the pool, connecting if needed.

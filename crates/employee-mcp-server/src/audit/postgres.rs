@@ -7,6 +7,11 @@
 //! server's default `synchronous_commit = on`. Every call is bounded by
 //! [`STATEMENT_TIMEOUT`] (server side) and [`CALL_TIMEOUT`] (client side);
 //! a lost connection is reopened on the next transaction.
+//!
+//! Round trips per group commit: two. `BEGIN` is not sent on its own; it
+//! goes out pipelined with the group's first statement, and every call's
+//! row of the group is one `INSERT … SELECT FROM unnest(…)` (one prepared
+//! statement whatever the group size), then `COMMIT`.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -104,6 +109,9 @@ pub(super) struct PgStore {
     client: Option<Client>,
     /// Prepared statements of the current connection, by SQL.
     statements: HashMap<&'static str, Statement>,
+    /// `begin` was called and `BEGIN` is still to be sent (with the next
+    /// statement, in the same round trip).
+    begin_pending: bool,
 }
 
 impl PgStore {
@@ -120,6 +128,7 @@ impl PgStore {
             runtime,
             client: Some(client),
             statements: HashMap::new(),
+            begin_pending: false,
         };
         store.batch(&format!("BEGIN; {SCHEMA}; COMMIT"))?;
         Ok(store)
@@ -142,14 +151,27 @@ impl PgStore {
         work: impl AsyncFnOnce(&Client) -> Result<T, tokio_postgres::Error>,
     ) -> Result<T, String> {
         self.client()?;
+        let begin = std::mem::take(&mut self.begin_pending);
         let PgStore {
             runtime, client, ..
         } = self;
         let Some(client) = client.as_ref() else {
             return Err("no audit database connection".to_owned());
         };
-        let result =
-            runtime.block_on(async { tokio::time::timeout(CALL_TIMEOUT, work(client)).await });
+        let result = runtime.block_on(async {
+            tokio::time::timeout(CALL_TIMEOUT, async {
+                if !begin {
+                    return work(client).await;
+                }
+                // Both requests are written before either answer is read:
+                // one round trip. `join` polls `BEGIN` first, so it is sent
+                // first; the statement's own error wins over `BEGIN`'s.
+                let (began, done) = tokio::join!(client.batch_execute("BEGIN"), work(client));
+                let value = done?;
+                began.map(|()| value)
+            })
+            .await
+        });
         match result {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(format!("cannot append to audit_log: {}", db_message(&e))),
@@ -184,14 +206,22 @@ impl PgStore {
 
 impl Store for PgStore {
     fn begin(&mut self) -> Result<(), String> {
-        self.batch("BEGIN")
+        // Sent with the transaction's first statement (see `run`).
+        self.begin_pending = true;
+        Ok(())
     }
 
     fn commit(&mut self) -> Result<(), String> {
+        if std::mem::take(&mut self.begin_pending) {
+            return Ok(()); // Nothing was written: nothing to commit.
+        }
         self.batch("COMMIT")
     }
 
     fn rollback(&mut self) {
+        if std::mem::take(&mut self.begin_pending) {
+            return;
+        }
         if let Some(client) = &self.client
             && !client.is_closed()
             && let Err(e) = self.batch("ROLLBACK")
@@ -246,6 +276,35 @@ impl Store for PgStore {
         })
     }
 
+    fn insert_all(&mut self, entries: &[Entry]) -> Result<(), String> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let rows = Columns::of(entries);
+        let stmt = self.prepared(INSERT_ALL)?;
+        self.run(async |c| {
+            c.execute(
+                &stmt,
+                &[
+                    &rows.at,
+                    &rows.at_unix_ms,
+                    &rows.subject,
+                    &rows.client_id,
+                    &rows.client_name,
+                    &rows.remote_addr,
+                    &rows.tool,
+                    &rows.arguments,
+                    &rows.outcome,
+                    &rows.detail,
+                    &rows.latency_ms,
+                    &rows.protocol_version,
+                ],
+            )
+            .await
+            .map(drop)
+        })
+    }
+
     fn store_count(&mut self, row: i64, count: i64, latency_ms: i64) -> Result<(), String> {
         let stmt = self.prepared(
             "UPDATE audit_log SET count = $1, latency_ms = GREATEST(latency_ms, $2)
@@ -280,6 +339,55 @@ impl Store for PgStore {
         .iter()
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect()
+    }
+}
+
+/// Every row of a group in one statement: one array per column, zipped
+/// by `unnest` (arrays of equal length), in the order given, so ids follow
+/// the queue as on SQLite.
+const INSERT_ALL: &str = "
+INSERT INTO audit_log (at, at_unix_ms, subject, client_id, client_name, remote_addr, tool,
+    arguments, outcome, detail, latency_ms, protocol_version)
+SELECT at, at_unix_ms, subject, client_id, client_name, remote_addr, tool, arguments, outcome,
+    detail, latency_ms, protocol_version
+FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
+    $7::text[], $8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[])
+    WITH ORDINALITY AS r(at, at_unix_ms, subject, client_id, client_name, remote_addr, tool,
+        arguments, outcome, detail, latency_ms, protocol_version, n)
+ORDER BY n";
+
+/// A group's records as columns, for [`INSERT_ALL`].
+struct Columns {
+    at: Vec<String>,
+    at_unix_ms: Vec<i64>,
+    subject: Vec<Option<String>>,
+    client_id: Vec<Option<String>>,
+    client_name: Vec<Option<String>>,
+    remote_addr: Vec<Option<String>>,
+    tool: Vec<String>,
+    arguments: Vec<String>,
+    outcome: Vec<&'static str>,
+    detail: Vec<Option<String>>,
+    latency_ms: Vec<i64>,
+    protocol_version: Vec<String>,
+}
+
+impl Columns {
+    fn of(entries: &[Entry]) -> Columns {
+        Columns {
+            at: entries.iter().map(|e| text(&e.at)).collect(),
+            at_unix_ms: entries.iter().map(|e| e.at_unix_ms).collect(),
+            subject: entries.iter().map(|e| opt(&e.subject)).collect(),
+            client_id: entries.iter().map(|e| opt(&e.client_id)).collect(),
+            client_name: entries.iter().map(|e| opt(&e.client_name)).collect(),
+            remote_addr: entries.iter().map(|e| opt(&e.remote_addr)).collect(),
+            tool: entries.iter().map(|e| text(&e.tool)).collect(),
+            arguments: entries.iter().map(|e| text(&e.arguments)).collect(),
+            outcome: entries.iter().map(|e| e.outcome.as_str()).collect(),
+            detail: entries.iter().map(|e| opt(&e.detail)).collect(),
+            latency_ms: entries.iter().map(|e| e.latency_ms).collect(),
+            protocol_version: entries.iter().map(|e| text(&e.protocol_version)).collect(),
+        }
     }
 }
 

@@ -10,6 +10,8 @@ pub mod bus;
 pub mod key;
 pub mod limits;
 pub mod sessions;
+pub mod shares;
+pub mod slices;
 pub mod tasks;
 #[cfg(test)]
 mod tests;
@@ -31,6 +33,8 @@ const MIGRATIONS: &[&str] = &[
     key::MIGRATION,
     tasks::MIGRATION,
     limits::MIGRATION,
+    slices::MIGRATION,
+    shares::MIGRATION,
 ];
 
 /// Whether `--database` names a PostgreSQL database.
@@ -73,6 +77,8 @@ pub struct Replication {
     pub tasks: Arc<dyn TaskBackend>,
     /// Rate and concurrency limits, for `ServerBuilder::limiter`.
     pub limiter: Arc<dyn CallLimiter>,
+    /// The same limits, to give unspent tokens back at shutdown.
+    pub limits: Arc<limits::PgLimiter>,
 }
 
 /// Connects the shared state on PostgreSQL: tables, key, sessions, bus,
@@ -91,11 +97,14 @@ pub async fn connect(url: &str, size: usize, timeout: Duration) -> Result<Replic
         max_buckets: defaults.max_tracked_callers,
         lease_ttl: limits::LEASE_TTL,
     };
+    let tasks = Arc::new(tasks::PgTasks::new(pool.clone(), timeout));
+    let limits = limits::PgLimiter::new(pool, limits);
     Ok(Replication {
         shared,
         key,
-        tasks: Arc::new(tasks::PgTasks::new(pool.clone(), timeout)),
-        limiter: Arc::new(limits::SharedLimiter(limits::PgLimiter::new(pool, limits))),
+        tasks,
+        limiter: Arc::new(limits::SharedLimiter(Arc::clone(&limits))),
+        limits,
     })
 }
 

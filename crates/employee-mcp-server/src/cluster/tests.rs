@@ -233,10 +233,10 @@ async fn concurrency_leases_are_capped_across_instances_and_released() {
     let start = Instant::now();
     while super::testing::psql(
         &url,
-        "SELECT count(*) FROM mcp_call_leases WHERE caller = 'sub:alice'",
+        "SELECT count(*) FROM mcp_call_shares WHERE caller = 'sub:alice'",
     ) != "0"
     {
-        assert!(start.elapsed() < WAIT, "leases not deleted on release");
+        assert!(start.elapsed() < WAIT, "idle shares not given back");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

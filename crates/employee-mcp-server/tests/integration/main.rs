@@ -22,6 +22,7 @@ mod paging;
 mod replicas;
 mod replicated_limits;
 mod revision_schemas;
+mod scaling;
 mod shutdown;
 mod stdio;
 mod tools;

@@ -154,6 +154,7 @@ pub async fn answers_follow_changes(dir: &Directory, change: impl Fn(&str)) {
     assert!(!named(&tenure.name) && !named(&leave.name));
 
     change("UPDATE employees SET last_name = 'Cachebuster' WHERE id = 'JohnDoe'");
+    dir.sync().await.expect("sync");
     let john_in = |id: &str| id == "JohnDoe";
     let roster = dir
         .department_employees(&john.department_id)
@@ -183,6 +184,7 @@ pub async fn answers_follow_changes(dir: &Directory, change: impl Fn(&str)) {
     change(&format!(
         "UPDATE skills SET name = '{skill} Cachebuster' WHERE name = '{skill}'"
     ));
+    dir.sync().await.expect("sync");
     let search_now = dir.search_by_skill(&skill).await.unwrap();
     assert!(
         search_now.matched_skills.iter().any(|s| named(s)),
@@ -195,6 +197,7 @@ pub async fn answers_follow_changes(dir: &Directory, change: impl Fn(&str)) {
          WHERE level = '{}' AND role_id = (SELECT role_id FROM employees WHERE id = 'JohnDoe')",
         serde_json::to_value(john.level).unwrap().as_str().unwrap()
     ));
+    dir.sync().await.expect("sync");
     let band_now = dir
         .compensation_band(&john.role, john.level)
         .await
@@ -206,6 +209,7 @@ pub async fn answers_follow_changes(dir: &Directory, change: impl Fn(&str)) {
         "UPDATE employees SET office_type = CASE WHEN office_type = 'remote' \
          THEN 'on-site' ELSE 'remote' END WHERE id = 'JohnDoe'",
     );
+    dir.sync().await.expect("sync");
     let (Report::Headcount(before), Report::Headcount(after)) =
         (report, dir.report(ReportType::Headcount).await.unwrap())
     else {

@@ -1,0 +1,3 @@
+-- PostgreSQL only (its triggers announce generation bumps for replicas
+-- that LISTEN); one SQLite file has one process reading the counter, so
+-- nothing changes here. Kept so both backends share version numbers.

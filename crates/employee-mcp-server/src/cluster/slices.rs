@@ -1,0 +1,226 @@
+//! Rate limits for the cluster without a database write per call: each
+//! replica leases a slice of a bucket's tokens from PostgreSQL and admits
+//! calls from it locally; what it did not use goes back when the slice
+//! lapses (after [`SLICE_TTL`]) or the replica stops.
+//!
+//! Sizing: the first slice of a bucket is one token; a slice used up
+//! before it lapsed is followed by one twice as big, one that lapsed
+//! half-used by one the size of what was used (the replica's recent rate).
+//! The database never grants more than [`MAX_SLICE`], nor more than a
+//! quarter of the tokens in the bucket (at least one), so small buckets
+//! are shared one token at a time, as before.
+//!
+//! Precision (documented in the README, "Running a cluster"): tokens are
+//! debited when leased, so the cluster never admits more than the bucket
+//! holds at the moment of leasing. A token leased and spent up to
+//! [`SLICE_TTL`] later lets the bucket refill meanwhile: in any interval,
+//! the cluster admits at most what one bucket would, plus the tokens held
+//! in slices when the interval began (a slice's first token is spent at
+//! once), i.e. at most `replicas × (min(MAX_SLICE, burst / 4) − 1)` calls
+//! over, none for a burst under 8. A killed replica's
+//! unused slice is not returned: the bucket refills it at the configured
+//! rate (`slice / rate`).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use deadpool_postgres::Pool;
+use mcpwire_server::RateLimit;
+use mcpwire_server::access::LimitError;
+
+fn unavailable(e: impl std::fmt::Display) -> LimitError {
+    LimitError::Unavailable(format!("PostgreSQL: {e}"))
+}
+
+fn pg_failed(e: tokio_postgres::Error) -> LimitError {
+    unavailable(super::db_message(&e))
+}
+
+/// Most tokens one replica leases at once for one bucket.
+pub const MAX_SLICE: u32 = 32;
+/// How long a slice is spent from before its rest goes back.
+pub const SLICE_TTL: Duration = Duration::from_secs(1);
+
+/// The function leasing (and returning) tokens: refills from the elapsed
+/// time (the database clock), adds back `p_return`, then grants up to
+/// `p_want` (at most a quarter of what is there, at least one when one is
+/// there). The row lock of the upsert serialises replicas on one bucket.
+pub const MIGRATION: &str = "
+CREATE OR REPLACE FUNCTION mcp_lease_tokens(p_caller text, p_tool text, p_burst float8,
+    p_rate float8, p_want int, p_return float8, OUT granted int, OUT remaining float8)
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    have float8;
+BEGIN
+    INSERT INTO mcp_rate_buckets AS b (caller, tool, tokens, admitted, updated_at)
+    VALUES (p_caller, p_tool, p_burst, true, statement_timestamp())
+    ON CONFLICT (caller, tool) DO UPDATE SET
+        tokens = LEAST(p_burst, b.tokens + p_return + GREATEST(0,
+            EXTRACT(EPOCH FROM statement_timestamp() - b.updated_at)::float8) * p_rate),
+        updated_at = GREATEST(b.updated_at, statement_timestamp())
+    RETURNING tokens INTO have;
+    granted := GREATEST(0, LEAST(p_want, GREATEST(1, floor(have / 4))::int, floor(have)::int));
+    remaining := have - granted;
+    UPDATE mcp_rate_buckets SET tokens = remaining, admitted = granted > 0
+        WHERE caller = p_caller AND tool = p_tool;
+END $$;
+";
+
+const LEASE: &str = "SELECT granted, remaining FROM mcp_lease_tokens($1, $2, $3, $4, $5, $6)";
+
+/// The tokens a replica holds for one (caller, tool).
+#[derive(Debug, Clone, Copy)]
+struct Slice {
+    /// Tokens not spent yet.
+    left: u32,
+    /// Tokens the slice started with.
+    granted: u32,
+    /// When the rest goes back.
+    expires: Instant,
+    /// The bucket's limit, for returning.
+    limit: RateLimit,
+}
+
+impl Slice {
+    /// The size to ask for next, from how this slice went.
+    fn next_want(&self, now: Instant) -> u32 {
+        if self.left == 0 && now < self.expires {
+            (self.granted * 2).clamp(1, MAX_SLICE)
+        } else {
+            (self.granted - self.left).clamp(1, MAX_SLICE)
+        }
+    }
+}
+
+fn per_second(limit: RateLimit) -> f64 {
+    f64::from(limit.per_minute.max(1)) / 60.0
+}
+
+/// Slices held by this replica, bounded by `max` buckets.
+pub struct Slices {
+    held: Mutex<HashMap<(String, String), Slice>>,
+    max: usize,
+}
+
+impl Slices {
+    /// At most `max` buckets' slices held (past that, calls lease one
+    /// token at a time).
+    pub fn new(max: usize) -> Slices {
+        Slices {
+            held: Mutex::default(),
+            max,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), Slice>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes a token for (`caller`, `tool`): from the held slice, else
+    /// from a new one leased on `pool`.
+    pub async fn take(
+        &self,
+        pool: &Pool,
+        caller: &str,
+        tool: &str,
+        limit: RateLimit,
+    ) -> Result<Result<(), Duration>, LimitError> {
+        let now = Instant::now();
+        let key = (caller.to_owned(), tool.to_owned());
+        let (want, returned) = {
+            let mut held = self.lock();
+            match held.get_mut(&key) {
+                Some(s) if s.left > 0 && now < s.expires => {
+                    s.left -= 1;
+                    return Ok(Ok(()));
+                }
+                Some(s) => {
+                    let s = *s;
+                    held.remove(&key);
+                    // A lapsed slice's rest goes back with this lease.
+                    let back = if now < s.expires { 0 } else { s.left };
+                    (s.next_want(now), back)
+                }
+                None => (1, 0),
+            }
+        };
+        let (granted, remaining) =
+            lease(pool, caller, tool, limit, want, f64::from(returned)).await?;
+        if granted == 0 {
+            let wait = ((1.0 - remaining) / per_second(limit)).clamp(0.0, 86_400.0);
+            return Ok(Err(Duration::from_secs_f64(wait)));
+        }
+        let kept = {
+            let mut held = self.lock();
+            let room = held.len() < self.max || held.contains_key(&key);
+            if room {
+                let slice = held.entry(key).or_insert(Slice {
+                    left: 0,
+                    granted: 0,
+                    expires: now + SLICE_TTL,
+                    limit,
+                });
+                // Two calls that leased at once keep both rests.
+                slice.left += granted - 1;
+                slice.granted += granted;
+            }
+            room
+        };
+        if !kept && granted > 1 {
+            // No room to hold the rest: give it back now.
+            lease(pool, caller, tool, limit, 0, f64::from(granted - 1)).await?;
+        }
+        Ok(Ok(()))
+    }
+
+    /// Returns the rest of lapsed slices (all of them when `all`, at
+    /// shutdown); a slice that could not be returned is lost, which only
+    /// under-admits until the bucket refills.
+    pub async fn give_back(&self, pool: &Pool, all: bool) -> Result<usize, LimitError> {
+        let now = Instant::now();
+        let lapsed: Vec<((String, String), Slice)> = {
+            let mut held = self.lock();
+            let keys: Vec<(String, String)> = held
+                .iter()
+                .filter(|(_, s)| all || now >= s.expires)
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.into_iter()
+                .filter_map(|k| held.remove(&k).map(|s| (k, s)))
+                .collect()
+        };
+        let mut returned = 0;
+        for ((caller, tool), s) in lapsed.into_iter().filter(|(_, s)| s.left > 0) {
+            lease(pool, &caller, &tool, s.limit, 0, f64::from(s.left)).await?;
+            returned += s.left as usize;
+        }
+        Ok(returned)
+    }
+}
+
+/// One call of `mcp_lease_tokens`: (granted, tokens left in the bucket).
+async fn lease(
+    pool: &Pool,
+    caller: &str,
+    tool: &str,
+    limit: RateLimit,
+    want: u32,
+    returned: f64,
+) -> Result<(u32, f64), LimitError> {
+    let client = pool.get().await.map_err(unavailable)?;
+    let burst = f64::from(limit.burst.max(1));
+    let want = i32::try_from(want).unwrap_or(i32::MAX);
+    // Cached per pooled connection: one round trip per lease.
+    let stmt = client.prepare_cached(LEASE).await.map_err(pg_failed)?;
+    let row = client
+        .query_one(
+            &stmt,
+            &[&caller, &tool, &burst, &per_second(limit), &want, &returned],
+        )
+        .await
+        .map_err(pg_failed)?;
+    let granted: i32 = row.try_get(0).map_err(pg_failed)?;
+    let remaining: f64 = row.try_get(1).map_err(pg_failed)?;
+    Ok((u32::try_from(granted).unwrap_or(0), remaining))
+}

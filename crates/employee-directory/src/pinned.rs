@@ -23,6 +23,7 @@
 
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rusqlite::{Connection, OpenFlags};
@@ -61,7 +62,13 @@ pub struct PinnedFile {
     /// Set the first time another file is seen at the path: from then on
     /// every check fails, even if the pinned file comes back.
     replaced: AtomicBool,
+    /// Identities of the pinned file's `-wal` and `-shm`, noted once they
+    /// exist, to tell them from another file's.
+    companions: [OnceLock<(u64, u64)>; 2],
 }
+
+/// The files SQLite keeps next to a WAL-mode database, by name.
+const COMPANIONS: [&str; 2] = ["-wal", "-shm"];
 
 impl PinnedFile {
     /// Pins the file now at `path` (one `stat`).
@@ -71,6 +78,7 @@ impl PinnedFile {
             path: path.to_path_buf(),
             identity,
             replaced: AtomicBool::new(false),
+            companions: [OnceLock::new(), OnceLock::new()],
         })
     }
 
@@ -95,17 +103,69 @@ impl PinnedFile {
             return Err(PinError::Replaced(self.path.clone()));
         }
         match identity(&self.path) {
-            Ok(id) if id == self.identity => Ok(()),
+            Ok(id) if id == self.identity => {
+                self.note_companions();
+                Ok(())
+            }
             Ok(_) => {
                 if !self.replaced.swap(true, Ordering::Relaxed) {
                     tracing::error!(
                         database = %self.path.display(),
                         "the database file was replaced while serving; refusing it until restart"
                     );
+                    self.move_companions_aside();
                 }
                 Err(PinError::Replaced(self.path.clone()))
             }
             Err(e) => Err(stat_error(&self.path, e)),
+        }
+    }
+
+    fn companion(&self, i: usize) -> PathBuf {
+        let mut name = self.path.as_os_str().to_owned();
+        name.push(COMPANIONS[i]);
+        PathBuf::from(name)
+    }
+
+    /// Notes the identities of `-wal` and `-shm` while the file is the
+    /// pinned one (a `stat` each until both were seen, then none).
+    fn note_companions(&self) {
+        for (i, slot) in self.companions.iter().enumerate() {
+            if slot.get().is_none()
+                && let Ok(id) = identity(&self.companion(i))
+            {
+                let _ = slot.set(id);
+            }
+        }
+    }
+
+    /// Once another file took the path, the pinned file's `-wal` and
+    /// `-shm` still sit next to it by name: whoever opens the new file
+    /// would pair it with them (and replay the old WAL into it). They are
+    /// renamed aside (this process's descriptors stay valid); a companion
+    /// that is not the pinned file's (another process already made its
+    /// own) is left alone.
+    fn move_companions_aside(&self) {
+        for (i, slot) in self.companions.iter().enumerate() {
+            let path = self.companion(i);
+            let ours = slot.get().is_some_and(|id| identity(&path).ok() == Some(*id));
+            if !ours {
+                continue;
+            }
+            let mut aside = path.as_os_str().to_owned();
+            aside.push(format!(".replaced-{}", std::process::id()));
+            match std::fs::rename(&path, &aside) {
+                Ok(()) => tracing::warn!(
+                    from = %path.display(),
+                    to = %PathBuf::from(&aside).display(),
+                    "moved the replaced database's file aside, so the new file is not paired with it"
+                ),
+                Err(e) => tracing::error!(
+                    file = %path.display(),
+                    error = %e,
+                    "cannot move the replaced database's file aside; the new file may be paired with it"
+                ),
+            }
         }
     }
 

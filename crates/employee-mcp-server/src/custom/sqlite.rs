@@ -8,8 +8,10 @@
 //! catalogue table), and `sqlite3_stmt_readonly` must hold.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use employee_directory::pinned::{PinError, PinnedConnection, PinnedFile};
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::types::ValueRef;
@@ -55,18 +57,42 @@ pub enum RunError {
     /// The database failed.
     #[error("{0}")]
     Database(String),
+    /// The database file was replaced or removed while serving.
+    #[error("{0}")]
+    FileChanged(String),
 }
+
+const READ_ONLY: OpenFlags = OpenFlags::SQLITE_OPEN_READ_ONLY.union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
 
 /// Opens a read-only connection with the authorizer installed.
 pub fn open_read_only(path: &Path) -> Result<Connection, String> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let mut conn = Connection::open_with_flags(path, flags)
+    let conn = Connection::open_with_flags(path, READ_ONLY)
         .map_err(|e| format!("cannot open {} read-only: {e}", path.display()))?;
+    guard(conn)
+}
+
+/// [`open_read_only`] on the server's pinned file.
+fn open_pinned(pin: &Arc<PinnedFile>) -> Result<PinnedConnection, RunError> {
+    let conn = pin.open(READ_ONLY).map_err(|e| match e {
+        PinError::Missing(_) | PinError::Replaced(_) => RunError::FileChanged(e.to_string()),
+        other => RunError::Database(other.to_string()),
+    })?;
+    let mut conn = PinnedConnection::new(conn, Some(Arc::clone(pin)));
+    configure(&mut conn).map_err(RunError::Database)?;
+    Ok(conn)
+}
+
+fn guard(mut conn: Connection) -> Result<Connection, String> {
+    configure(&mut conn)?;
+    Ok(conn)
+}
+
+/// Busy timeout and the authorizer.
+fn configure(conn: &mut Connection) -> Result<(), String> {
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| format!("cannot configure the read-only connection: {e}"))?;
     conn.authorizer(Some(authorize))
-        .map_err(|e| format!("cannot install the authorizer: {e}"))?;
-    Ok(conn)
+        .map_err(|e| format!("cannot install the authorizer: {e}"))
 }
 
 /// Reads of unprotected tables, `SELECT`, functions and recursive CTEs.
@@ -139,8 +165,11 @@ fn json_type(decl: &str) -> Option<&'static str> {
 /// Runs custom statements on a small pool of read-only connections.
 pub struct Executor {
     path: PathBuf,
-    idle: Mutex<Vec<Connection>>,
+    idle: Mutex<Vec<PinnedConnection>>,
     permits: Arc<Semaphore>,
+    /// The server's pinned file: checked before every call, and new
+    /// connections are opened through it.
+    pin: OnceLock<Arc<PinnedFile>>,
 }
 
 /// One call's input.
@@ -165,7 +194,13 @@ impl Executor {
             path,
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(max_connections.max(1))),
+            pin: OnceLock::new(),
         }
+    }
+
+    /// Serves from the pinned file only (set once, before serving).
+    pub fn pin(&self, pin: Arc<PinnedFile>) {
+        let _ = self.pin.set(pin);
     }
 
     /// Runs `query` on a blocking thread: `(rows, truncated)`.
@@ -185,10 +220,18 @@ impl Executor {
     }
 
     fn run_blocking(&self, query: &Query) -> Result<(Vec<Value>, bool), RunError> {
+        if let Some(pin) = self.pin.get() {
+            pin.check()
+                .map_err(|e| RunError::FileChanged(e.to_string()))?;
+        }
         let taken = self.idle.lock().ok().and_then(|mut v| v.pop());
-        let mut conn = match taken {
-            Some(c) => c,
-            None => open_read_only(&self.path).map_err(RunError::Database)?,
+        let mut conn = match (taken, self.pin.get()) {
+            (Some(c), _) => c,
+            (None, Some(pin)) => open_pinned(pin)?,
+            (None, None) => PinnedConnection::new(
+                open_read_only(&self.path).map_err(RunError::Database)?,
+                None,
+            ),
         };
         let result = execute(&mut conn, query);
         if !matches!(result, Err(RunError::Database(_)))

@@ -1,5 +1,5 @@
-//! Faults seen by the real binary: the database file deleted and restored
-//! while serving, and published schemas that TypeScript clients (Ajv)
+//! Faults seen by the real binary: the database file deleted (and a copy
+//! put back) while serving, and published schemas that TypeScript clients (Ajv)
 //! accept without warnings.
 
 use crate::common;
@@ -55,7 +55,7 @@ async fn tools_list_publishes_only_standard_formats() {
 }
 
 #[tokio::test]
-async fn deleted_database_is_a_clear_tool_error_until_restored() {
+async fn deleted_database_is_a_clear_tool_error_and_a_copy_put_back_is_refused() {
     let db = TempDb::seeded();
     let path = db.path.clone();
     let server = Server::start_on(db, &[]).await;
@@ -75,9 +75,10 @@ async fn deleted_database_is_a_clear_tool_error_until_restored() {
     let list = server.modern("tools/list", json!({})).await;
     assert_eq!(list.status, 200, "{}", list.text);
 
-    std::fs::write(&path, &bytes).expect("restore the database");
-    server.assert_alive().await;
+    // A copy put back is another file: refused until restart, untouched.
+    std::fs::write(&path, &bytes).expect("put a copy back");
     let result = server.call_tool("get-employee-details", args).await;
-    assert_ne!(result["isError"], true, "{result}");
-    assert_eq!(result["structuredContent"]["employeeId"], "AliceJohnson");
+    let text = tool_error_text(&result);
+    assert!(text.contains("until restarted"), "{text}");
+    assert_eq!(std::fs::read(&path).ok(), Some(bytes), "the copy was written to");
 }

@@ -23,4 +23,5 @@ mod replicated_limits;
 mod revision_schemas;
 mod shutdown;
 mod stdio;
+mod swap;
 mod tools;

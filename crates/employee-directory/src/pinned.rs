@@ -148,7 +148,9 @@ impl PinnedFile {
     fn move_companions_aside(&self) {
         for (i, slot) in self.companions.iter().enumerate() {
             let path = self.companion(i);
-            let ours = slot.get().is_some_and(|id| identity(&path).ok() == Some(*id));
+            let ours = slot
+                .get()
+                .is_some_and(|id| identity(&path).ok() == Some(*id));
             if !ours {
                 continue;
             }

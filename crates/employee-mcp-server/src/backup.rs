@@ -188,12 +188,7 @@ fn replace_rows(conn: &mut Connection) -> Result<String, String> {
 /// Checks that `schema` holds an employee directory; returns its schema
 /// version.
 fn check_directory(conn: &Connection, schema: &str, path: &Path) -> Result<u32, String> {
-    let not = |why: String| {
-        format!(
-            "{} is not an employee directory ({why})",
-            path.display()
-        )
-    };
+    let not = |why: String| format!("{} is not an employee directory ({why})", path.display());
     let has = tables(conn, schema).map_err(|e| not(e.to_string()))?;
     for needed in ["schema_migrations", "employees", "departments"] {
         if !has.iter().any(|t| t == needed) {
@@ -245,8 +240,8 @@ fn count(conn: &Connection, schema: &str, table: &str) -> rusqlite::Result<i64> 
 /// `file:` URI opening `path` read-only (nothing is written next to the
 /// backup).
 fn read_only_uri(path: &Path) -> Result<String, String> {
-    let absolute = std::path::absolute(path)
-        .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
+    let absolute =
+        std::path::absolute(path).map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
     let text = absolute
         .to_str()
         .ok_or_else(|| format!("{} is not a UTF-8 path", path.display()))?;

@@ -64,7 +64,10 @@ async fn deleted_file_is_reported_not_recreated_and_a_copy_put_back_is_refused()
     // A copy put back is another file: refused until reopened, untouched.
     std::fs::write(&db.path, &bytes).expect("put a copy back");
     let error = assert_unavailable(directory.employee(ALICE).await);
-    assert_eq!(error.unavailable_reason(), Some(UnavailableReason::Replaced));
+    assert_eq!(
+        error.unavailable_reason(),
+        Some(UnavailableReason::Replaced)
+    );
     assert!(error.to_string().contains("restarted"), "{error}");
     assert_eq!(snapshot(&db.path), bytes, "the copy was written to");
     drop(directory);
@@ -104,11 +107,17 @@ async fn replaced_file_is_refused_until_reopened() {
     std::fs::rename(&copy, &db.path).expect("move the copy into place");
 
     let error = assert_unavailable(directory.employee(ALICE).await);
-    assert_eq!(error.unavailable_reason(), Some(UnavailableReason::Replaced));
+    assert_eq!(
+        error.unavailable_reason(),
+        Some(UnavailableReason::Replaced)
+    );
     assert!(error.to_string().contains("replaced"), "{error}");
     // Refused for good, and the new file is not touched.
     let again = assert_unavailable(directory.ping().await);
-    assert_eq!(again.unavailable_reason(), Some(UnavailableReason::Replaced));
+    assert_eq!(
+        again.unavailable_reason(),
+        Some(UnavailableReason::Replaced)
+    );
     assert_eq!(snapshot(&db.path), copied, "the new file was written to");
 
     drop(directory);
@@ -130,7 +139,10 @@ async fn a_foreign_file_put_in_place_is_refused_and_not_modified() {
     let before = snapshot(&other);
     std::fs::rename(&other, &db.path).expect("move it into place");
     let error = assert_unavailable(directory.department_ids().await);
-    assert_eq!(error.unavailable_reason(), Some(UnavailableReason::Replaced));
+    assert_eq!(
+        error.unavailable_reason(),
+        Some(UnavailableReason::Replaced)
+    );
     assert_eq!(snapshot(&db.path), before, "the foreign file was modified");
 }
 

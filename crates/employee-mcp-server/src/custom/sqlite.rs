@@ -62,7 +62,8 @@ pub enum RunError {
     FileChanged(String),
 }
 
-const READ_ONLY: OpenFlags = OpenFlags::SQLITE_OPEN_READ_ONLY.union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
+const READ_ONLY: OpenFlags =
+    OpenFlags::SQLITE_OPEN_READ_ONLY.union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
 
 /// Opens a read-only connection with the authorizer installed.
 pub fn open_read_only(path: &Path) -> Result<Connection, String> {

@@ -13,6 +13,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use common::access::audit_rows;
 use common::{BIN, Server, TempDb};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{Value, json};
@@ -92,8 +93,15 @@ async fn readyz(server: &Server) -> (u16, String) {
     stream.write_all(head.as_bytes()).await.expect("send");
     let mut raw = String::new();
     stream.read_to_string(&mut raw).await.expect("read");
-    let status = raw.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = raw.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    let status = raw
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
     (status, body)
 }
 
@@ -160,7 +168,10 @@ async fn assert_refusing(server: &Server) {
     );
     assert_eq!(
         readyz(server).await,
-        (503, "not ready: database file replaced; restart\n".to_owned())
+        (
+            503,
+            "not ready: database file replaced; restart\n".to_owned()
+        )
     );
 }
 
@@ -173,7 +184,7 @@ async fn a_file_deleted_and_copied_back_under_load_is_refused_not_audited_into()
     for _ in 0..5 {
         assert_eq!(details(&server).await, Ended::Answered);
     }
-    let rows = common::audit_rows(&db, &["--tool", "get-employee-details"]);
+    let rows = audit_rows(&db, &["--tool", "get-employee-details"]);
     assert_eq!(rows.len(), 5);
 
     let load = Load::start(&server, 4);
@@ -229,7 +240,11 @@ async fn a_file_renamed_over_the_live_one_is_not_paired_with_its_wal() {
 
     let server = Arc::into_inner(server).expect("load finished");
     server.stop().await;
-    assert_eq!(std::fs::read(&db.path).expect("read"), expected, "written to");
+    assert_eq!(
+        std::fs::read(&db.path).expect("read"),
+        expected,
+        "written to"
+    );
     // Opened normally (as the next server would): sound, no foreign rows.
     let conn = Connection::open(&db.path).expect("open the new file");
     let check: String = conn
@@ -247,7 +262,10 @@ async fn a_file_renamed_over_the_live_one_is_not_paired_with_its_wal() {
 }
 
 fn cli(args: &[&str]) -> (bool, String) {
-    let out = Command::new(BIN).args(args).output().expect("run the binary");
+    let out = Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run the binary");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -262,7 +280,10 @@ async fn backup_and_restore_while_serving_keep_the_audit_trail() {
     let url = db.url();
     let server = Server::start_on(db.share(), FLAGS).await;
     let before = server
-        .call_tool("get-employee-details", json!({"employeeId": "AliceJohnson"}))
+        .call_tool(
+            "get-employee-details",
+            json!({"employeeId": "AliceJohnson"}),
+        )
         .await;
     let name = before["structuredContent"]["firstName"].clone();
     assert!(name.is_string(), "{before}");
@@ -285,27 +306,49 @@ async fn backup_and_restore_while_serving_keep_the_audit_trail() {
         .expect("edit the live file");
     }
     let edited = server
-        .call_tool("get-employee-details", json!({"employeeId": "AliceJohnson"}))
+        .call_tool(
+            "get-employee-details",
+            json!({"employeeId": "AliceJohnson"}),
+        )
         .await;
     assert_ne!(edited["structuredContent"]["firstName"], name, "{edited}");
-    let audited = common::audit_rows(&db, &[]).len();
+    let audited = audit_rows(&db, &[]).len();
 
     let (ok, text) = cli(&["restore", "--database", &url, "--from", &out_text]);
     assert!(ok, "{text}");
-    assert!(text.contains("employees") && text.contains("audit_log kept"), "{text}");
+    assert!(
+        text.contains("employees") && text.contains("audit_log kept"),
+        "{text}"
+    );
     // Answers come from the backup again (no stale cached answer).
     let restored = server
-        .call_tool("get-employee-details", json!({"employeeId": "AliceJohnson"}))
+        .call_tool(
+            "get-employee-details",
+            json!({"employeeId": "AliceJohnson"}),
+        )
         .await;
-    assert_eq!(restored["structuredContent"]["firstName"], name, "{restored}");
+    assert_eq!(
+        restored["structuredContent"]["firstName"], name,
+        "{restored}"
+    );
     server.assert_alive().await;
     // The audit rows of before the restore are all still there, and
     // the calls since were added.
-    let rows = common::audit_rows(&db, &["--limit", "1000"]);
-    assert!(rows.len() > audited, "{} rows, {audited} before", rows.len());
+    let rows = audit_rows(&db, &["--limit", "1000"]);
+    assert!(
+        rows.len() > audited,
+        "{} rows, {audited} before",
+        rows.len()
+    );
     assert_eq!(readyz(&server).await.0, 200);
 
-    let (ok, text) = cli(&["restore", "--database", "postgres://u@h/db", "--from", &out_text]);
+    let (ok, text) = cli(&[
+        "restore",
+        "--database",
+        "postgres://u@h/db",
+        "--from",
+        &out_text,
+    ]);
     assert!(!ok && text.contains("pg_dump"), "{text}");
     let foreign = db.path.with_extension("foreign");
     Connection::open(&foreign)

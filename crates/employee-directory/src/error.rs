@@ -81,8 +81,14 @@ pub enum DirectoryError {
 pub enum UnavailableReason {
     /// The database file was deleted or moved away while serving; it is not
     /// recreated (that would serve an empty directory). Calls succeed again
-    /// once the file is restored.
+    /// only if the same file is moved back; a copy put back is
+    /// [`UnavailableReason::Replaced`].
     Missing,
+    /// Another file took the database file's place while serving (a
+    /// rename onto the path, a backup copied back): it is refused until
+    /// the directory is reopened (the server restarted), since SQLite
+    /// could pair it with the old file's WAL.
+    Replaced,
     /// A file exists at the path but is not an employee database (not
     /// SQLite, or the schema/migrations are missing or from another version).
     NotEmployeeDatabase,

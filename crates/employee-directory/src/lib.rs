@@ -46,6 +46,7 @@ mod migrations;
 pub mod model;
 mod options;
 pub mod page_order;
+pub mod pinned;
 mod postgres;
 mod read_cache;
 mod seed;
@@ -125,8 +126,10 @@ impl Directory {
     /// missing, safely when several servers start at once). Anything else
     /// fails with [`DirectoryError::UnsupportedUrl`].
     ///
-    /// Only this call creates the file: if it is deleted while serving,
-    /// queries fail with [`UnavailableReason::Missing`] until it is restored.
+    /// Only this call creates the file, and pins it ([`pinned`]): if it is
+    /// deleted while serving, queries fail with [`UnavailableReason::Missing`]
+    /// (until the same file is moved back); if another file takes its
+    /// place, with [`UnavailableReason::Replaced`] until reopened.
     /// Uses [`DirectoryOptions::default`]; see [`Directory::open_with`].
     pub async fn open(url: &str, clock: Arc<dyn Clock>) -> Result<Directory, DirectoryError> {
         Directory::open_with(url, clock, DirectoryOptions::default()).await
@@ -349,6 +352,16 @@ impl Directory {
         match &self.inner.backend {
             Backend::Sqlite(_) => Ok(()),
             Backend::Postgres(db) => db.sync().await,
+        }
+    }
+
+    /// The database file this directory serves from, pinned at open (see
+    /// [`pinned`]); `None` for in-memory and PostgreSQL databases. Every
+    /// other connection the application opens to the file goes through it.
+    pub fn pinned_file(&self) -> Option<Arc<pinned::PinnedFile>> {
+        match &self.inner.backend {
+            Backend::Sqlite(db) => db.pinned_file(),
+            Backend::Postgres(_) => None,
         }
     }
 

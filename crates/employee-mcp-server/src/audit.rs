@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use employee_directory::pinned::PinnedFile;
 use mcpwire_server::access::{AuditRecord, AuditSink, CallOutcome, RedactionLimits};
 use rusqlite::{Connection, OpenFlags, params_from_iter};
 use serde::Serialize;
@@ -177,17 +178,24 @@ fn parse_duration(text: &str) -> Option<Duration> {
     n.checked_mul(unit_secs).map(Duration::from_secs)
 }
 
-fn open(location: &Location, create: bool) -> Result<Connection, String> {
+/// Opens the audit database; a file through `pin` when given (a server),
+/// by path otherwise (the `audit` subcommand).
+fn open(location: &Location, create: bool, pin: Option<&PinnedFile>) -> Result<Connection, String> {
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
     }
-    let conn = match location {
-        Location::File(path) => Connection::open_with_flags(path, flags),
-        Location::Memory => Connection::open_in_memory(),
-        Location::Postgres(_) => return Err("not a SQLite location".to_owned()),
-    }
-    .map_err(|e| format!("cannot open the audit database {}: {e}", describe(location)))?;
+    let failed = |e: &dyn std::fmt::Display| {
+        format!("cannot open the audit database {}: {e}", describe(location))
+    };
+    let conn = match (location, pin) {
+        (Location::File(_), Some(pin)) => pin.open(flags).map_err(|e| failed(&e))?,
+        (Location::File(path), None) => {
+            Connection::open_with_flags(path, flags).map_err(|e| failed(&e))?
+        }
+        (Location::Memory, _) => Connection::open_in_memory().map_err(|e| failed(&e))?,
+        (Location::Postgres(_), _) => return Err("not a SQLite location".to_owned()),
+    };
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| format!("cannot configure the audit database: {e}"))?;
     if let Location::File(_) = location {
@@ -329,10 +337,14 @@ pub struct Audit {
 }
 
 /// Settings of [`Audit`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct AuditOptions {
     /// Rows older than this are deleted; `None` keeps them forever.
     pub retention: Option<Duration>,
+    /// The directory's pinned file (SQLite file): the writer opens it
+    /// through the pin and commits nothing once another file took its
+    /// place.
+    pub pin: Option<Arc<PinnedFile>>,
 }
 
 /// `PRAGMA cache_size` of the writer's connection: 256 KiB (SQLite reads
@@ -352,7 +364,7 @@ impl Audit {
             // Its own runtime must be built off the caller's async threads.
             Location::Postgres(url) => Box::new(off_runtime(|| postgres::PgStore::open(url))?),
             _ => {
-                let conn = open(location, true)?;
+                let conn = open(location, true, options.pin.as_deref())?;
                 migrate(&conn)?;
                 // The writer appends (and prunes the oldest rows): it only
                 // walks the edges of the table and its indexes, so the
@@ -360,7 +372,7 @@ impl Audit {
                 // reads again.
                 conn.pragma_update(None, "cache_size", WRITER_CACHE_SIZE)
                     .map_err(|e| format!("cannot size the audit writer's page cache: {e}"))?;
-                Box::new(store::SqliteStore { conn })
+                Box::new(store::SqliteStore::new(conn, options.pin.clone()))
             }
         };
         let (queue, rx) = mpsc::channel(QUEUE_CAPACITY);
@@ -578,7 +590,7 @@ pub fn query(location: &Location, filter: &Filter) -> Result<Vec<Row>, String> {
     }
     let conn = match location {
         Location::File(path) => open_for_reading(path)?,
-        _ => open(location, false)?,
+        _ => open(location, false, None)?,
     };
     if !has_table(&conn, "audit_log", location)? {
         // A directory no server has served yet has no trail; any other

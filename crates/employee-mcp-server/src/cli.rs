@@ -67,6 +67,35 @@ pub enum Command {
     /// (validate a definition file first with `tools validate`). Running
     /// servers apply a change within a second and announce list_changed.
     Tools(ToolsArgs),
+    /// Write a consistent copy of a SQLite database while servers serve it
+    /// (VACUUM INTO); never overwrites a file.
+    Backup(BackupArgs),
+    /// Bring a backup's directory and tool catalogue back into the live
+    /// SQLite database while servers serve it, in one transaction; the
+    /// audit trail is kept. Never replace the file under a running server.
+    Restore(RestoreArgs),
+}
+
+/// Flags of `backup`.
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// Database URL, as given to the server (sqlite://PATH).
+    #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
+    pub database: String,
+    /// The backup file to write (must not exist).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+/// Flags of `restore`.
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// Database URL, as given to the server (sqlite://PATH).
+    #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
+    pub database: String,
+    /// The backup file to restore from (written by `backup`).
+    #[arg(long, value_name = "FILE")]
+    pub from: PathBuf,
 }
 
 /// Flags of `tools`.

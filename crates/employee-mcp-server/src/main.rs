@@ -4,6 +4,7 @@
 mod audit;
 mod audit_stats;
 mod auth;
+mod backup;
 mod catalog;
 mod cli;
 mod cluster;
@@ -72,6 +73,12 @@ async fn run() {
     let result = match cli.command {
         Some(Command::Audit(args)) => print_audit(&args),
         Some(Command::Tools(args)) => catalog::command::run(&args).await,
+        Some(Command::Backup(args)) => {
+            backup::backup(&args.database, &args.out).map(|s| println!("{s}"))
+        }
+        Some(Command::Restore(args)) => {
+            backup::restore(&args.database, &args.from).map(|s| println!("{s}"))
+        }
         // Traces (OTLP) when OTEL_* says so; see telemetry.rs.
         None => match telemetry::Tracing::from_env() {
             Err(message) => Err(message),

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use employee_directory::Directory;
+use employee_directory::{Directory, UnavailableReason};
 use mcpwire_server::Server;
 use mcpwire_server::observe::{CheckFuture, Encoder, ReadinessCheck};
 use mcpwire_server::transport::http::{ConnectionLimits, metrics_router, probe_router, serve_with};
@@ -13,6 +13,9 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 use crate::audit::Audit;
+
+/// The `/readyz` reason once the database file was swapped.
+const REPLACED: &str = "database file replaced; restart";
 
 /// Ready when the database answers with the schema this build expects and
 /// the audit writer is committing.
@@ -30,7 +33,11 @@ impl ReadinessCheck for Readiness {
                 // The reason shown is generic (probes are unauthenticated);
                 // the detail goes to the log.
                 tracing::debug!(error = %e, "readiness: database check failed");
-                "database unavailable".to_owned()
+                match e.unavailable_reason() {
+                    // Only a restart helps: say so.
+                    Some(UnavailableReason::Replaced) => REPLACED.to_owned(),
+                    _ => "database unavailable".to_owned(),
+                }
             })?;
             let expected = Directory::expected_schema_version();
             if health.schema_version < expected {

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use employee_directory::pinned::PinnedFile;
 use employee_directory::{Directory, DirectoryOptions, SystemClock};
 use mcpwire_server::access::Principal;
 use mcpwire_server::observe::ReadinessCheck;
@@ -26,8 +27,12 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
     let audit_location = audit::Location::from_url(&cli.database)?;
     let directory = open_directory(&cli).await?;
     // After the directory: it creates the file and its folder.
+    // The file the directory opened, pinned: every other connection to it
+    // (audit writer, catalogue, custom tools) refuses any other file.
+    let pin = directory.pinned_file();
     let audit_options = audit::AuditOptions {
         retention: cli.audit_retention.0,
+        pin: pin.clone(),
     };
     let sink = audit::Audit::open(&audit_location, audit_options)?;
     let replication = replication(&cli).await?;
@@ -39,7 +44,7 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
         Arc::new(sink.clone()),
         replication,
     )?;
-    let _catalog = start_catalog(&cli, &server, builtins).await?;
+    let _catalog = start_catalog(&cli, &server, builtins, pin).await?;
     ops::register_collectors(&server, &directory, &sink);
     let readiness: Arc<dyn ReadinessCheck> = Arc::new(ops::Readiness {
         directory: directory.clone(),
@@ -333,6 +338,7 @@ async fn start_catalog(
     cli: &ServeArgs,
     server: &Server,
     builtins: Vec<mcpwire_server::Tool>,
+    pin: Option<Arc<PinnedFile>>,
 ) -> Result<Option<catalog::watch::Watcher>, String> {
     if !cluster::is_postgres(&cli.database) {
         match catalog::database_file(&cli.database) {
@@ -360,7 +366,7 @@ async fn start_catalog(
         tracing::warn!(%reason, "custom SQL tools cannot run until the reader role is set up");
     }
     let connections = usize::try_from(cli.custom_query_connections).unwrap_or(4);
-    let catalog = Arc::new(catalog::Catalog::new(
+    let catalog = catalog::Catalog::new(
         store,
         &cli.database,
         builtins,
@@ -372,9 +378,10 @@ async fn start_catalog(
             max_result_bytes: cli.limits.max_result_bytes,
             max_heap_bytes: cli.custom_query_memory_mib as usize * 1024 * 1024,
         },
-    )?);
+    )?;
+    let catalog = Arc::new(catalog.pinned(pin.clone()));
     let actor = format!("{} (--tools-file)", catalog::command::actor(None));
-    catalog::watch::start(catalog, server.clone(), cli.tools_file.clone(), actor)
+    catalog::watch::start(catalog, server.clone(), cli.tools_file.clone(), actor, pin)
         .await
         .map(Some)
 }

@@ -90,11 +90,17 @@ impl SqliteBackend {
                 Ok((migrated, seeded))
             })
             .await?;
+        pool.pin_file()?;
         tracing::debug!(database = %described, migrated, seeded, "opened employee directory");
         Ok(SqliteBackend {
             pool,
             cache: Arc::new(ReadCache::new(options.cache_bytes)),
         })
+    }
+
+    /// The pinned database file (`None` in memory).
+    pub(crate) fn pinned_file(&self) -> Option<Arc<crate::pinned::PinnedFile>> {
+        self.pool.pinned()
     }
 
     /// Answers `key` from the cache while the directory is unchanged

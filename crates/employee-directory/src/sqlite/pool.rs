@@ -10,18 +10,18 @@
 //! # Faults on a file database
 //!
 //! Only [`Pool::bootstrap`] (run once by `Directory::open`) may create the
-//! file; later connections open it without `SQLITE_OPEN_CREATE`, so a file
-//! deleted while serving is reported as missing instead of silently
-//! replaced by an empty database. An open connection keeps its file's inode
-//! alive, so an idle connection would keep answering from a deleted file, or
-//! from the old file after a restore: every checkout therefore `stat`s the
-//! path and drops idle connections whose (device, inode) differs. New
-//! connections check the schema before use, so an empty or foreign file is
-//! reported as "not an employee database" rather than "no such table".
+//! file; its connection is closed after it, and the file it created is
+//! then pinned ([`PinnedFile`]). Every checkout checks (one `stat`) that
+//! the pinned file is still at the path: a deleted file is reported as
+//! missing instead of silently replaced by an empty database, and a file
+//! replaced while serving (another file renamed onto the path, a backup
+//! copied back) is refused until restart, never opened: a connection on
+//! it could be paired with the old file's WAL. Online restores go through
+//! the server's `restore` subcommand instead.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
@@ -32,6 +32,7 @@ use super::migrate;
 use crate::PoolStats;
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::options::DirectoryOptions;
+use crate::pinned::{PinError, PinnedConnection, PinnedFile};
 use crate::trace::query_span;
 
 /// This backend's `db.system.name` in query spans.
@@ -64,7 +65,7 @@ impl FileId {
 /// A connection and the identity of the file it was opened on (`None` for
 /// the in-memory database).
 struct Pooled {
-    conn: Connection,
+    conn: PinnedConnection,
     file: Option<FileId>,
 }
 
@@ -83,6 +84,8 @@ pub(crate) struct Pool {
     options: DirectoryOptions,
     size: usize,
     idle: Mutex<Vec<Pooled>>,
+    /// The file served from, pinned once bootstrapped (file targets).
+    pin: OnceLock<Arc<PinnedFile>>,
     permits: Arc<Semaphore>,
     /// Queries that found every connection busy and had to wait.
     waits: AtomicU64,
@@ -106,6 +109,7 @@ impl Pool {
             options,
             size,
             idle: Mutex::new(idle),
+            pin: OnceLock::new(),
             permits: Arc::new(Semaphore::new(size)),
             waits: AtomicU64::new(0),
             timeouts: AtomicU64::new(0),
@@ -118,6 +122,21 @@ impl Pool {
             Target::File(path) => path.display().to_string(),
             Target::Memory => ":memory:".to_string(),
         }
+    }
+
+    /// Pins the file the bootstrap created or opened: from now on the pool
+    /// serves from that file only. No-op for the in-memory database.
+    pub(crate) fn pin_file(&self) -> Result<(), DirectoryError> {
+        if let Target::File(path) = &self.target {
+            let pin = PinnedFile::pin(path).map_err(pin_error)?;
+            let _ = self.pin.set(Arc::new(pin));
+        }
+        Ok(())
+    }
+
+    /// The pinned file, for the server's other connections to it.
+    pub(crate) fn pinned(&self) -> Option<Arc<PinnedFile>> {
+        self.pin.get().cloned()
     }
 
     /// Runs read-only `work` with a pooled connection on a blocking thread
@@ -156,8 +175,8 @@ impl Pool {
         let _permit = Arc::clone(&self.permits).try_acquire_owned().ok()?;
         let idle = match &self.target {
             Target::Memory => self.lock_idle().pop(),
-            Target::File(path) => match self.idle_for(path) {
-                Ok((_, idle)) => idle,
+            Target::File(_) => match self.pinned_checked() {
+                Ok(_) => self.lock_idle().pop(),
                 Err(e) => return Some(Err(e)),
             },
         };
@@ -206,7 +225,11 @@ impl Pool {
             let _permit = permit;
             let mut pooled = pool.checkout(mode)?;
             let result = work(&mut pooled.conn).map_err(|e| pool.explain(e));
-            pool.checkin(pooled);
+            // The bootstrap's connection is closed: the file is pinned
+            // after it, and every later one is opened through the pin.
+            if mode == Open::Existing {
+                pool.checkin(pooled);
+            }
             result
         })
         .await?
@@ -251,55 +274,26 @@ impl Pool {
         }
     }
 
-    /// Reuses an idle connection to the file now at `path`, or opens one.
+    /// Reuses an idle connection to the pinned file, or opens one.
     fn checkout_file(&self, path: &Path) -> Result<Pooled, DirectoryError> {
-        let (current, idle) = self.idle_for(path)?;
-        match idle {
+        let pin = self.pinned_checked()?;
+        match self.lock_idle().pop() {
             Some(pooled) => Ok(pooled),
-            None => self.open_file(path, Open::Existing, Some(current)),
+            None => self.open_file(path, Open::Existing, Some(pin)),
         }
     }
 
-    /// The identity of the file now at `path` and an idle connection to
-    /// it, if any; idle connections to any other file are closed.
-    fn idle_for(&self, path: &Path) -> Result<(FileId, Option<Pooled>), DirectoryError> {
-        match file_id(path) {
-            Ok(current) => Ok((current, self.close_idle_except(Some(current)))),
-            Err(e) => {
-                // Idle connections would answer from the deleted inode.
-                self.close_idle_except(None);
-                Err(stat_error(path, &e))
-            }
-        }
-    }
-
-    /// Closes every idle connection not opened on `keep` and returns one
-    /// that was, if any.
-    fn close_idle_except(&self, keep: Option<FileId>) -> Option<Pooled> {
-        let (found, stale) = {
-            let mut idle = self.lock_idle();
-            let kept = |p: &Pooled| keep.is_some() && p.file == keep;
-            // The usual case (nothing replaced) moves nothing.
-            let stale = if idle.iter().all(kept) {
-                Vec::new()
-            } else {
-                let (fresh, stale): (Vec<Pooled>, Vec<Pooled>) =
-                    std::mem::take(&mut *idle).into_iter().partition(kept);
-                *idle = fresh;
-                stale
-            };
-            (idle.pop(), stale)
-        };
-        if !stale.is_empty() {
-            tracing::warn!(
-                database = %self.describe(),
-                closed = stale.len(),
-                "database file was deleted or replaced; closing connections to the old file"
-            );
-        }
-        // Closing may checkpoint, so it happens outside the lock.
-        drop(stale);
-        found
+    /// The pinned file, checked to be still at its path (one `stat`).
+    /// Idle connections stay as they are: they are on the pinned file.
+    fn pinned_checked(&self) -> Result<Arc<PinnedFile>, DirectoryError> {
+        let pin = self.pin.get().ok_or_else(|| {
+            DirectoryError::unavailable(
+                UnavailableReason::Other,
+                "the database file was not opened yet".to_string(),
+            )
+        })?;
+        pin.check().map_err(pin_error)?;
+        Ok(Arc::clone(pin))
     }
 
     fn checkout_memory(&self) -> Result<Pooled, DirectoryError> {
@@ -323,20 +317,33 @@ impl Pool {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Opens, checks and configures a connection to the file at `path`,
-    /// which had identity `known` just before (`None`: stat it after).
+    /// Opens, checks and configures a connection to the file at `path`:
+    /// through `pin` while serving, directly (creating it) at bootstrap.
     fn open_file(
         &self,
         path: &Path,
         mode: Open,
-        known: Option<FileId>,
+        pin: Option<Arc<PinnedFile>>,
     ) -> Result<Pooled, DirectoryError> {
         let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         if mode == Open::Create {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
-        let conn = Connection::open_with_flags(path, flags)
-            .map_err(|source| self.open_error(path, mode, source))?;
+        let conn = match &pin {
+            Some(pin) => pin.open(flags).map_err(|e| match e {
+                PinError::Open(_, source) => self.open_error(path, mode, source),
+                other => pin_error(other),
+            })?,
+            None => Connection::open_with_flags(path, flags)
+                .map_err(|source| self.open_error(path, mode, source))?,
+        };
+        // A connection that fails below is closed by `PinnedConnection`,
+        // which leaves it open if the file was replaced meanwhile.
+        let file = pin.as_ref().map(|p| {
+            let (dev, ino) = p.identity();
+            FileId { dev, ino }
+        });
+        let conn = PinnedConnection::new(conn, pin);
         let prepare = || {
             configure_common(&conn, &self.options)?;
             if mode == Open::Existing {
@@ -346,22 +353,13 @@ impl Pool {
             configure_file(&conn)
         };
         prepare().map_err(|e| self.explain(e))?;
-        // Recorded before opening when known, so that a file swapped in
-        // between is seen as stale (and reopened) on the next checkout.
-        let file = match known {
-            Some(id) => id,
-            None => file_id(path).map_err(|e| stat_error(path, &e))?,
-        };
-        Ok(Pooled {
-            conn,
-            file: Some(file),
-        })
+        Ok(Pooled { conn, file })
     }
 
     fn open_error(&self, path: &Path, mode: Open, source: rusqlite::Error) -> DirectoryError {
         if mode == Open::Existing && source.sqlite_error_code() == Some(ErrorCode::CannotOpen) {
             // Deleted between the stat and the open.
-            return missing(path);
+            return pin_error(PinError::Missing(path.to_path_buf()));
         }
         DirectoryError::Unavailable {
             reason: UnavailableReason::Other,
@@ -423,47 +421,14 @@ impl Pool {
     }
 }
 
-/// The error for a database file that is gone.
-fn missing(path: &Path) -> DirectoryError {
-    DirectoryError::unavailable(
-        UnavailableReason::Missing,
-        format!(
-            "the database file {} is missing (deleted or moved while the server was running); \
-             it is not recreated empty: restore it at that path (e.g. from a backup) and calls \
-             succeed again",
-            path.display()
-        ),
-    )
-}
-
-fn stat_error(path: &Path, error: &std::io::Error) -> DirectoryError {
-    if error.kind() == std::io::ErrorKind::NotFound {
-        return missing(path);
-    }
-    DirectoryError::unavailable(
-        UnavailableReason::Other,
-        format!(
-            "cannot access the database file {}: {error}",
-            path.display()
-        ),
-    )
-}
-
-/// The (device, inode) of the file at `path`; one `stat`.
-#[cfg(unix)]
-fn file_id(path: &Path) -> std::io::Result<FileId> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path)?;
-    Ok(FileId {
-        dev: meta.dev(),
-        ino: meta.ino(),
-    })
-}
-
-/// Without inodes only a missing file is detected, not a replaced one.
-#[cfg(not(unix))]
-fn file_id(path: &Path) -> std::io::Result<FileId> {
-    std::fs::metadata(path).map(|_| FileId { dev: 0, ino: 0 })
+/// A pinned-file failure as the directory reports it.
+fn pin_error(error: PinError) -> DirectoryError {
+    let reason = match &error {
+        PinError::Missing(_) => UnavailableReason::Missing,
+        PinError::Replaced(_) => UnavailableReason::Replaced,
+        PinError::Io(..) | PinError::Open(..) => UnavailableReason::Other,
+    };
+    DirectoryError::unavailable(reason, error.to_string())
 }
 
 /// Refuses a file without the employee schema at the version this build
@@ -519,7 +484,10 @@ fn open_memory(options: &DirectoryOptions) -> Result<Pooled, DirectoryError> {
     configure_common(&conn, options)?;
     conn.pragma_update(None, "foreign_keys", true)
         .map_err(configure_error)?;
-    Ok(Pooled { conn, file: None })
+    Ok(Pooled {
+        conn: PinnedConnection::new(conn, None),
+        file: None,
+    })
 }
 
 /// Statements each connection keeps prepared. Every query is cached,

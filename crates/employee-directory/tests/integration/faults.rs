@@ -1,6 +1,7 @@
-//! Database faults while serving: the file deleted, replaced, emptied or
-//! locked by another process. Each failure must be clear and bounded, and
-//! the directory must recover without being reopened.
+//! Database faults while serving: the file deleted, replaced or locked by
+//! another process. Each failure must be clear and bounded; a lock or a
+//! file moved away and back recovers by itself, a replaced file is refused
+//! until the directory is reopened (the file is pinned).
 
 use crate::common;
 
@@ -40,7 +41,7 @@ async fn assert_found(directory: &Directory) {
 }
 
 #[tokio::test]
-async fn deleted_file_is_reported_not_recreated_and_recovers_when_restored() {
+async fn deleted_file_is_reported_not_recreated_and_a_copy_put_back_is_refused() {
     let db = TempDb::new("deleted");
     let directory = open(&db, DirectoryOptions::default()).await;
     let bytes = snapshot(&db.path);
@@ -60,17 +61,38 @@ async fn deleted_file_is_reported_not_recreated_and_recovers_when_restored() {
     assert_eq!(again.unavailable_reason(), Some(UnavailableReason::Missing));
     assert!(!db.path.exists(), "the database file was recreated");
 
-    std::fs::write(&db.path, &bytes).expect("restore the database");
-    assert_found(&directory).await;
-    assert!(directory.ping().await.is_ok());
+    // A copy put back is another file: refused until reopened, untouched.
+    std::fs::write(&db.path, &bytes).expect("put a copy back");
+    let error = assert_unavailable(directory.employee(ALICE).await);
+    assert_eq!(
+        error.unavailable_reason(),
+        Some(UnavailableReason::Replaced)
+    );
+    assert!(error.to_string().contains("restarted"), "{error}");
+    assert_eq!(snapshot(&db.path), bytes, "the copy was written to");
+    drop(directory);
+    let reopened = open(&db, DirectoryOptions::default()).await;
+    assert!(reopened.ping().await.is_ok());
 }
 
 #[tokio::test]
-async fn replaced_file_is_served_instead_of_the_old_one() {
+async fn the_same_file_moved_away_and_back_is_served_again() {
+    let db = TempDb::new("moved");
+    let directory = open(&db, DirectoryOptions::default()).await;
+    let away = db.path.with_file_name("away.db");
+    std::fs::rename(&db.path, &away).expect("move the database away");
+    let error = assert_unavailable(directory.employee(ALICE).await);
+    assert_eq!(error.unavailable_reason(), Some(UnavailableReason::Missing));
+    std::fs::rename(&away, &db.path).expect("move it back");
+    assert_found(&directory).await;
+}
+
+#[tokio::test]
+async fn replaced_file_is_refused_until_reopened() {
     let db = TempDb::new("replaced");
     let directory = open(&db, DirectoryOptions::default()).await;
 
-    // A changed copy, moved into place the way a restore would be.
+    // A changed copy, moved into place the way a careless restore would be.
     let copy = db.path.with_file_name("copy.db");
     std::fs::write(&copy, snapshot(&db.path)).expect("copy the database");
     {
@@ -81,50 +103,31 @@ async fn replaced_file_is_served_instead_of_the_old_one() {
         )
         .expect("edit the copy");
     }
+    let copied = snapshot(&copy);
     std::fs::rename(&copy, &db.path).expect("move the copy into place");
 
-    let alice = directory.employee(ALICE).await.expect("query succeeds");
+    let error = assert_unavailable(directory.employee(ALICE).await);
+    assert_eq!(
+        error.unavailable_reason(),
+        Some(UnavailableReason::Replaced)
+    );
+    assert!(error.to_string().contains("replaced"), "{error}");
+    // Refused for good, and the new file is not touched.
+    let again = assert_unavailable(directory.ping().await);
+    assert_eq!(
+        again.unavailable_reason(),
+        Some(UnavailableReason::Replaced)
+    );
+    assert_eq!(snapshot(&db.path), copied, "the new file was written to");
+
+    drop(directory);
+    let reopened = open(&db, DirectoryOptions::default()).await;
+    let alice = reopened.employee(ALICE).await.expect("query succeeds");
     assert_eq!(alice.map(|a| a.first_name).as_deref(), Some("Alicia"));
 }
 
 #[tokio::test]
-async fn empty_or_foreign_file_is_not_an_employee_database() {
-    let db = TempDb::new("empty");
-    let directory = open(&db, DirectoryOptions::default()).await;
-    let bytes = snapshot(&db.path);
-
-    for (what, content) in [
-        ("an empty file", Vec::new()),
-        (
-            "a text file",
-            b"not a database at all, just some text".repeat(200),
-        ),
-    ] {
-        std::fs::remove_file(&db.path).expect("delete the database");
-        std::fs::write(&db.path, &content).expect("write the replacement");
-        let error = assert_unavailable(directory.employee(ALICE).await);
-        assert_eq!(
-            error.unavailable_reason(),
-            Some(UnavailableReason::NotEmployeeDatabase),
-            "{what}: {error}"
-        );
-        assert!(
-            error.to_string().contains("not an employee database"),
-            "{what}: {error}"
-        );
-        assert_eq!(
-            std::fs::read(&db.path).ok(),
-            Some(content),
-            "{what} was modified"
-        );
-    }
-
-    std::fs::write(&db.path, &bytes).expect("restore the database");
-    assert_found(&directory).await;
-}
-
-#[tokio::test]
-async fn empty_database_with_sqlite_tables_but_no_migrations_is_refused() {
+async fn a_foreign_file_put_in_place_is_refused_and_not_modified() {
     let db = TempDb::new("foreign");
     let directory = open(&db, DirectoryOptions::default()).await;
     let other = db.path.with_file_name("other.db");
@@ -133,28 +136,30 @@ async fn empty_database_with_sqlite_tables_but_no_migrations_is_refused() {
         conn.execute_batch("CREATE TABLE notes (body TEXT)")
             .expect("create a table");
     }
+    let before = snapshot(&other);
     std::fs::rename(&other, &db.path).expect("move it into place");
     let error = assert_unavailable(directory.department_ids().await);
     assert_eq!(
         error.unavailable_reason(),
-        Some(UnavailableReason::NotEmployeeDatabase)
+        Some(UnavailableReason::Replaced)
     );
-    assert!(error.to_string().contains("migrations"), "{error}");
+    assert_eq!(snapshot(&db.path), before, "the foreign file was modified");
 }
 
-/// Another process holding an exclusive lock on the database at
-/// `directory`'s path, as a maintenance tool in exclusive locking mode
-/// would (in WAL mode, nothing else keeps readers out).
-///
-/// Every open connection holds a shared lock in WAL mode, so the file is
-/// first taken away (the directory closes its connections when it sees
-/// that) and put back.
-async fn lock_exclusively(directory: &Directory, path: &Path) -> rusqlite::Connection {
-    let bytes = snapshot(path);
-    std::fs::remove_file(path).expect("delete the database");
-    assert_unavailable(directory.ping().await);
-    std::fs::write(path, bytes).expect("restore the database");
+/// Another process holding an exclusive lock on the database at `path`,
+/// as a maintenance tool in exclusive locking mode would (in WAL mode,
+/// nothing else keeps readers out). Taken right after the directory is
+/// opened: every open connection holds a shared lock in WAL mode, and the
+/// directory holds none until its first query.
+fn lock_exclusively(path: &Path) -> rusqlite::Connection {
     lock_file(path)
+}
+
+/// Opens the directory without querying it (see [`lock_exclusively`]).
+async fn open_idle(db: &TempDb, options: DirectoryOptions) -> Directory {
+    Directory::open_with(&db.url(), clock(today()), options)
+        .await
+        .expect("open the directory")
 }
 
 fn lock_file(path: &Path) -> rusqlite::Connection {
@@ -171,9 +176,9 @@ async fn locked_database_fails_within_the_busy_timeout_then_recovers() {
         busy_timeout: Duration::from_millis(300),
         ..DirectoryOptions::default()
     };
-    let directory = open(&db, options).await;
+    let directory = open_idle(&db, options).await;
 
-    let locker = lock_exclusively(&directory, &db.path).await;
+    let locker = lock_exclusively(&db.path);
     let started = Instant::now();
     let error = assert_unavailable(directory.employee(ALICE).await);
     let waited = started.elapsed();
@@ -199,11 +204,11 @@ async fn waiting_for_a_connection_is_bounded() {
         acquire_timeout: Duration::from_millis(200),
         ..DirectoryOptions::default()
     };
-    let directory = open(&db, options).await;
+    let directory = open_idle(&db, options).await;
 
     // Every pooled connection stuck behind the lock (more calls than the
     // largest pool; the extra ones fail to get a connection).
-    let locker = lock_exclusively(&directory, &db.path).await;
+    let locker = lock_exclusively(&db.path);
     let stuck: Vec<_> = (0..8)
         .map(|_| {
             let d = directory.clone();

@@ -2,8 +2,9 @@
 //! for SQLite here and for PostgreSQL in [`super::postgres`]. The writer's
 //! logic (group commits, flood rows, pruning) is the same for both.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
+use employee_directory::pinned::{PinnedConnection, PinnedFile};
 use rusqlite::Connection;
 
 use super::Entry;
@@ -11,6 +12,11 @@ use super::Entry;
 /// The statements the audit writer runs. Calls between [`Store::begin`]
 /// and [`Store::commit`] / [`Store::rollback`] form one transaction.
 pub(super) trait Store: Send {
+    /// Checks, before a transaction, that the storage is still the one
+    /// opened at start (SQLite: the pinned file is in place; one `stat`).
+    fn verify(&self) -> Result<(), String> {
+        Ok(())
+    }
     /// Starts a transaction.
     fn begin(&mut self) -> Result<(), String>;
     /// Commits the transaction (durably, before any caller is answered).
@@ -36,9 +42,20 @@ pub(super) trait Store: Send {
     fn dump(&mut self) -> Vec<(String, String, i64)>;
 }
 
-/// The SQLite store: one connection owned by the writer thread.
+/// The SQLite store: one connection owned by the writer thread, on the
+/// pinned database file (no pin in memory).
 pub(super) struct SqliteStore {
-    pub(super) conn: Connection,
+    conn: PinnedConnection,
+    pin: Option<Arc<PinnedFile>>,
+}
+
+impl SqliteStore {
+    pub(super) fn new(conn: Connection, pin: Option<Arc<PinnedFile>>) -> SqliteStore {
+        SqliteStore {
+            conn: PinnedConnection::new(conn, pin.clone()),
+            pin,
+        }
+    }
 }
 
 fn failed(e: rusqlite::Error) -> String {
@@ -107,6 +124,17 @@ fn bind_row(
 }
 
 impl Store for SqliteStore {
+    fn verify(&self) -> Result<(), String> {
+        match &self.pin {
+            // A row written to a replaced (or deleted) file would be lost
+            // with it while its call was answered.
+            Some(pin) => pin
+                .check()
+                .map_err(|e| format!("cannot append to audit_log: {e}")),
+            None => Ok(()),
+        }
+    }
+
     fn begin(&mut self) -> Result<(), String> {
         self.conn.execute_batch("BEGIN").map_err(failed)
     }

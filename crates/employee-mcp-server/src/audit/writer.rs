@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mcpwire_server::access::CallOutcome;
+use mcpwire_server::observe::{LOG_EVERY, LogThrottle};
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 
@@ -201,7 +202,11 @@ impl Writer {
         self.stats
             .commit_finished(started.elapsed(), outcome.is_ok());
         if let Err(e) = &outcome {
-            tracing::error!(error = %e, records = waiting.len(), "audit commit failed");
+            // A full disk fails every call: one line per period.
+            static FAILED: LogThrottle = LogThrottle::new(LOG_EVERY);
+            if let Some(suppressed) = FAILED.admit() {
+                tracing::error!(error = %e, records = waiting.len(), suppressed, "audit commit failed");
+            }
             // Rows of this batch were rolled back: forget their floods.
             self.floods.retain(|_, f| f.committed);
         } else {
@@ -221,6 +226,12 @@ impl Writer {
         batch: Vec<(Entry, Ack)>,
         waiting: &mut Vec<Ack>,
     ) -> Result<(), String> {
+        // One check per group: rows are never committed to a file that is
+        // no longer the served one.
+        if let Err(e) = self.store.verify() {
+            waiting.extend(batch.into_iter().map(|(_, ack)| ack));
+            return Err(e);
+        }
         self.store.begin()?;
         let mut result = Ok(());
         // Calls' records in arrival order, inserted together; a refusal
@@ -269,7 +280,9 @@ impl Writer {
     /// main file, so the stopped database is complete in one file.
     fn close(&mut self) {
         self.flush_floods(true);
-        self.store.checkpoint();
+        if self.store.verify().is_ok() {
+            self.store.checkpoint();
+        }
     }
 
     /// Writes changed flood counts, and forgets closed windows (all of
@@ -277,7 +290,7 @@ impl Writer {
     fn flush_floods(&mut self, all: bool) {
         let now_window = window_of(now_ms());
         let store = self.store.as_mut();
-        let result = store.begin().and_then(|()| {
+        let result = store.verify().and_then(|()| store.begin()).and_then(|()| {
             for flood in self.floods.values_mut() {
                 store_count(store, flood)?;
             }
@@ -291,7 +304,10 @@ impl Writer {
                 .floods
                 .retain(|_, f| !all && f.window >= now_window && f.committed),
             Err(e) => {
-                tracing::error!(error = %e, "cannot write rate-limited call counts to audit_log");
+                static FAILED: LogThrottle = LogThrottle::new(LOG_EVERY);
+                if let Some(suppressed) = FAILED.admit() {
+                    tracing::error!(error = %e, suppressed, "cannot write rate-limited call counts to audit_log");
+                }
             }
         }
         self.last_flood_flush = Instant::now();
@@ -318,7 +334,10 @@ impl Writer {
         };
         let keep_ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
         let cutoff = now_ms().saturating_sub(keep_ms);
-        let deleted = self.store.prune(cutoff, PRUNE_BATCH);
+        let deleted = self
+            .store
+            .verify()
+            .and_then(|()| self.store.prune(cutoff, PRUNE_BATCH));
         match deleted {
             Ok(n) => {
                 self.pruned += n;
@@ -465,7 +484,7 @@ mod tests {
     fn writer() -> Writer {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         super::super::migrate(&conn).unwrap();
-        let store = super::super::store::SqliteStore { conn };
+        let store = super::super::store::SqliteStore::new(conn, None);
         Writer::new(Box::new(store), None, Arc::default())
     }
 

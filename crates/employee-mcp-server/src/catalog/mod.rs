@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
+use employee_directory::pinned::PinnedFile;
 use mcpwire_server::Tool;
 use rusqlite::{Connection, OpenFlags};
 
@@ -287,6 +288,14 @@ impl Catalog {
             runner: Arc::new(runner),
             max_custom,
         })
+    }
+
+    /// Runs custom tools only on the server's pinned database file.
+    pub fn pinned(self, pin: Option<Arc<PinnedFile>>) -> Self {
+        if let (Runner::Sqlite(executor), Some(pin)) = (self.runner.as_ref(), pin) {
+            executor.pin(pin);
+        }
+        self
     }
 
     /// Where the catalogue lives.

@@ -7,11 +7,16 @@
 //! call it). With `--tools-file`, the file is polled too and each valid
 //! edit is written to the catalogue, which the same loop then picks up on
 //! every replica; a broken edit is logged and changes nothing.
+//!
+//! On a SQLite file, each tick first checks the server's pinned file: once
+//! it was replaced or removed, the catalogue is not read (that would open
+//! the other file) and the last tool set stays served until restart.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use employee_directory::pinned::PinnedFile;
 use mcpwire_server::Server;
 use tokio::sync::Notify;
 
@@ -42,6 +47,7 @@ pub async fn start(
     server: Server,
     tools_file: Option<PathBuf>,
     actor: String,
+    pin: Option<Arc<PinnedFile>>,
 ) -> Result<Watcher, String> {
     let mut file = tools_file.map(|path| ToolsFile {
         path,
@@ -57,7 +63,7 @@ pub async fn start(
     let watcher = Watcher {
         reload: Arc::clone(&reload),
     };
-    tokio::spawn(run(catalog, server, file, reload, applied));
+    tokio::spawn(run(catalog, server, file, reload, applied, pin));
     Ok(watcher)
 }
 
@@ -87,6 +93,7 @@ async fn run(
     mut file: Option<ToolsFile>,
     reload: Arc<Notify>,
     mut applied: i64,
+    pin: Option<Arc<PinnedFile>>,
 ) {
     let shutdown = server.shutdown_token();
     let mut failing = false;
@@ -95,6 +102,13 @@ async fn run(
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(POLL_INTERVAL) => {}
             _ = reload.notified() => {}
+        }
+        if let Some(Err(e)) = pin.as_deref().map(PinnedFile::check) {
+            if !failing {
+                failing = true;
+                tracing::warn!(reason = %e, "not reading the tool catalogue; keeping the tool set last applied");
+            }
+            continue;
         }
         if let Some(f) = file.take() {
             file = sync_file(&catalog, f).await;

@@ -368,6 +368,10 @@ impl CallPlan {
             Err(RunError::Busy) => Err(ToolError::execution(
                 "Too many custom queries are running on this server; retry in a few seconds.",
             )),
+            Err(RunError::FileChanged(detail)) => {
+                tracing::error!(tool = %self.name, %detail, "custom tool refused");
+                Err(ToolError::execution(crate::tools::REPLACED_MESSAGE))
+            }
             Err(RunError::Database(detail)) => {
                 tracing::error!(tool = %self.name, %detail, "custom tool query failed");
                 Err(ToolError::execution(

@@ -10,8 +10,10 @@
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use employee_directory::pinned::{PinError, PinnedConnection, PinnedFile};
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::limits::Limit;
@@ -86,22 +88,43 @@ pub enum RunError {
     /// The database failed.
     #[error("{0}")]
     Database(String),
+    /// The database file was replaced or removed while serving.
+    #[error("{0}")]
+    FileChanged(String),
 }
+
+const READ_ONLY: OpenFlags =
+    OpenFlags::SQLITE_OPEN_READ_ONLY.union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
 
 /// Opens a read-only connection with the authorizer installed and its
 /// values bounded by `limits` (`SQLITE_LIMIT_LENGTH`: a function asked for
 /// a gigabyte fails at once with "string or blob too big").
 pub fn open_read_only(path: &Path, limits: &Limits) -> Result<Connection, String> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let mut conn = Connection::open_with_flags(path, flags)
+    let mut conn = Connection::open_with_flags(path, READ_ONLY)
         .map_err(|e| format!("cannot open {} read-only: {e}", path.display()))?;
+    configure(&mut conn, limits)?;
+    Ok(conn)
+}
+
+/// [`open_read_only`] on the server's pinned file.
+fn open_pinned(pin: &Arc<PinnedFile>, limits: &Limits) -> Result<PinnedConnection, RunError> {
+    let conn = pin.open(READ_ONLY).map_err(|e| match e {
+        PinError::Missing(_) | PinError::Replaced(_) => RunError::FileChanged(e.to_string()),
+        other => RunError::Database(other.to_string()),
+    })?;
+    let mut conn = PinnedConnection::new(conn, Some(Arc::clone(pin)));
+    configure(&mut conn, limits).map_err(RunError::Database)?;
+    Ok(conn)
+}
+
+/// Busy timeout, the value-length bound and the authorizer.
+fn configure(conn: &mut Connection, limits: &Limits) -> Result<(), String> {
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| format!("cannot configure the read-only connection: {e}"))?;
     conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, limits.max_value_bytes())
         .map_err(|e| format!("cannot bound the read-only connection: {e}"))?;
     conn.authorizer(Some(authorize))
-        .map_err(|e| format!("cannot install the authorizer: {e}"))?;
-    Ok(conn)
+        .map_err(|e| format!("cannot install the authorizer: {e}"))
 }
 
 /// Reads of directory tables, `SELECT`, recursive CTEs and functions
@@ -208,9 +231,12 @@ fn json_type(decl: &str) -> Option<&'static str> {
 /// Runs custom statements on a small pool of read-only connections.
 pub struct Executor {
     path: PathBuf,
-    idle: Mutex<Vec<Connection>>,
+    idle: Mutex<Vec<PinnedConnection>>,
     permits: Arc<Semaphore>,
     limits: Limits,
+    /// The server's pinned file: checked before every call, and new
+    /// connections are opened through it.
+    pin: OnceLock<Arc<PinnedFile>>,
 }
 
 /// One call's input.
@@ -237,12 +263,18 @@ impl Executor {
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(max_connections.max(1))),
             limits,
+            pin: OnceLock::new(),
         }
     }
 
     /// The bounds every statement runs within.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// Serves from the pinned file only (set once, before serving).
+    pub fn pin(&self, pin: Arc<PinnedFile>) {
+        let _ = self.pin.set(pin);
     }
 
     /// Runs `query` on a blocking thread: `(rows, truncated)`. If this
@@ -270,10 +302,18 @@ impl Executor {
         query: &Query,
         cancelled: Cancelled,
     ) -> Result<(Vec<Value>, bool), RunError> {
+        if let Some(pin) = self.pin.get() {
+            pin.check()
+                .map_err(|e| RunError::FileChanged(e.to_string()))?;
+        }
         let taken = self.idle.lock().ok().and_then(|mut v| v.pop());
-        let mut conn = match taken {
-            Some(c) => c,
-            None => open_read_only(&self.path, &self.limits).map_err(RunError::Database)?,
+        let mut conn = match (taken, self.pin.get()) {
+            (Some(c), _) => c,
+            (None, Some(pin)) => open_pinned(pin, &self.limits)?,
+            (None, None) => PinnedConnection::new(
+                open_read_only(&self.path, &self.limits).map_err(RunError::Database)?,
+                None,
+            ),
         };
         let result = execute(&mut conn, query, &self.limits, cancelled);
         if !matches!(result, Err(RunError::Database(_)))

@@ -83,9 +83,14 @@ pub(crate) fn unavailable(error: DirectoryError) -> ToolError {
     ToolError::execution(unavailable_message(error.unavailable_reason()))
 }
 
+/// What the model is told when the database file was swapped under the
+/// server (built-in and custom tools alike).
+pub(crate) const REPLACED_MESSAGE: &str = "The HR database file was replaced or removed while the server was running; the server will not serve from it until restarted (an operator must restart it, and restore online with `employee-mcp-server restore` instead of replacing the file). Retrying will not help; tell the user the HR system is down.";
+
 /// What the model is told for each kind of directory failure.
 fn unavailable_message(reason: Option<UnavailableReason>) -> &'static str {
     match reason {
+        Some(UnavailableReason::Replaced) => REPLACED_MESSAGE,
         Some(UnavailableReason::Missing) => {
             "The HR database is missing on the server (its file was deleted or moved); retrying will not help until an operator restores it. Tell the user the HR system is down."
         }

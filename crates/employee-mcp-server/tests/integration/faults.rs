@@ -1,10 +1,10 @@
-//! Faults seen by the real binary: the database file deleted and restored
-//! while serving, and published schemas that TypeScript clients (Ajv)
+//! Faults seen by the real binary: the database file deleted (and a copy
+//! put back) while serving, and published schemas that TypeScript clients (Ajv)
 //! accept without warnings.
 
 use crate::common;
 
-use common::{Server, TempDb, tool_error_text};
+use common::{Server, TempDb};
 use serde_json::{Value, json};
 
 use mcpwire_server::tool::STANDARD_FORMATS;
@@ -54,30 +54,36 @@ async fn tools_list_publishes_only_standard_formats() {
     assert_eq!(limit["maximum"], 1000, "{limit}");
 }
 
+/// The audit trail lives in the same file: once it is gone, no call can
+/// be audited, so none is answered (-32603), and the log says why.
 #[tokio::test]
-async fn deleted_database_is_a_clear_tool_error_until_restored() {
+async fn deleted_database_withholds_answers_and_a_copy_put_back_is_refused() {
     let db = TempDb::seeded();
     let path = db.path.clone();
-    let server = Server::start_on(db, &[]).await;
+    let server = Server::start_logged(db, &[]).await;
     server.assert_alive().await;
     let bytes = std::fs::read(&path).expect("read the database");
     std::fs::remove_file(&path).expect("delete the database");
 
-    let args = json!({"employeeId": "AliceJohnson"});
-    let result = server.call_tool("get-employee-details", args.clone()).await;
-    let text = tool_error_text(&result);
-    assert!(
-        text.contains("database is missing"),
-        "the error should name the missing database: {text}"
-    );
+    let call = json!({"name": "get-employee-details", "arguments": {"employeeId": "AliceJohnson"}});
+    let reply = server.modern("tools/call", call.clone()).await;
+    assert_eq!(reply.error_code(), -32603, "{}", reply.text);
+    assert!(reply.error_message().contains("audit trail"), "{}", reply.text);
     assert!(!path.exists(), "the server recreated the database file");
     // Still serving: other requests are answered.
     let list = server.modern("tools/list", json!({})).await;
     assert_eq!(list.status, 200, "{}", list.text);
 
-    std::fs::write(&path, &bytes).expect("restore the database");
-    server.assert_alive().await;
-    let result = server.call_tool("get-employee-details", args).await;
-    assert_ne!(result["isError"], true, "{result}");
-    assert_eq!(result["structuredContent"]["employeeId"], "AliceJohnson");
+    // A copy put back is another file: refused until restart, untouched.
+    std::fs::write(&path, &bytes).expect("put a copy back");
+    let reply = server.modern("tools/call", call).await;
+    assert_eq!(reply.error_code(), -32603, "{}", reply.text);
+    assert_eq!(
+        std::fs::read(&path).ok(),
+        Some(bytes),
+        "the copy was written to"
+    );
+    let (_, log) = server.stop().await;
+    assert!(log.contains("is missing"), "{log}");
+    assert!(log.contains("until restarted"), "{log}");
 }

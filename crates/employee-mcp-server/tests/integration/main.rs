@@ -25,4 +25,5 @@ mod revision_schemas;
 mod scaling;
 mod shutdown;
 mod stdio;
+mod swap;
 mod tools;

@@ -123,8 +123,17 @@ impl Server {
             .record(record)
             .instrument(crate::observe::trace::audit_span());
         if let Err(why) = audit.await {
-            // An answer that cannot be audited is not sent.
-            tracing::error!(error = %why, "audit trail write failed; withholding the response");
+            // An answer that cannot be audited is not sent. On a full disk
+            // every call fails: one line per period, with a count.
+            static FAILED: crate::observe::LogThrottle =
+                crate::observe::LogThrottle::new(crate::observe::LOG_EVERY);
+            if let Some(suppressed) = FAILED.admit() {
+                tracing::error!(
+                    error = %why,
+                    suppressed,
+                    "audit trail write failed; withholding the response"
+                );
+            }
             return Err(ProtocolError::internal(
                 "Internal error: the audit trail is unavailable, so the call was not answered; retry later.",
             ));

@@ -9,17 +9,21 @@
 //!   application turned spans on.
 //! - readiness ([`ReadinessCheck`], [`Readiness`]): whether the application can serve now, cached for
 //!   probes (the HTTP routes are in `transport::http::probes`).
+//! - [`LogThrottle`]: a failure repeated on every request logged once per
+//!   period, with a count.
 
 pub(crate) mod histogram;
 pub(crate) mod metrics;
 pub(crate) mod prometheus;
 pub(crate) mod readiness;
+pub(crate) mod throttle;
 pub(crate) mod trace;
 
 pub use histogram::{BOUNDS_MICROS, Histogram, Snapshot};
 pub use metrics::{Collector, Metrics};
 pub use prometheus::{CONTENT_TYPE, Encoder, Label};
 pub use readiness::{CheckFuture, NotReady, READY_CACHE, READY_TIMEOUT, Readiness, ReadinessCheck};
+pub use throttle::{LOG_EVERY, LogThrottle};
 pub use trace::{AdoptParent, HttpTraceHeaders, TraceContext, enable_request_spans, spans_enabled};
 
 use std::sync::Arc;

@@ -1,0 +1,270 @@
+//! The `backup` and `restore` subcommands: the only supported way to copy
+//! or bring back a SQLite database a server is serving from.
+//!
+//! Replacing the file itself under a running server is refused (the file
+//! is pinned, see `employee_directory::pinned`): SQLite finds `-wal` and
+//! `-shm` by name, so a swapped file can be paired with the old one's WAL.
+//! Instead:
+//! - `backup` writes a consistent copy with `VACUUM INTO` (a read
+//!   transaction: servers keep answering and writing meanwhile);
+//! - `restore` changes the live file's rows in ONE transaction: the
+//!   directory tables and the tool catalogue take the backup's rows, the
+//!   audit trail and the catalogue's change history are kept (the audit
+//!   trail is never rolled back), and the directory's triggers bump its
+//!   generation counter, so every running server's read cache drops the
+//!   answers it held. Running servers see the catalogue's generation move
+//!   and reload their tool set.
+//!
+//! PostgreSQL has pg_dump and pg_restore; a PostgreSQL URL is refused.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use crate::audit::Location;
+
+/// How long `restore` waits for a server's write (an audit commit) to
+/// finish before it takes the write lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Tables a restore never takes from the backup: the audit trail and the
+/// catalogue's change history (append-only records of what happened),
+/// the counters (bumped instead), and the schema's bookkeeping.
+const KEPT: [&str; 5] = [
+    "audit_log",
+    "tool_catalog_changes",
+    "tool_catalog_generation",
+    "directory_generation",
+    "schema_migrations",
+];
+
+/// The SQLite file behind `url`, or why there is none.
+fn sqlite_file(url: &str, what: &str) -> Result<std::path::PathBuf, String> {
+    match Location::from_url(url)? {
+        Location::File(path) => Ok(path),
+        Location::Memory => Err(format!(
+            "{what} needs a database file (sqlite://PATH), not an in-memory database"
+        )),
+        Location::Postgres(_) => Err(format!(
+            "{what} is for SQLite files; for PostgreSQL use pg_dump and pg_restore (see the \
+             README, \"Backup and restore\")"
+        )),
+    }
+}
+
+/// `backup`: a consistent copy of the live database at `out`, which must
+/// not exist. Returns a one-line summary.
+pub fn backup(url: &str, out: &Path) -> Result<String, String> {
+    let path = sqlite_file(url, "backup")?;
+    if !path.exists() {
+        return Err(format!("no database at {}", path.display()));
+    }
+    if out.exists() {
+        return Err(format!(
+            "{} already exists; a backup never overwrites a file: choose a new name",
+            out.display()
+        ));
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(&path, flags)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| format!("cannot configure the connection: {e}"))?;
+    check_directory(&conn, "main", &path)?;
+    let target = out
+        .to_str()
+        .ok_or_else(|| format!("{} is not a UTF-8 path", out.display()))?;
+    conn.execute("VACUUM INTO ?1", [target])
+        .map_err(|e| format!("cannot write the backup to {}: {e}", out.display()))?;
+    let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+    Ok(format!(
+        "backed up {} to {} ({bytes} bytes)",
+        path.display(),
+        out.display()
+    ))
+}
+
+/// `restore`: the backup's directory and catalogue rows into the live
+/// database, in one transaction; returns the per-table summary.
+pub fn restore(url: &str, from: &Path) -> Result<String, String> {
+    let path = sqlite_file(url, "restore")?;
+    if !from.is_file() {
+        return Err(format!("no backup file at {}", from.display()));
+    }
+    if same_file(&path, from) {
+        return Err("the backup is the live database itself".to_owned());
+    }
+    // No CREATE: a missing live file is an error, not an empty directory.
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let mut conn = Connection::open_with_flags(&path, flags)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| format!("cannot configure the connection: {e}"))?;
+    let live_version = check_directory(&conn, "main", &path)?;
+    conn.execute("ATTACH DATABASE ?1 AS backup", [read_only_uri(from)?])
+        .map_err(|e| format!("cannot open the backup {}: {e}", from.display()))?;
+    let backup_version = check_directory(&conn, "backup", from)?;
+    if backup_version != live_version {
+        return Err(format!(
+            "the backup's schema is at version {backup_version}, the live database's at \
+             {live_version}: restore it into a database of the same version (start a server of \
+             that version on a copy of the backup to migrate it, then back that up)"
+        ));
+    }
+    let ok: String = conn
+        .query_row("PRAGMA backup.quick_check", [], |r| r.get(0))
+        .map_err(|e| format!("cannot check the backup: {e}"))?;
+    if ok != "ok" {
+        return Err(format!("the backup {} is damaged: {ok}", from.display()));
+    }
+    let summary = replace_rows(&mut conn)?;
+    let _ = conn.execute_batch("DETACH DATABASE backup");
+    Ok(summary)
+}
+
+/// The transaction of [`restore`]: every table of the live database but
+/// the [`KEPT`] ones takes the backup's rows.
+fn replace_rows(conn: &mut Connection) -> Result<String, String> {
+    let failed = |e: rusqlite::Error| format!("restore failed, nothing was changed: {e}");
+    // Checked at the commit: rows go in table by table.
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(failed)?;
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(failed)?;
+    tx.pragma_update(None, "defer_foreign_keys", true)
+        .map_err(failed)?;
+    let in_backup = tables(&tx, "backup").map_err(failed)?;
+    let replaced: Vec<String> = tables(&tx, "main")
+        .map_err(failed)?
+        .into_iter()
+        .filter(|t| !KEPT.contains(&t.as_str()) && in_backup.contains(t))
+        .collect();
+    // Every table emptied before any is filled: a cascade from a parent
+    // deleted later would otherwise remove rows already restored.
+    let mut before = Vec::with_capacity(replaced.len());
+    for table in replaced.iter().rev() {
+        before.push(count(&tx, "main", table).map_err(failed)?);
+        tx.execute(&format!("DELETE FROM main.\"{table}\""), [])
+            .map_err(failed)?;
+    }
+    before.reverse();
+    let mut lines = Vec::new();
+    for (table, before) in replaced.iter().zip(before) {
+        let columns = columns(&tx, table).map_err(failed)?;
+        tx.execute(
+            &format!(
+                "INSERT INTO main.\"{table}\" ({columns}) SELECT {columns} FROM backup.\"{table}\""
+            ),
+            [],
+        )
+        .map_err(failed)?;
+        let after = count(&tx, "main", table).map_err(failed)?;
+        lines.push(format!("  {table:<24} {before:>8} -> {after:>8} rows"));
+    }
+    // Running servers reload their tool set when this counter moves.
+    let catalogue = tx
+        .execute(
+            "UPDATE main.tool_catalog_generation SET generation = generation + 1 WHERE id = 1",
+            [],
+        )
+        .is_ok();
+    if catalogue {
+        let _ = tx.execute(
+            "INSERT INTO main.tool_catalog_changes (at, actor, action, tool, detail) \
+             VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?1, 'restore', '*', 'catalogue restored from a backup')",
+            [crate::catalog::command::actor(None)],
+        );
+    }
+    let audit = count(&tx, "main", "audit_log").unwrap_or(0);
+    tx.commit().map_err(failed)?;
+    lines.push(format!("  audit_log kept ({audit} rows)"));
+    Ok(format!("restored:\n{}", lines.join("\n")))
+}
+
+/// Checks that `schema` holds an employee directory; returns its schema
+/// version.
+fn check_directory(conn: &Connection, schema: &str, path: &Path) -> Result<u32, String> {
+    let not = |why: String| format!("{} is not an employee directory ({why})", path.display());
+    let has = tables(conn, schema).map_err(|e| not(e.to_string()))?;
+    for needed in ["schema_migrations", "employees", "departments"] {
+        if !has.iter().any(|t| t == needed) {
+            return Err(not(format!("no {needed} table")));
+        }
+    }
+    let version: Option<u32> = conn
+        .query_row(
+            &format!("SELECT MAX(version) FROM {schema}.schema_migrations"),
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| not(e.to_string()))?
+        .flatten();
+    version.ok_or_else(|| not("its migrations table is empty".to_owned()))
+}
+
+/// Tables of `schema`, in creation order, without SQLite's own.
+fn tables(conn: &Connection, schema: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT name FROM {schema}.sqlite_master WHERE type = 'table' \
+         AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+    ))?;
+    stmt.query_map([], |r| r.get(0))?.collect()
+}
+
+/// The live table's columns, quoted, for an INSERT … SELECT by name.
+fn columns(conn: &Connection, table: &str) -> rusqlite::Result<String> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1, 'main')")?;
+    let names: Vec<String> = stmt
+        .query_map([table], |r| r.get::<_, String>(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(names
+        .iter()
+        .map(|n| format!("\"{}\"", n.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(", "))
+}
+
+fn count(conn: &Connection, schema: &str, table: &str) -> rusqlite::Result<i64> {
+    conn.query_row(
+        &format!("SELECT COUNT(*) FROM {schema}.\"{table}\""),
+        [],
+        |r| r.get(0),
+    )
+}
+
+/// `file:` URI opening `path` read-only (nothing is written next to the
+/// backup).
+fn read_only_uri(path: &Path) -> Result<String, String> {
+    let absolute =
+        std::path::absolute(path).map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
+    let text = absolute
+        .to_str()
+        .ok_or_else(|| format!("{} is not a UTF-8 path", path.display()))?;
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '%' | '?' | '#' => escaped.push_str(&format!("%{:02X}", c as u32)),
+            c => escaped.push(c),
+        }
+    }
+    Ok(format!("file:{escaped}?mode=ro"))
+}
+
+#[cfg(unix)]
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(a: &Path, b: &Path) -> bool {
+    a.canonicalize().ok() == b.canonicalize().ok()
+}

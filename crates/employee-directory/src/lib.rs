@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+mod aggregate;
 mod backend;
 mod clock;
 mod error;

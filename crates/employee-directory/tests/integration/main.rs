@@ -9,4 +9,5 @@ mod backends_agree;
 mod directory;
 mod faults;
 mod postgres;
+mod report_aggregates;
 mod schema;

@@ -69,7 +69,7 @@ async fn reopening_neither_reseeds_nor_remigrates() {
             &url,
             "SELECT COUNT(*) || ' ' || MIN(applied_at)::date FROM schema_migrations"
         ),
-        "3 2000-01-01",
+        "4 2000-01-01",
         "migrations ran again"
     );
 }

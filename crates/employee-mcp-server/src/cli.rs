@@ -206,6 +206,19 @@ pub struct ServeArgs {
     )]
     pub demo_employees: Option<u32>,
 
+    /// Milliseconds a report called with the tasks extension may run
+    /// before the call becomes a task (the client then polls); a report
+    /// finished sooner is answered directly. 0 makes every such call a
+    /// task.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_REPORT_TASK_GRACE_MS",
+        value_name = "MS",
+        default_value_t = 250,
+        value_parser = clap::value_parser!(u64).range(0..=60_000)
+    )]
+    pub report_task_grace_ms: u64,
+
     /// Serve MCP on stdin/stdout instead of HTTP (for desktop clients).
     #[arg(long)]
     pub stdio: bool,

@@ -287,6 +287,7 @@ fn build_server(
     access.sanitize_output = true;
     let settings = tools::Settings {
         max_result_bytes: limits.max_result_bytes,
+        report_task_grace: Duration::from_millis(cli.report_task_grace_ms),
     };
     let mut builder = Server::builder("employee-mcp-server", env!("CARGO_PKG_VERSION"))
         .title("Employee Directory")

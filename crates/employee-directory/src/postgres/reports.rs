@@ -260,7 +260,12 @@ async fn compensation(c: &ClientWrapper, today: NaiveDate) -> Result<Compensatio
         rows(c, ctx, &dept_b, p),
         rows(c, ctx, &level_s, p),
         rows(c, ctx, &level_b, p),
-        rows(c, "department names", "SELECT id, name FROM departments", &[]),
+        rows(
+            c,
+            "department names",
+            "SELECT id, name FROM departments",
+            &[]
+        ),
         row_opt(
             c,
             "band currency",

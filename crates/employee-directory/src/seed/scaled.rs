@@ -160,8 +160,11 @@ impl Generator {
             let t = if i < templates.len() {
                 i
             } else {
-                let weighted: Vec<(usize, u32)> =
-                    templates.iter().enumerate().map(|(k, t)| (k, t.size)).collect();
+                let weighted: Vec<(usize, u32)> = templates
+                    .iter()
+                    .enumerate()
+                    .map(|(k, t)| (k, t.size))
+                    .collect();
                 *self.rng.weighted(&weighted)
             };
             seen[t] += 1;
@@ -177,7 +180,8 @@ impl Generator {
         let mut used = 0;
         // Leave room for the directors (about one per five teams).
         while used + 3 <= budget.saturating_sub(sizes.len() as u32 / 5) {
-            let members = MIN_MEMBERS + self.rng.below((MAX_MEMBERS - MIN_MEMBERS + 1) as usize) as u32;
+            let members =
+                MIN_MEMBERS + self.rng.below((MAX_MEMBERS - MIN_MEMBERS + 1) as usize) as u32;
             let former = (f64::from(members) * TERMINATED_SHARE).round() as u32;
             let size = TeamSize { members, former };
             used += size.rows();
@@ -416,16 +420,35 @@ mod tests {
         let mut h = DefaultHasher::new();
         for e in &data.employees {
             (&e.id, &e.email, &e.team_id, &e.manager_id, e.salary).hash(&mut h);
-            (e.location_id, e.start_date, e.termination_date, e.level.as_str()).hash(&mut h);
+            (
+                e.location_id,
+                e.start_date,
+                e.termination_date,
+                e.level.as_str(),
+            )
+                .hash(&mut h);
         }
         for s in &data.employee_skills {
             (&s.employee_id, s.skill_id, s.proficiency.rank()).hash(&mut h);
         }
         for r in &data.history {
-            (&r.employee_id, &r.company, &r.title, r.start_date, r.end_date).hash(&mut h);
+            (
+                &r.employee_id,
+                &r.company,
+                &r.title,
+                r.start_date,
+                r.end_date,
+            )
+                .hash(&mut h);
         }
         for l in &data.leave {
-            (&l.employee_id, l.year, l.used.to_bits(), l.pending.to_bits()).hash(&mut h);
+            (
+                &l.employee_id,
+                l.year,
+                l.used.to_bits(),
+                l.pending.to_bits(),
+            )
+                .hash(&mut h);
         }
         for t in &data.teams {
             (&t.id, &t.name, &t.manager_id).hash(&mut h);

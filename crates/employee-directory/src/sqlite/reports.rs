@@ -237,7 +237,12 @@ fn compensation_rows_by(
          SELECT {band_key}, SUM(p.n), SUM(p.salary_sum), b.min_salary, b.mid_salary, b.max_salary
          FROM pop p JOIN compensation_bands b ON b.role_id = p.role_id AND b.level = p.level
          GROUP BY 1, p.role_id, p.level HAVING SUM(p.n) <> 0",
-        corrections("department_id, role_id, level", "-1, -salary", "1, salary", "?1")
+        corrections(
+            "department_id, role_id, level",
+            "-1, -salary",
+            "1, salary",
+            "?1"
+        )
     );
     let bands = conn
         .prepare_cached(&bands)
@@ -260,21 +265,20 @@ fn compensation_rows_by(
 
 fn compensation(conn: &Connection, today: NaiveDate) -> Result<CompensationReport> {
     let as_of = today.to_string();
-    let overall = compensation_rows_by(conn, &as_of, "'all'", |_| {
-        Some("All employees".to_string())
-    })?
-    .pop()
-    .unwrap_or(CompensationRow {
-        key: "all".to_string(),
-        label: "All employees".to_string(),
-        headcount: 0,
-        average_salary: 0,
-        median_salary: 0.0,
-        min_salary: 0,
-        max_salary: 0,
-        average_compa_ratio: 0.0,
-        average_band_position_percent: 0.0,
-    });
+    let overall =
+        compensation_rows_by(conn, &as_of, "'all'", |_| Some("All employees".to_string()))?
+            .pop()
+            .unwrap_or(CompensationRow {
+                key: "all".to_string(),
+                label: "All employees".to_string(),
+                headcount: 0,
+                average_salary: 0,
+                median_salary: 0.0,
+                min_salary: 0,
+                max_salary: 0,
+                average_compa_ratio: 0.0,
+                average_band_position_percent: 0.0,
+            });
     let mut stmt = conn
         .prepare_cached("SELECT id, name FROM departments")
         .map_err(DirectoryError::db("department names"))?;

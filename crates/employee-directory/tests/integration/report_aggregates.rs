@@ -85,7 +85,11 @@ async fn assert_reports_match(dir: &Directory, db: &Db, after: &str) {
         panic!("headcount");
     };
     let total = db.number(&format!("SELECT COUNT(*) FROM employees WHERE {employed}"));
-    assert_eq!(i64::from(h.total_active), total, "headcount total after {after}");
+    assert_eq!(
+        i64::from(h.total_active),
+        total,
+        "headcount total after {after}"
+    );
     let mut reported: Vec<String> = h
         .by_department
         .iter()
@@ -97,11 +101,19 @@ async fn assert_reports_match(dir: &Directory, db: &Db, after: &str) {
         "SELECT department_id, COUNT(*) FROM employees WHERE {employed} \
          GROUP BY department_id ORDER BY department_id"
     ));
-    assert_eq!(reported.join("\n"), plain, "headcount by department after {after}");
+    assert_eq!(
+        reported.join("\n"),
+        plain,
+        "headcount by department after {after}"
+    );
     let locations = db.number(&format!(
         "SELECT COUNT(DISTINCT location_id) FROM employees WHERE {employed}"
     ));
-    assert_eq!(h.by_location.len() as i64, locations, "locations after {after}");
+    assert_eq!(
+        h.by_location.len() as i64,
+        locations,
+        "locations after {after}"
+    );
 
     let Report::Turnover(t) = dir.report(ReportType::Turnover).await.unwrap() else {
         panic!("turnover");
@@ -173,7 +185,11 @@ async fn assert_reports_match(dir: &Directory, db: &Db, after: &str) {
             format!("{head}|{}", (2 * sum + n) / (2 * n))
         })
         .collect();
-    assert_eq!(reported.join("\n"), plain.join("\n"), "compensation after {after}");
+    assert_eq!(
+        reported.join("\n"),
+        plain.join("\n"),
+        "compensation after {after}"
+    );
 }
 
 /// The aggregate tables equal what the migration's fill computes from scratch.
@@ -245,7 +261,13 @@ async fn reports_follow_every_change(kind: Kind) {
         ),
         (
             "a hire who started and left this year",
-            copy("Brief", "2026-03-02", "terminated", "'2026-06-30'", "'involuntary'"),
+            copy(
+                "Brief",
+                "2026-03-02",
+                "terminated",
+                "'2026-06-30'",
+                "'involuntary'",
+            ),
         ),
         (
             "a move to another department, location and salary",
@@ -289,12 +311,15 @@ async fn reports_follow_every_change(kind: Kind) {
     }
 }
 
-
 /// A company generated with `demo_employees` has exactly that many people.
 async fn a_generated_company_is_seeded(kind: Kind) {
     let db = match kind {
         Kind::Sqlite => Db::Sqlite(TempDb::new("generated")),
-        Kind::Postgres => Db::Postgres(tokio::task::spawn_blocking(pg::fresh_database).await.unwrap()),
+        Kind::Postgres => Db::Postgres(
+            tokio::task::spawn_blocking(pg::fresh_database)
+                .await
+                .unwrap(),
+        ),
     };
     let options = employee_directory::DirectoryOptions {
         demo_employees: Some(3_000),

@@ -18,11 +18,16 @@ mod tenure;
 use employee_directory::{Cached, Directory, DirectoryError, UnavailableReason};
 use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
 
+pub use report::TASK_GRACE as REPORT_TASK_GRACE;
+
 /// Server settings some tools need to know about.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
     /// The server's result size cap, so a roster can page itself to fit.
     pub max_result_bytes: usize,
+    /// How long a report called with the tasks extension runs before it
+    /// becomes a task (`--report-task-grace-ms`).
+    pub report_task_grace: std::time::Duration,
 }
 
 /// Every HR tool, in the order `tools/list` shows them.
@@ -35,7 +40,7 @@ pub fn all(directory: &Directory, settings: Settings) -> Vec<Tool> {
         skills::tool(directory.clone()),
         compensation::tool(directory.clone()),
         leave::tool(directory.clone()),
-        report::tool(directory.clone()),
+        report::tool(directory.clone(), settings.report_task_grace),
     ]
 }
 

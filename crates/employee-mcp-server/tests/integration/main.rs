@@ -20,6 +20,7 @@ mod modern_wire;
 mod operating;
 mod replicas;
 mod replicated_limits;
+mod report_tasks;
 mod revision_schemas;
 mod shutdown;
 mod stdio;

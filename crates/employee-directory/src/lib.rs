@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+mod aggregate;
 mod backend;
 mod clock;
 mod error;
@@ -67,6 +68,7 @@ pub use options::{
     DEFAULT_STATEMENT_TIMEOUT, DirectoryOptions,
 };
 pub use read_cache::{Cached, DEFAULT_CACHE_BYTES};
+pub use seed::{MAX_DEMO_EMPLOYEES, MIN_DEMO_EMPLOYEES};
 
 use backend::Backend;
 

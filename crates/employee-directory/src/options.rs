@@ -42,6 +42,12 @@ pub struct DirectoryOptions {
     /// unchanged, so repeated reads run no SQL; 0 turns the cache off.
     /// Default [`crate::DEFAULT_CACHE_BYTES`].
     pub cache_bytes: usize,
+    /// People in the company seeded into an empty database: `None` is the
+    /// demo company (about 1,400 people), `Some(n)` a generated company of
+    /// exactly `n` ([`crate::MIN_DEMO_EMPLOYEES`] to
+    /// [`crate::MAX_DEMO_EMPLOYEES`]). A database that already has
+    /// employees is never reseeded.
+    pub demo_employees: Option<u32>,
 }
 
 impl Default for DirectoryOptions {
@@ -52,6 +58,7 @@ impl Default for DirectoryOptions {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
             cache_bytes: crate::DEFAULT_CACHE_BYTES,
+            demo_employees: None,
         }
     }
 }

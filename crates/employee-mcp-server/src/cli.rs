@@ -221,6 +221,33 @@ pub struct ServeArgs {
     )]
     pub directory_cache_mib: u32,
 
+    /// People in the demo company seeded into an empty database: a
+    /// deterministic company of exactly N people (teams of 3-15 under a
+    /// management chain that deepens with N). Unset: the ~1,400-person
+    /// demo. Ignored when the database already has employees.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_DEMO_EMPLOYEES",
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(
+            i64::from(employee_directory::MIN_DEMO_EMPLOYEES)..=i64::from(employee_directory::MAX_DEMO_EMPLOYEES)
+        )
+    )]
+    pub demo_employees: Option<u32>,
+
+    /// Milliseconds a report called with the tasks extension may run
+    /// before the call becomes a task (the client then polls); a report
+    /// finished sooner is answered directly. 0 makes every such call a
+    /// task.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_REPORT_TASK_GRACE_MS",
+        value_name = "MS",
+        default_value_t = 250,
+        value_parser = clap::value_parser!(u64).range(0..=60_000)
+    )]
+    pub report_task_grace_ms: u64,
+
     /// Serve MCP on stdin/stdout instead of HTTP (for desktop clients).
     #[arg(long)]
     pub stdio: bool,

@@ -133,6 +133,7 @@ async fn open_directory(cli: &ServeArgs) -> Result<Directory, String> {
         max_connections: cli.db_pool_size as usize,
         statement_timeout: Duration::from_secs(cli.db_statement_timeout),
         cache_bytes: cli.directory_cache_mib as usize * 1024 * 1024,
+        demo_employees: cli.demo_employees,
         ..DirectoryOptions::default()
     };
     Directory::open_with(&cli.database, Arc::new(SystemClock), options)
@@ -299,6 +300,7 @@ fn build_server(
     access.sanitize_output = true;
     let settings = tools::Settings {
         max_result_bytes: limits.max_result_bytes,
+        report_task_grace: Duration::from_millis(cli.report_task_grace_ms),
     };
     let mut builder = Server::builder("employee-mcp-server", env!("CARGO_PKG_VERSION"))
         .title("Employee Directory")

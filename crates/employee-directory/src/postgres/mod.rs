@@ -146,7 +146,9 @@ impl PostgresBackend {
     ) -> Result<PostgresBackend, DirectoryError> {
         let pool = PgPool::new(url, &options)?;
         let mut client = pool.get().await?;
-        let (migrated, seeded) = pool.bounded(migrate::bootstrap(&mut client)).await?;
+        let (migrated, seeded) = pool
+            .bounded(migrate::bootstrap(&mut client, options.demo_employees))
+            .await?;
         drop(client);
         tracing::debug!(database = %pool.target(), migrated, seeded, "opened employee directory");
         // Only a cache needs the generation.

@@ -1,7 +1,11 @@
-//! Organisation-wide reports on PostgreSQL, the same answers as
-//! `crate::sqlite::reports` (averages and medians computed in `numeric`,
-//! rounded half away from zero like SQLite's `ROUND`). The statements of a
-//! report are pipelined.
+//! Organisation-wide reports on PostgreSQL from the aggregates of
+//! migration 5, the same answers as `crate::sqlite::reports` (see there for
+//! how the aggregates and the per-person corrections add up). Headcount
+//! and turnover are counted in SQL; compensation statistics are computed in
+//! `crate::aggregate` from salary counts and band sums. The statements of
+//! a report are pipelined.
+
+use std::collections::HashMap;
 
 use chrono::{Months, NaiveDate};
 use deadpool_postgres::ClientWrapper;
@@ -9,6 +13,7 @@ use tokio_postgres::Row;
 
 use super::queries::{row_opt, rows};
 use super::row::{count, get};
+use crate::aggregate::{BandSum, SalaryCount, compensation_rows};
 use crate::error::DirectoryError;
 use crate::lookup::{
     employment_label, level_label, office_label, percent, turnover_report, turnover_row,
@@ -20,9 +25,28 @@ use crate::model::{
 
 type Result<T> = std::result::Result<T, DirectoryError>;
 
-/// Employees employed on `$1`; a person still counts on their last day.
-const EMPLOYED_ON: &str =
-    "e.start_date <= $1::date AND (e.termination_date IS NULL OR e.termination_date >= $1::date)";
+/// The people the aggregates count wrongly for the date `at`: counted (no
+/// termination date) but not started yet, as `{columns}, {minus}`, and not
+/// counted but still employed, as `{columns}, {plus}`.
+fn corrections(columns: &str, minus: &str, plus: &str, at: &str) -> String {
+    format!(
+        "SELECT {columns}, {minus} FROM employees
+         WHERE termination_date IS NULL AND start_date > {at}
+         UNION ALL
+         SELECT {columns}, {plus} FROM employees
+         WHERE termination_date >= {at} AND start_date <= {at}"
+    )
+}
+
+/// Employed on `$1` per headcount group; a person still counts on their
+/// last day.
+fn headcount_pop() -> String {
+    let columns = "department_id, location_id, employment_type, office_type";
+    format!(
+        "WITH pop AS (SELECT {columns}, n FROM report_headcount UNION ALL {})",
+        corrections(columns, "-1", "1", "$1::date")
+    )
+}
 
 pub(crate) async fn report(
     c: &ClientWrapper,
@@ -37,22 +61,22 @@ pub(crate) async fn report(
 }
 
 async fn headcount(c: &ClientWrapper, today: NaiveDate) -> Result<HeadcountReport> {
-    let total = format!("SELECT COUNT(*) FROM employees e WHERE {EMPLOYED_ON}");
+    let pop = headcount_pop();
+    let total = format!("{pop} SELECT COALESCE(SUM(n), 0)::bigint FROM pop");
     let departments = format!(
-        "SELECT d.id, d.name, COUNT(e.id)
-         FROM departments d LEFT JOIN employees e ON e.department_id = d.id AND {EMPLOYED_ON}
-         GROUP BY d.id, d.name ORDER BY COUNT(e.id) DESC, lower(d.name)"
+        "{pop} SELECT d.id, d.name, COALESCE(SUM(p.n), 0)::bigint
+         FROM departments d LEFT JOIN pop p ON p.department_id = d.id
+         GROUP BY d.id, d.name ORDER BY 3 DESC, lower(d.name)"
     );
     let locations = format!(
-        "SELECT l.city, l.region, l.country, COUNT(*)
-         FROM employees e JOIN locations l ON l.id = e.location_id
-         WHERE {EMPLOYED_ON}
-         GROUP BY l.id ORDER BY COUNT(*) DESC, l.city, l.id"
+        "{pop} SELECT l.city, l.region, l.country, SUM(p.n)::bigint
+         FROM pop p JOIN locations l ON l.id = p.location_id
+         GROUP BY l.id HAVING SUM(p.n) > 0 ORDER BY SUM(p.n) DESC, l.city, l.id"
     );
     let by = |column: &str| {
         format!(
-            "SELECT e.{column}, NULL::text, COUNT(*) FROM employees e WHERE {EMPLOYED_ON}
-             GROUP BY 1 ORDER BY 3 DESC, 1"
+            "{pop} SELECT {column}, NULL::text, SUM(n)::bigint FROM pop
+             GROUP BY 1 HAVING SUM(n) > 0 ORDER BY 3 DESC, 1"
         )
     };
     let (employment, office) = (by("employment_type"), by("office_type"));
@@ -110,25 +134,37 @@ async fn headcount(c: &ClientWrapper, today: NaiveDate) -> Result<HeadcountRepor
     })
 }
 
-/// Turnover counts; `$1` = period start (exclusive), `$2` = end (inclusive).
-const TURNOVER_AGGREGATES: &str = "
-    COUNT(*) FILTER (WHERE e.start_date <= $1::date
-                       AND (e.termination_date IS NULL OR e.termination_date >= $1::date)),
-    COUNT(*) FILTER (WHERE e.start_date <= $2::date
-                       AND (e.termination_date IS NULL OR e.termination_date >= $2::date)),
-    COUNT(*) FILTER (WHERE e.termination_date > $1::date AND e.termination_date <= $2::date),
-    COUNT(*) FILTER (WHERE e.termination_date > $1::date AND e.termination_date <= $2::date
-                       AND e.termination_reason = 'voluntary'),
-    COUNT(*) FILTER (WHERE e.termination_date > $1::date AND e.termination_date <= $2::date
-                       AND e.termination_reason = 'involuntary'),
-    COUNT(*) FILTER (WHERE e.start_date > $1::date AND e.start_date <= $2::date)";
-
 async fn turnover(c: &ClientWrapper, today: NaiveDate) -> Result<TurnoverReport> {
     let start = today.checked_sub_months(Months::new(12)).unwrap_or(today);
-    let overall = format!("SELECT {TURNOVER_AGGREGATES} FROM employees e");
+    // $1 = period start (exclusive), $2 = period end (inclusive); see the
+    // SQLite twin for how the start headcount is derived.
+    let counts = format!(
+        "WITH t (department_id, hc_start, hc_end, terminations, voluntary, involuntary, hires)
+         AS (SELECT department_id, n, n, 0, 0, 0, 0 FROM report_headcount
+             UNION ALL {}
+             UNION ALL
+             SELECT department_id,
+                    (CASE WHEN day < $2::date THEN ends ELSE 0 END)
+                      - (CASE WHEN day > $1::date THEN starts ELSE 0 END), 0,
+                    CASE WHEN day > $1::date THEN terminations ELSE 0 END,
+                    CASE WHEN day > $1::date THEN voluntary ELSE 0 END,
+                    CASE WHEN day > $1::date THEN involuntary ELSE 0 END,
+                    CASE WHEN day > $1::date THEN hires ELSE 0 END
+             FROM report_days WHERE day >= $1::date AND day <= $2::date)",
+        corrections(
+            "department_id",
+            "-1, -1, 0, 0, 0, 0",
+            "1, 1, 0, 0, 0, 0",
+            "$2::date"
+        )
+    );
+    let sums = "COALESCE(SUM(t.hc_start), 0)::bigint, COALESCE(SUM(t.hc_end), 0)::bigint,
+                COALESCE(SUM(t.terminations), 0)::bigint, COALESCE(SUM(t.voluntary), 0)::bigint,
+                COALESCE(SUM(t.involuntary), 0)::bigint, COALESCE(SUM(t.hires), 0)::bigint";
+    let overall = format!("{counts} SELECT {sums} FROM t");
     let departments = format!(
-        "SELECT d.id, d.name, {TURNOVER_AGGREGATES}
-         FROM departments d LEFT JOIN employees e ON e.department_id = d.id
+        "{counts} SELECT d.id, d.name, {sums}
+         FROM departments d LEFT JOIN t ON t.department_id = d.id
          GROUP BY d.id, d.name"
     );
     let p = &[&start as &(dyn tokio_postgres::types::ToSql + Sync), &today];
@@ -152,65 +188,83 @@ async fn turnover(c: &ClientWrapper, today: NaiveDate) -> Result<TurnoverReport>
     Ok(turnover_report(today, start, overall, by_department))
 }
 
-/// Salary statistics of employees employed on `$1`, grouped by the SQL
-/// expression `key` and labelled by `label` (internal constants, never user
-/// input); `join` adds tables the expressions need.
-fn compensation_sql(key: &str, label: &str, join: &str) -> String {
-    format!(
-        "WITH pop AS (
-             SELECT ({key})::text AS k, ({label})::text AS label, e.salary,
-                    b.min_salary, b.mid_salary, b.max_salary
-             FROM employees e
-             JOIN compensation_bands b ON b.role_id = e.role_id AND b.level = e.level
-             {join}
-             WHERE {EMPLOYED_ON}),
-         ranked AS (
-             SELECT k, salary,
-                    ROW_NUMBER() OVER (PARTITION BY k ORDER BY salary) AS rn,
-                    COUNT(*) OVER (PARTITION BY k) AS cnt
-             FROM pop),
-         medians AS (
-             SELECT k, AVG(salary) AS median FROM ranked
-             WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2) GROUP BY k)
-         SELECT p.k, MIN(p.label COLLATE \"C\"), COUNT(*), ROUND(AVG(p.salary))::float8,
-                MIN(m.median)::float8, MIN(p.salary), MAX(p.salary),
-                ROUND(AVG(p.salary::numeric / p.mid_salary), 2)::float8,
-                ROUND(AVG(CASE WHEN p.max_salary > p.min_salary
-                               THEN 100.0 * (p.salary - p.min_salary) / (p.max_salary - p.min_salary)
-                               ELSE 50.0 END), 1)::float8
-         FROM pop p JOIN medians m ON m.k = p.k
-         GROUP BY p.k
-         ORDER BY MIN(p.label COLLATE \"C\")"
-    )
+/// Salary counts and band sums of employees employed on `$1`, grouped by
+/// `key` (a column of the aggregates, or `'all'`; internal constants).
+fn compensation_sql(key: &str) -> (String, String) {
+    let salaries = format!(
+        "WITH pop AS (SELECT department_id, level, salary, n FROM report_salaries UNION ALL {})
+         SELECT ({key})::text, salary, SUM(n)::bigint FROM pop GROUP BY 1, 2 HAVING SUM(n) <> 0",
+        corrections("department_id, level, salary", "-1", "1", "$1::date")
+    );
+    let band_key = if key.starts_with('\'') {
+        key.to_string()
+    } else {
+        format!("p.{key}")
+    };
+    let bands = format!(
+        "WITH pop AS (SELECT department_id, role_id, level, n, salary_sum FROM report_bands
+                      UNION ALL {})
+         SELECT ({band_key})::text, SUM(p.n)::bigint, SUM(p.salary_sum)::bigint,
+                b.min_salary, b.mid_salary, b.max_salary
+         FROM pop p JOIN compensation_bands b ON b.role_id = p.role_id AND b.level = p.level
+         GROUP BY 1, p.role_id, p.level, b.min_salary, b.mid_salary, b.max_salary
+         HAVING SUM(p.n) <> 0",
+        corrections(
+            "department_id, role_id, level",
+            "-1, -salary",
+            "1, salary",
+            "$1::date"
+        )
+    );
+    (salaries, bands)
 }
 
-fn compensation_row(row: &Row) -> Result<CompensationRow> {
-    Ok(CompensationRow {
-        key: get(row, 0)?,
-        label: get(row, 1)?,
-        headcount: count(row, 2)?,
-        average_salary: get::<f64>(row, 3)? as i64,
-        median_salary: get(row, 4)?,
-        min_salary: get(row, 5)?,
-        max_salary: get(row, 6)?,
-        average_compa_ratio: get(row, 7)?,
-        average_band_position_percent: get(row, 8)?,
-    })
+fn salary_counts(rows: &[Row]) -> Result<Vec<SalaryCount>> {
+    rows.iter()
+        .map(|row| {
+            Ok(SalaryCount {
+                key: get(row, 0)?,
+                salary: get(row, 1)?,
+                n: get(row, 2)?,
+            })
+        })
+        .collect()
+}
+
+fn band_sums(rows: &[Row]) -> Result<Vec<BandSum>> {
+    rows.iter()
+        .map(|row| {
+            Ok(BandSum {
+                key: get(row, 0)?,
+                n: get(row, 1)?,
+                salary_sum: get(row, 2)?,
+                min: get(row, 3)?,
+                mid: get(row, 4)?,
+                max: get(row, 5)?,
+            })
+        })
+        .collect()
 }
 
 async fn compensation(c: &ClientWrapper, today: NaiveDate) -> Result<CompensationReport> {
-    let overall = compensation_sql("'all'", "'All employees'", "");
-    let departments = compensation_sql(
-        "e.department_id",
-        "d.name",
-        "JOIN departments d ON d.id = e.department_id",
-    );
-    let levels = compensation_sql("e.level", "e.level", "");
+    let (all_s, all_b) = compensation_sql("'all'");
+    let (dept_s, dept_b) = compensation_sql("department_id");
+    let (level_s, level_b) = compensation_sql("level");
     let p = &[&today as &(dyn tokio_postgres::types::ToSql + Sync)];
-    let (overall, departments, levels, currency) = tokio::try_join!(
-        rows(c, "compensation report", &overall, p),
-        rows(c, "compensation report", &departments, p),
-        rows(c, "compensation report", &levels, p),
+    let ctx = "compensation report";
+    let (all_s, all_b, dept_s, dept_b, level_s, level_b, names, currency) = tokio::try_join!(
+        rows(c, ctx, &all_s, p),
+        rows(c, ctx, &all_b, p),
+        rows(c, ctx, &dept_s, p),
+        rows(c, ctx, &dept_b, p),
+        rows(c, ctx, &level_s, p),
+        rows(c, ctx, &level_b, p),
+        rows(
+            c,
+            "department names",
+            "SELECT id, name FROM departments",
+            &[]
+        ),
         row_opt(
             c,
             "band currency",
@@ -218,28 +272,31 @@ async fn compensation(c: &ClientWrapper, today: NaiveDate) -> Result<Compensatio
             &[]
         ),
     )?;
-    let overall = match overall.first() {
-        Some(row) => compensation_row(row)?,
-        None => CompensationRow {
-            key: "all".to_string(),
-            label: "All employees".to_string(),
-            headcount: 0,
-            average_salary: 0,
-            median_salary: 0.0,
-            min_salary: 0,
-            max_salary: 0,
-            average_compa_ratio: 0.0,
-            average_band_position_percent: 0.0,
-        },
-    };
-    let by_department = departments
+    let names: HashMap<String, String> = names
         .iter()
-        .map(compensation_row)
-        .collect::<Result<Vec<_>>>()?;
-    let mut by_level = levels
-        .iter()
-        .map(compensation_row)
-        .collect::<Result<Vec<_>>>()?;
+        .map(|row| Ok((get(row, 0)?, get(row, 1)?)))
+        .collect::<Result<_>>()?;
+    let overall = compensation_rows(salary_counts(&all_s)?, band_sums(&all_b)?, |_| {
+        Some("All employees".to_string())
+    })
+    .pop()
+    .unwrap_or(CompensationRow {
+        key: "all".to_string(),
+        label: "All employees".to_string(),
+        headcount: 0,
+        average_salary: 0,
+        median_salary: 0.0,
+        min_salary: 0,
+        max_salary: 0,
+        average_compa_ratio: 0.0,
+        average_band_position_percent: 0.0,
+    });
+    let by_department = compensation_rows(salary_counts(&dept_s)?, band_sums(&dept_b)?, |k| {
+        names.get(k).cloned()
+    });
+    let mut by_level = compensation_rows(salary_counts(&level_s)?, band_sums(&level_b)?, |k| {
+        Some(k.to_string())
+    });
     for row in &mut by_level {
         if let Some(level) = Level::parse(&row.key) {
             row.label = level_label(level);

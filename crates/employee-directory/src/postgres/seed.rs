@@ -14,7 +14,10 @@ type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
 /// Seeds the database if it has no employees yet; returns whether it did.
 /// The caller holds the bootstrap lock, so the check and the inserts cannot
 /// race another server; a failure rolls everything back.
-pub(crate) async fn seed_if_empty(tx: &Transaction<'_>) -> Result<bool, DirectoryError> {
+pub(crate) async fn seed_if_empty(
+    tx: &Transaction<'_>,
+    demo_employees: Option<u32>,
+) -> Result<bool, DirectoryError> {
     let row = tx
         .query_one("SELECT EXISTS (SELECT 1 FROM employees)", &[])
         .await
@@ -23,10 +26,18 @@ pub(crate) async fn seed_if_empty(tx: &Transaction<'_>) -> Result<bool, Director
         return Ok(false);
     }
     let started = std::time::Instant::now();
-    let data = seed::generate().map_err(DirectoryError::Seed)?;
+    let data = seed::generate(demo_employees).map_err(DirectoryError::Seed)?;
     insert(tx, &data)
         .await
         .map_err(|e| DirectoryError::Seed(e.to_string()))?;
+    if let Some(n) = demo_employees {
+        tx.execute(
+            "INSERT INTO directory_meta (key, value) VALUES ('seed_employees', $1)",
+            &[&n.to_string()],
+        )
+        .await
+        .map_err(|e| DirectoryError::Seed(e.to_string()))?;
+    }
     tracing::info!(
         employees = data.employees.len(),
         elapsed_ms = started.elapsed().as_millis() as u64,
@@ -98,8 +109,8 @@ async fn insert_org(tx: &Transaction<'_>, data: &SeedData) -> Result<(), tokio_p
     .await?;
 
     let t = &data.teams;
-    let id: Vec<&str> = t.iter().map(|x| x.id).collect();
-    let name: Vec<&str> = t.iter().map(|x| x.name).collect();
+    let id: Vec<&str> = t.iter().map(|x| x.id.as_str()).collect();
+    let name: Vec<&str> = t.iter().map(|x| x.name.as_str()).collect();
     let dept: Vec<&str> = t.iter().map(|x| x.department_id).collect();
     let desc: Vec<&str> = t.iter().map(|x| x.description).collect();
     let manager: Vec<&str> = t.iter().map(|x| x.manager_id.as_str()).collect();
@@ -166,7 +177,7 @@ async fn insert_people(tx: &Transaction<'_>, data: &SeedData) -> Result<(), toki
     let role: Vec<i64> = e.iter().map(|x| x.role_id).collect();
     let level: Vec<&str> = e.iter().map(|x| x.level.as_str()).collect();
     let dept: Vec<&str> = e.iter().map(|x| x.department_id).collect();
-    let team: Vec<Option<&str>> = e.iter().map(|x| x.team_id).collect();
+    let team: Vec<Option<&str>> = e.iter().map(|x| x.team_id.as_deref()).collect();
     let manager: Vec<Option<&str>> = e.iter().map(|x| x.manager_id.as_deref()).collect();
     let location: Vec<i64> = e.iter().map(|x| x.location_id).collect();
     let employment: Vec<&str> = e.iter().map(|x| x.employment_type.as_str()).collect();

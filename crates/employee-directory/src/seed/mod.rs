@@ -7,6 +7,7 @@
 
 mod catalog;
 mod rng;
+mod scaled;
 
 use std::collections::{HashMap, HashSet};
 
@@ -18,6 +19,11 @@ use crate::model::{
 };
 use catalog::{DEPARTMENTS, DepartmentDef, EXECUTIVE_DEPARTMENT, TEAMS, TeamDef};
 use rng::SplitMix64;
+
+/// Fewest people `--demo-employees` accepts.
+pub const MIN_DEMO_EMPLOYEES: u32 = scaled::MIN_EMPLOYEES;
+/// Most people `--demo-employees` accepts.
+pub const MAX_DEMO_EMPLOYEES: u32 = scaled::MAX_EMPLOYEES;
 
 /// Bump when the generated content changes.
 pub(crate) const SEED_VERSION: &str = "1";
@@ -49,8 +55,8 @@ pub(crate) struct DepartmentRow {
 }
 
 pub(crate) struct TeamRow {
-    pub id: &'static str,
-    pub name: &'static str,
+    pub id: String,
+    pub name: String,
     pub department_id: &'static str,
     pub description: &'static str,
     pub manager_id: String,
@@ -111,7 +117,7 @@ pub(crate) struct EmployeeRow {
     pub role_id: i64,
     pub level: Level,
     pub department_id: &'static str,
-    pub team_id: Option<&'static str>,
+    pub team_id: Option<String>,
     pub manager_id: Option<String>,
     pub location_id: i64,
     pub employment_type: EmploymentType,
@@ -173,9 +179,14 @@ pub(crate) fn job_title(role: &str, track: &str, level: Level) -> String {
     }
 }
 
-/// Generates the organisation. Pure and deterministic.
-pub(crate) fn generate() -> Result<SeedData, String> {
-    Generator::new().run()
+/// Generates the organisation. Pure and deterministic: `None` is the demo
+/// company (about 1,400 people), `Some(n)` a company of exactly `n` people
+/// shaped like a real one (see [`scaled`]).
+pub(crate) fn generate(employees: Option<u32>) -> Result<SeedData, String> {
+    match employees {
+        None => Generator::new().run(),
+        Some(n) => Generator::new().run_scaled(n),
+    }
 }
 
 /// Settings for one person; `None` fields are drawn at random.
@@ -194,7 +205,10 @@ struct PersonSpec {
 /// Where a person sits in the organisation.
 struct Placement<'a> {
     department: &'a DepartmentDef,
+    /// The team whose roles shape the person's history.
     team: Option<&'a TeamDef>,
+    /// The team the person belongs to (none for heads and directors).
+    team_id: Option<&'a str>,
     role: &'static str,
     track: Track,
     level: Level,
@@ -207,6 +221,11 @@ struct Generator {
     rng: SplitMix64,
     data: SeedData,
     taken_ids: HashSet<String>,
+    /// Next suffix to try per lower-cased name, so a million people with
+    /// a few thousand distinct names do not probe suffixes one by one.
+    next_suffix: HashMap<String, u32>,
+    /// Skills drawn with long-tail weights (the scaled company).
+    long_tail_skills: bool,
     role_ids: HashMap<&'static str, i64>,
     skill_ids: HashMap<&'static str, i64>,
     bands: HashMap<(i64, Level), (i64, i64)>,
@@ -245,6 +264,8 @@ impl Generator {
                 leave: Vec::new(),
             },
             taken_ids: HashSet::new(),
+            next_suffix: HashMap::new(),
+            long_tail_skills: false,
             role_ids: HashMap::new(),
             skill_ids: HashMap::new(),
             bands: HashMap::new(),
@@ -260,6 +281,7 @@ impl Generator {
             &Placement {
                 department: &EXECUTIVE_DEPARTMENT,
                 team: None,
+                team_id: None,
                 role: EXECUTIVE_DEPARTMENT.head_role,
                 track: Track::Executive,
                 level: Level::Executive,
@@ -290,6 +312,7 @@ impl Generator {
                 &Placement {
                     department: dept,
                     team: None,
+                    team_id: None,
                     role: dept.head_role,
                     track: Track::Executive,
                     level: Level::Executive,
@@ -419,22 +442,7 @@ impl Generator {
         // The article's example people live in the Backend team.
         let is_backend = team.id == "backend";
         let manager_spec = if is_backend {
-            PersonSpec {
-                name: Some(("Alice", "Johnson")),
-                start: Some(ymd(2016, 6, 13)),
-                location: Some("San Francisco"),
-                employment_type: Some(EmploymentType::FullTime),
-                office_type: Some(OfficeType::Hybrid),
-                phone: Some("+1-555-0101"),
-                skills: Some(&[
-                    ("Leadership", Proficiency::Expert),
-                    ("System Design", Proficiency::Expert),
-                    ("Go", Proficiency::Advanced),
-                    ("Kubernetes", Proficiency::Advanced),
-                    ("Coaching", Proficiency::Advanced),
-                ]),
-                ..PersonSpec::default()
-            }
+            alice_johnson()
         } else {
             let start = self.date_between(ymd(2013, 1, 1), ymd(2022, 12, 31));
             PersonSpec {
@@ -452,6 +460,7 @@ impl Generator {
             &Placement {
                 department: dept,
                 team: Some(team),
+                team_id: Some(team.id),
                 role: dept.manager_role,
                 track: Track::Manager,
                 level: manager_level,
@@ -461,8 +470,8 @@ impl Generator {
             manager_spec,
         )?;
         self.data.teams.push(TeamRow {
-            id: team.id,
-            name: team.name,
+            id: team.id.to_string(),
+            name: team.name.to_string(),
             department_id: dept.id,
             description: team.description,
             manager_id: manager_id.clone(),
@@ -474,22 +483,7 @@ impl Generator {
             let active = i < team.size;
             let mut spec = PersonSpec::default();
             let (role, level) = if is_backend && i == 0 {
-                spec = PersonSpec {
-                    name: Some(("John", "Doe")),
-                    start: Some(ymd(2020, 1, 15)),
-                    location: Some("San Francisco"),
-                    employment_type: Some(EmploymentType::FullTime),
-                    office_type: Some(OfficeType::Hybrid),
-                    phone: Some("+1-555-0123"),
-                    skills: Some(&[
-                        ("Java", Proficiency::Expert),
-                        ("Python", Proficiency::Advanced),
-                        ("PostgreSQL", Proficiency::Advanced),
-                        ("AWS", Proficiency::Intermediate),
-                        ("Kubernetes", Proficiency::Intermediate),
-                    ]),
-                    ..PersonSpec::default()
-                };
+                spec = john_doe();
                 ("Software Engineer", Level::Senior)
             } else {
                 (
@@ -513,6 +507,7 @@ impl Generator {
                 &Placement {
                     department: dept,
                     team: Some(team),
+                    team_id: Some(team.id),
                     role,
                     track: Track::IndividualContributor,
                     level,
@@ -608,7 +603,7 @@ impl Generator {
             role_id,
             level: at.level,
             department_id: at.department.id,
-            team_id: at.team.map(|t| t.id),
+            team_id: at.team_id.map(str::to_string),
             manager_id: at.manager_id.clone(),
             location_id: location_idx as i64 + 1,
             employment_type,
@@ -643,12 +638,14 @@ impl Generator {
             .chars()
             .filter(char::is_ascii_alphanumeric)
             .collect();
-        let mut n = 1u32;
+        let key = base.to_ascii_lowercase();
+        let mut n = self.next_suffix.get(&key).copied().unwrap_or(1);
         loop {
             let suffix = if n == 1 { String::new() } else { n.to_string() };
             let id = format!("{base}{suffix}");
             // Ids are compared case-insensitively everywhere.
             if self.taken_ids.insert(id.to_ascii_lowercase()) {
+                self.next_suffix.insert(key, n + 1);
                 let email = format!(
                     "{}.{}{}@{}",
                     first.to_ascii_lowercase(),
@@ -677,7 +674,11 @@ impl Generator {
                 let mut guard = 0;
                 while picked.len() < count.min(at.skill_pool.len()) && guard < 100 {
                     guard += 1;
-                    let skill = *self.rng.pick(&at.skill_pool);
+                    let skill = if self.long_tail_skills {
+                        self.long_tail_skill(&at.skill_pool)
+                    } else {
+                        *self.rng.pick(&at.skill_pool)
+                    };
                     if !picked.contains(&skill) {
                         picked.push(skill);
                     }
@@ -909,6 +910,46 @@ impl Generator {
     }
 }
 
+/// The article's team manager (Backend).
+fn alice_johnson() -> PersonSpec {
+    PersonSpec {
+        name: Some(("Alice", "Johnson")),
+        start: Some(ymd(2016, 6, 13)),
+        location: Some("San Francisco"),
+        employment_type: Some(EmploymentType::FullTime),
+        office_type: Some(OfficeType::Hybrid),
+        phone: Some("+1-555-0101"),
+        skills: Some(&[
+            ("Leadership", Proficiency::Expert),
+            ("System Design", Proficiency::Expert),
+            ("Go", Proficiency::Advanced),
+            ("Kubernetes", Proficiency::Advanced),
+            ("Coaching", Proficiency::Advanced),
+        ]),
+        ..PersonSpec::default()
+    }
+}
+
+/// The article's example employee (Backend, reports to Alice Johnson).
+fn john_doe() -> PersonSpec {
+    PersonSpec {
+        name: Some(("John", "Doe")),
+        start: Some(ymd(2020, 1, 15)),
+        location: Some("San Francisco"),
+        employment_type: Some(EmploymentType::FullTime),
+        office_type: Some(OfficeType::Hybrid),
+        phone: Some("+1-555-0123"),
+        skills: Some(&[
+            ("Java", Proficiency::Expert),
+            ("Python", Proficiency::Advanced),
+            ("PostgreSQL", Proficiency::Advanced),
+            ("AWS", Proficiency::Intermediate),
+            ("Kubernetes", Proficiency::Intermediate),
+        ]),
+        ..PersonSpec::default()
+    }
+}
+
 fn monday_on_or_before(date: NaiveDate) -> NaiveDate {
     date - Days::new(u64::from(date.weekday().num_days_from_monday()))
 }
@@ -931,8 +972,8 @@ mod tests {
 
     #[test]
     fn generation_is_deterministic_and_consistent() {
-        let a = generate().unwrap();
-        let b = generate().unwrap();
+        let a = generate(None).unwrap();
+        let b = generate(None).unwrap();
         assert_eq!(a.employees.len(), b.employees.len());
         for (x, y) in a.employees.iter().zip(&b.employees) {
             assert_eq!(

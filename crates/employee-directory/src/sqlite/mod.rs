@@ -74,10 +74,11 @@ impl SqliteBackend {
         let described = pool.describe();
         // The only place the file may be created: later connections refuse
         // a missing file instead of serving an empty database.
+        let demo_employees = options.demo_employees;
         let (migrated, seeded) = pool
-            .bootstrap(|conn| {
+            .bootstrap(move |conn| {
                 let migrated = migrate::migrate(conn)?;
-                let seeded = seed::seed_if_empty(conn)?;
+                let seeded = seed::seed_if_empty(conn, demo_employees)?;
                 if seeded {
                     // Move the freshly written pages from the WAL into the
                     // main file so the file is self-contained; not fatal.

@@ -1,9 +1,15 @@
-//! Organisation-wide reports, computed with SQL aggregates.
+//! Organisation-wide reports from the aggregates of migration 5 (kept
+//! current by triggers), so a report reads a few hundred rows whatever the
+//! company's size. The aggregates count everyone without a termination date;
+//! the people whose dates make them differ on the report date (a start date
+//! after it, a termination date on or after it) are few and read one by one
+//! through the `employees_dates` index.
 
 use chrono::{Months, NaiveDate};
 use rusqlite::{Connection, params};
 
 use super::row::{CachedRow, count};
+use crate::aggregate::{BandSum, SalaryCount, compensation_rows};
 use crate::error::DirectoryError;
 use crate::lookup::{
     employment_label, level_label, office_label, percent, turnover_report, turnover_row,
@@ -15,10 +21,30 @@ use crate::model::{
 
 type Result<T> = std::result::Result<T, DirectoryError>;
 
-/// Employees employed on `?1` (a YYYY-MM-DD date); a person still counts on
-/// their last day.
-const EMPLOYED_ON: &str =
-    "e.start_date <= ?1 AND (e.termination_date IS NULL OR e.termination_date >= ?1)";
+/// The people the aggregates count wrongly for the date `at`: counted
+/// (no termination date) but not started yet, as `{columns}, {minus}`, and
+/// not counted (a termination date) but still employed, as
+/// `{columns}, {plus}`.
+fn corrections(columns: &str, minus: &str, plus: &str, at: &str) -> String {
+    format!(
+        "SELECT {columns}, {minus} FROM employees
+         WHERE termination_date IS NULL AND start_date > {at}
+         UNION ALL
+         SELECT {columns}, {plus} FROM employees
+         WHERE termination_date >= {at} AND start_date <= {at}"
+    )
+}
+
+/// Employed on `?1` per headcount group, as (department_id, location_id,
+/// employment_type, office_type, n) rows; a person still counts on their
+/// last day.
+fn headcount_pop() -> String {
+    let columns = "department_id, location_id, employment_type, office_type";
+    format!(
+        "WITH pop AS (SELECT {columns}, n FROM report_headcount UNION ALL {})",
+        corrections(columns, "-1", "1", "?1")
+    )
+}
 
 pub(crate) fn report(conn: &Connection, kind: ReportType, today: NaiveDate) -> Result<Report> {
     Ok(match kind {
@@ -32,7 +58,7 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
     let as_of = today.to_string();
     let total: u32 = conn
         .cached_row(
-            &format!("SELECT COUNT(*) FROM employees e WHERE {EMPLOYED_ON}"),
+            &format!("{} SELECT COALESCE(SUM(n), 0) FROM pop", headcount_pop()),
             [&as_of],
             |row| count(row, 0),
         )
@@ -62,19 +88,20 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
 
     let by_department = buckets(
         format!(
-            "SELECT d.id, d.name, COUNT(e.id)
-             FROM departments d LEFT JOIN employees e ON e.department_id = d.id AND {EMPLOYED_ON}
-             GROUP BY d.id ORDER BY COUNT(e.id) DESC, d.name"
+            "{} SELECT d.id, d.name, COALESCE(SUM(p.n), 0)
+             FROM departments d LEFT JOIN pop p ON p.department_id = d.id
+             GROUP BY d.id ORDER BY 3 DESC, d.name",
+            headcount_pop()
         ),
         &|k| k.to_string(),
     )?;
 
     let mut stmt = conn
         .prepare_cached(&format!(
-            "SELECT l.city, l.region, l.country, COUNT(*)
-             FROM employees e JOIN locations l ON l.id = e.location_id
-             WHERE {EMPLOYED_ON}
-             GROUP BY l.id ORDER BY COUNT(*) DESC, l.city, l.id"
+            "{} SELECT l.city, l.region, l.country, SUM(p.n)
+             FROM pop p JOIN locations l ON l.id = p.location_id
+             GROUP BY l.id HAVING SUM(p.n) > 0 ORDER BY SUM(p.n) DESC, l.city, l.id",
+            headcount_pop()
         ))
         .map_err(DirectoryError::db("headcount by location"))?;
     let by_location = stmt
@@ -93,15 +120,17 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
 
     let by_employment_type = buckets(
         format!(
-            "SELECT e.employment_type, NULL, COUNT(*) FROM employees e WHERE {EMPLOYED_ON}
-             GROUP BY 1 ORDER BY 3 DESC, 1"
+            "{} SELECT employment_type, NULL, SUM(n) FROM pop
+             GROUP BY 1 HAVING SUM(n) > 0 ORDER BY 3 DESC, 1",
+            headcount_pop()
         ),
         &|k| EmploymentType::parse(k).map_or_else(|| k.to_string(), employment_label),
     )?;
     let by_office_type = buckets(
         format!(
-            "SELECT e.office_type, NULL, COUNT(*) FROM employees e WHERE {EMPLOYED_ON}
-             GROUP BY 1 ORDER BY 3 DESC, 1"
+            "{} SELECT office_type, NULL, SUM(n) FROM pop
+             GROUP BY 1 HAVING SUM(n) > 0 ORDER BY 3 DESC, 1",
+            headcount_pop()
         ),
         &|k| OfficeType::parse(k).map_or_else(|| k.to_string(), office_label),
     )?;
@@ -118,30 +147,44 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
 
 fn turnover(conn: &Connection, today: NaiveDate) -> Result<TurnoverReport> {
     let start = today.checked_sub_months(Months::new(12)).unwrap_or(today);
-    // ?1 = period start (exclusive), ?2 = period end (inclusive).
-    let aggregates = "
-        COALESCE(SUM(e.start_date <= ?1 AND (e.termination_date IS NULL OR e.termination_date >= ?1)), 0),
-        COALESCE(SUM(e.start_date <= ?2 AND (e.termination_date IS NULL OR e.termination_date >= ?2)), 0),
-        COALESCE(SUM(e.termination_date > ?1 AND e.termination_date <= ?2), 0),
-        COALESCE(SUM(e.termination_date > ?1 AND e.termination_date <= ?2
-                     AND e.termination_reason = 'voluntary'), 0),
-        COALESCE(SUM(e.termination_date > ?1 AND e.termination_date <= ?2
-                     AND e.termination_reason = 'involuntary'), 0),
-        COALESCE(SUM(e.start_date > ?1 AND e.start_date <= ?2), 0)";
+    // ?1 = period start (exclusive), ?2 = period end (inclusive). Headcount
+    // at the end comes from the aggregates; at the start it is the end's
+    // minus who started in the period plus who left before its last day.
+    let counts = format!(
+        "WITH t (department_id, hc_start, hc_end, terminations, voluntary, involuntary, hires)
+         AS (SELECT department_id, n, n, 0, 0, 0, 0 FROM report_headcount
+             UNION ALL {}
+             UNION ALL
+             SELECT department_id,
+                    (CASE WHEN day < ?2 THEN ends ELSE 0 END)
+                      - (CASE WHEN day > ?1 THEN starts ELSE 0 END), 0,
+                    CASE WHEN day > ?1 THEN terminations ELSE 0 END,
+                    CASE WHEN day > ?1 THEN voluntary ELSE 0 END,
+                    CASE WHEN day > ?1 THEN involuntary ELSE 0 END,
+                    CASE WHEN day > ?1 THEN hires ELSE 0 END
+             FROM report_days WHERE day >= ?1 AND day <= ?2)",
+        corrections(
+            "department_id",
+            "-1, -1, 0, 0, 0, 0",
+            "1, 1, 0, 0, 0, 0",
+            "?2"
+        )
+    );
+    let sums = "COALESCE(SUM(t.hc_start), 0), COALESCE(SUM(t.hc_end), 0),
+                COALESCE(SUM(t.terminations), 0), COALESCE(SUM(t.voluntary), 0),
+                COALESCE(SUM(t.involuntary), 0), COALESCE(SUM(t.hires), 0)";
     let period = params![start.to_string(), today.to_string()];
 
     let overall = conn
-        .cached_row(
-            &format!("SELECT {aggregates} FROM employees e"),
-            period,
-            |row| turnover_row(None, "All departments".to_string(), 0, |i| count(row, i)),
-        )
+        .cached_row(&format!("{counts} SELECT {sums} FROM t"), period, |row| {
+            turnover_row(None, "All departments".to_string(), 0, |i| count(row, i))
+        })
         .map_err(DirectoryError::db("company turnover"))?;
 
     let mut stmt = conn
         .prepare_cached(&format!(
-            "SELECT d.id, d.name, {aggregates}
-             FROM departments d LEFT JOIN employees e ON e.department_id = d.id
+            "{counts} SELECT d.id, d.name, {sums}
+             FROM departments d LEFT JOIN t ON t.department_id = d.id
              GROUP BY d.id"
         ))
         .map_err(DirectoryError::db("department turnover"))?;
@@ -154,84 +197,98 @@ fn turnover(conn: &Connection, today: NaiveDate) -> Result<TurnoverReport> {
     Ok(turnover_report(today, start, overall, by_department))
 }
 
-/// Salary statistics of employees employed on `as_of`, grouped by the SQL
-/// expression `key` and labelled by `label` (internal constants, never user
-/// input); `join` adds tables the expressions need.
-fn compensation_rows(
+/// Salary statistics of employees employed on `as_of`, grouped by `key`
+/// (a column of the aggregates, or `'all'`; internal constants, never user
+/// input) and named by `label`.
+fn compensation_rows_by(
     conn: &Connection,
     as_of: &str,
     key: &str,
-    label: &str,
-    join: &str,
+    label: impl Fn(&str) -> Option<String>,
 ) -> Result<Vec<CompensationRow>> {
-    let sql = format!(
-        "WITH pop AS (
-             SELECT {key} AS k, {label} AS label, e.salary,
-                    b.min_salary, b.mid_salary, b.max_salary
-             FROM employees e
-             JOIN compensation_bands b ON b.role_id = e.role_id AND b.level = e.level
-             {join}
-             WHERE {EMPLOYED_ON}),
-         ranked AS (
-             SELECT k, salary,
-                    ROW_NUMBER() OVER (PARTITION BY k ORDER BY salary) AS rn,
-                    COUNT(*) OVER (PARTITION BY k) AS cnt
-             FROM pop),
-         medians AS (
-             SELECT k, AVG(salary) AS median FROM ranked
-             WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2) GROUP BY k)
-         SELECT p.k, MIN(p.label), COUNT(*), ROUND(AVG(p.salary)), m.median,
-                MIN(p.salary), MAX(p.salary),
-                ROUND(AVG(CAST(p.salary AS REAL) / p.mid_salary), 2),
-                ROUND(AVG(CASE WHEN p.max_salary > p.min_salary
-                               THEN 100.0 * (p.salary - p.min_salary) / (p.max_salary - p.min_salary)
-                               ELSE 50.0 END), 1)
-         FROM pop p JOIN medians m ON m.k = p.k
-         GROUP BY p.k
-         ORDER BY MIN(p.label)"
+    let fail = DirectoryError::db("compensation report");
+    let salaries = format!(
+        "WITH pop AS (SELECT department_id, level, salary, n FROM report_salaries UNION ALL {})
+         SELECT {key}, salary, SUM(n) FROM pop GROUP BY 1, 2 HAVING SUM(n) <> 0",
+        corrections("department_id, level, salary", "-1", "1", "?1")
     );
-    let mut stmt = conn
-        .prepare_cached(&sql)
-        .map_err(DirectoryError::db("compensation report"))?;
-    stmt.query_map([as_of], |row| {
-        Ok(CompensationRow {
-            key: row.get(0)?,
-            label: row.get(1)?,
-            headcount: count(row, 2)?,
-            average_salary: row.get::<_, f64>(3)? as i64,
-            median_salary: row.get(4)?,
-            min_salary: row.get(5)?,
-            max_salary: row.get(6)?,
-            average_compa_ratio: row.get(7)?,
-            average_band_position_percent: row.get(8)?,
+    let salaries = conn
+        .prepare_cached(&salaries)
+        .and_then(|mut stmt| {
+            stmt.query_map([as_of], |row| {
+                Ok(SalaryCount {
+                    key: row.get(0)?,
+                    salary: row.get(1)?,
+                    n: row.get(2)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
         })
-    })
-    .and_then(Iterator::collect)
-    .map_err(DirectoryError::db("compensation report"))
+        .map_err(fail)?;
+    // The band table has a `level` column too.
+    let band_key = if key.starts_with('\'') {
+        key.to_string()
+    } else {
+        format!("p.{key}")
+    };
+    let bands = format!(
+        "WITH pop AS (SELECT department_id, role_id, level, n, salary_sum FROM report_bands
+                      UNION ALL {})
+         SELECT {band_key}, SUM(p.n), SUM(p.salary_sum), b.min_salary, b.mid_salary, b.max_salary
+         FROM pop p JOIN compensation_bands b ON b.role_id = p.role_id AND b.level = p.level
+         GROUP BY 1, p.role_id, p.level HAVING SUM(p.n) <> 0",
+        corrections(
+            "department_id, role_id, level",
+            "-1, -salary",
+            "1, salary",
+            "?1"
+        )
+    );
+    let bands = conn
+        .prepare_cached(&bands)
+        .and_then(|mut stmt| {
+            stmt.query_map([as_of], |row| {
+                Ok(BandSum {
+                    key: row.get(0)?,
+                    n: row.get(1)?,
+                    salary_sum: row.get(2)?,
+                    min: row.get(3)?,
+                    mid: row.get(4)?,
+                    max: row.get(5)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(DirectoryError::db("compensation report"))?;
+    Ok(compensation_rows(salaries, bands, label))
 }
 
 fn compensation(conn: &Connection, today: NaiveDate) -> Result<CompensationReport> {
     let as_of = today.to_string();
-    let mut overall = compensation_rows(conn, &as_of, "'all'", "'All employees'", "")?;
-    let overall = overall.pop().unwrap_or(CompensationRow {
-        key: "all".to_string(),
-        label: "All employees".to_string(),
-        headcount: 0,
-        average_salary: 0,
-        median_salary: 0.0,
-        min_salary: 0,
-        max_salary: 0,
-        average_compa_ratio: 0.0,
-        average_band_position_percent: 0.0,
-    });
-    let by_department = compensation_rows(
-        conn,
-        &as_of,
-        "e.department_id",
-        "d.name",
-        "JOIN departments d ON d.id = e.department_id",
-    )?;
-    let mut by_level = compensation_rows(conn, &as_of, "e.level", "e.level", "")?;
+    let overall =
+        compensation_rows_by(conn, &as_of, "'all'", |_| Some("All employees".to_string()))?
+            .pop()
+            .unwrap_or(CompensationRow {
+                key: "all".to_string(),
+                label: "All employees".to_string(),
+                headcount: 0,
+                average_salary: 0,
+                median_salary: 0.0,
+                min_salary: 0,
+                max_salary: 0,
+                average_compa_ratio: 0.0,
+                average_band_position_percent: 0.0,
+            });
+    let mut stmt = conn
+        .prepare_cached("SELECT id, name FROM departments")
+        .map_err(DirectoryError::db("department names"))?;
+    let names: std::collections::HashMap<String, String> = stmt
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .and_then(Iterator::collect)
+        .map_err(DirectoryError::db("department names"))?;
+    let by_department =
+        compensation_rows_by(conn, &as_of, "department_id", |k| names.get(k).cloned())?;
+    let mut by_level = compensation_rows_by(conn, &as_of, "level", |k| Some(k.to_string()))?;
     for row in &mut by_level {
         if let Some(level) = Level::parse(&row.key) {
             row.label = level_label(level);

@@ -10,7 +10,10 @@ use crate::seed::{self, SeedData};
 /// Runs in one immediate transaction: the emptiness check and the inserts are
 /// atomic, so concurrent openers cannot seed twice and a failure leaves the
 /// database empty (and is retried on the next open).
-pub(crate) fn seed_if_empty(conn: &mut Connection) -> Result<bool, DirectoryError> {
+pub(crate) fn seed_if_empty(
+    conn: &mut Connection,
+    demo_employees: Option<u32>,
+) -> Result<bool, DirectoryError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(DirectoryError::db("begin seed transaction"))?;
@@ -21,8 +24,15 @@ pub(crate) fn seed_if_empty(conn: &mut Connection) -> Result<bool, DirectoryErro
         return Ok(false);
     }
     let started = std::time::Instant::now();
-    let data = seed::generate().map_err(DirectoryError::Seed)?;
+    let data = seed::generate(demo_employees).map_err(DirectoryError::Seed)?;
     insert(&tx, &data).map_err(|e| DirectoryError::Seed(e.to_string()))?;
+    if let Some(n) = demo_employees {
+        tx.execute(
+            "INSERT INTO directory_meta (key, value) VALUES ('seed_employees', ?1)",
+            [n.to_string()],
+        )
+        .map_err(|e| DirectoryError::Seed(e.to_string()))?;
+    }
     tx.commit()
         .map_err(|e| DirectoryError::Seed(format!("commit failed: {e}")))?;
     tracing::info!(

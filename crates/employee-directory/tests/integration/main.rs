@@ -10,4 +10,5 @@ mod directory;
 mod faults;
 mod postgres;
 mod ranking;
+mod report_aggregates;
 mod schema;

@@ -37,6 +37,7 @@ pub async fn run(args: &ToolsArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot open the employee database: {e}"))?;
     let settings = crate::tools::Settings {
         max_result_bytes: usize::MAX,
+        report_task_grace: crate::tools::REPORT_TASK_GRACE,
     };
     let builtins: Vec<String> = crate::tools::all(&directory, settings)
         .iter()

@@ -19,6 +19,8 @@ mod tenure;
 use employee_directory::{Cached, Directory, DirectoryError, UnavailableReason};
 use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
 
+pub use report::TASK_GRACE as REPORT_TASK_GRACE;
+
 /// Server settings some tools need to know about.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
@@ -26,6 +28,9 @@ pub struct Settings {
     /// their default pages stay far below any sensible cap.
     #[allow(dead_code)]
     pub max_result_bytes: usize,
+    /// How long a report called with the tasks extension runs before it
+    /// becomes a task (`--report-task-grace-ms`).
+    pub report_task_grace: std::time::Duration,
 }
 
 /// Every HR tool, in the order `tools/list` shows them.
@@ -38,7 +43,7 @@ pub fn all(directory: &Directory, _settings: Settings) -> Vec<Tool> {
         skills::tool(directory.clone()),
         compensation::tool(directory.clone()),
         leave::tool(directory.clone()),
-        report::tool(directory.clone()),
+        report::tool(directory.clone(), settings.report_task_grace),
     ]
 }
 

@@ -1,5 +1,7 @@
 //! generate-employee-report
 
+use std::time::Duration;
+
 use employee_directory::{Directory, Report, ReportType};
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{SharedOutput, TaskSupport, Tool, ToolResult};
@@ -20,7 +22,13 @@ pub struct Input {
 /// compensation scope on top of the reports scope.
 const COMPENSATION_REPORT: &[&str] = &[scopes::REPORTS, scopes::COMPENSATION];
 
-pub fn tool(directory: Directory) -> Tool {
+/// Default of how long a task call runs before it becomes a task: half the
+/// poll interval clients are told (500 ms), so a report that is ready
+/// answers at once, and a slow one costs the client at most this before
+/// its first poll.
+pub const TASK_GRACE: Duration = Duration::from_millis(250);
+
+pub fn tool(directory: Directory, task_grace: Duration) -> Tool {
     // The report is a tagged union; an explicit object root keeps the
     // output schema usable by 2025 clients, which require one.
     let mut output = schemars::schema_for!(Report).to_value();
@@ -49,9 +57,11 @@ pub fn tool(directory: Directory) -> Tool {
         )
         // Report's own schema with an object root: every report holds.
         .output_schema_of_type(output)
-        // The slowest tool (whole-company aggregates): a client that speaks
-        // the tasks extension may poll for it instead of holding a request.
+        // A client that speaks the tasks extension gets a task only if the
+        // report is still running after the grace period (reports read
+        // aggregates and take milliseconds; see README "Tasks").
         .task_support(TaskSupport::Optional)
+        .task_after(task_grace)
         .state(directory)
         .handler(report)
 }

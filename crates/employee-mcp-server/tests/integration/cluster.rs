@@ -323,7 +323,8 @@ async fn task_request(server: &Server, method: &str, mut params: Value, name: &s
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_task_created_on_one_replica_is_polled_on_the_others() {
-    let cluster = Cluster::start(3, &[]);
+    // No grace: every report called with the extension becomes a task.
+    let cluster = Cluster::start(3, &["--report-task-grace-ms", "0"]);
     let args = json!({"reportType": "turnover"});
     let expected = cluster.replicas[0]
         .call_tool("generate-employee-report", args.clone())

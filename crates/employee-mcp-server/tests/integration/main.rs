@@ -21,6 +21,7 @@ mod operating;
 mod paging;
 mod replicas;
 mod replicated_limits;
+mod report_tasks;
 mod revision_schemas;
 mod scaling;
 mod shutdown;

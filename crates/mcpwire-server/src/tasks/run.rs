@@ -223,6 +223,9 @@ pub(crate) async fn call_as_task<P: Send + 'static>(
     // Until a task exists, the handler belongs to this request: if the
     // request goes away, so does the handler.
     let guard = run_cancel.clone().drop_guard();
+    if let Some(grace) = tool.tool.task_grace {
+        tokio::spawn(start_after(grace, Arc::clone(&slot), run_cancel.clone()));
+    }
     tokio::spawn(drive(
         server.clone(),
         tool,
@@ -252,6 +255,18 @@ pub(crate) async fn call_as_task<P: Send + 'static>(
             "Internal error: the tool stopped without an answer; the failure was logged.",
         )),
     }
+}
+
+/// Turns a call that is still running after `grace` into a task. Does
+/// nothing when the handler has answered (or asked for input) by then, or
+/// the request is gone; if the task cannot be created (the store is
+/// full), the call simply stays synchronous.
+async fn start_after(grace: Duration, slot: Arc<TaskSlot>, cancel: CancellationToken) {
+    tokio::select! {
+        () = tokio::time::sleep(grace) => {}
+        () = cancel.cancelled() => return,
+    }
+    let _ = slot.start().await;
 }
 
 /// The background runner: calls the handler (again after each answered

@@ -49,6 +49,7 @@ mod typed;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use mcpwire_protocol::model::{Icon, ToolAnnotations, ToolDefinition};
 use serde_json::{Map, Value};
@@ -96,6 +97,8 @@ pub struct Tool {
     pub(crate) task_support: TaskSupport,
     /// The handler decides when the task starts.
     pub(crate) defer_task: bool,
+    /// A task starts only if the handler is still running after this long.
+    pub(crate) task_grace: Option<Duration>,
     /// The output schema was derived from the typed handler's output type,
     /// so serde cannot produce output it rejects: release builds skip the
     /// runtime check (debug builds keep it).
@@ -145,6 +148,7 @@ pub struct ToolBuilder<S = ()> {
     policy: ToolPolicy,
     task_support: TaskSupport,
     defer_task: bool,
+    task_grace: Option<Duration>,
     state: S,
 }
 
@@ -167,6 +171,7 @@ impl ToolBuilder {
             policy: ToolPolicy::default(),
             task_support: TaskSupport::Forbidden,
             defer_task: false,
+            task_grace: None,
             state: (),
         }
     }
@@ -183,6 +188,7 @@ impl<S> ToolBuilder<S> {
             policy: self.policy,
             task_support: self.task_support,
             defer_task: self.defer_task,
+            task_grace: self.task_grace,
             state,
         };
         (builder, self.state)
@@ -327,6 +333,18 @@ impl<S> ToolBuilder<S> {
         self
     }
 
+    /// Answers a task call directly when the handler finishes within
+    /// `grace`, and makes it a task only if it is still running then (the
+    /// handler keeps running; the client polls for its outcome). For tools
+    /// that are usually quick but may be slow: a client never waits a poll
+    /// interval for work that was done in milliseconds. Implies
+    /// [`defer_task_creation`](Self::defer_task_creation).
+    pub fn task_after(mut self, grace: Duration) -> Self {
+        self.defer_task = true;
+        self.task_grace = Some(grace);
+        self
+    }
+
     pub(super) fn finish(mut self, handler: Arc<dyn ToolHandler>) -> Tool {
         if let Some(schema) = self.definition.output_schema.as_mut() {
             for (pointer, _) in &self.policy.field_scopes {
@@ -339,6 +357,7 @@ impl<S> ToolBuilder<S> {
             policy: self.policy,
             task_support: self.task_support,
             defer_task: self.defer_task,
+            task_grace: self.task_grace,
             output_from_type: false,
         }
     }

@@ -40,6 +40,7 @@
 mod backend;
 mod clock;
 mod error;
+pub mod exchange;
 mod ids;
 mod lookup;
 mod migrations;

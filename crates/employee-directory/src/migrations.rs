@@ -34,6 +34,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(1, "0001_schema.sql"),
     migration!(2, "0002_indexes.sql"),
     migration!(3, "0003_generation.sql"),
+    migration!(4, "0004_import_history.sql"),
 ];
 
 /// The schema version this build migrates to.

@@ -42,6 +42,9 @@ pub struct DirectoryOptions {
     /// unchanged, so repeated reads run no SQL; 0 turns the cache off.
     /// Default [`crate::DEFAULT_CACHE_BYTES`].
     pub cache_bytes: usize,
+    /// Whether a new (empty) database is filled with the demo company;
+    /// `false` leaves it empty for an import (`--no-demo-data`).
+    pub demo_data: bool,
 }
 
 impl Default for DirectoryOptions {
@@ -52,6 +55,7 @@ impl Default for DirectoryOptions {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
             cache_bytes: crate::DEFAULT_CACHE_BYTES,
+            demo_data: true,
         }
     }
 }

@@ -12,8 +12,12 @@ const BOOTSTRAP_LOCK: i64 = 7_402_117_000;
 
 /// Migrates and seeds if needed. A database that is already current and
 /// seeded is only read (no lock, no writes), so replicas start fast.
-/// Returns (migrations applied, seeded).
-pub(crate) async fn bootstrap(client: &mut ClientWrapper) -> Result<(usize, bool), DirectoryError> {
+/// Returns (migrations applied, seeded). Without `demo_data` an empty
+/// database stays empty.
+pub(crate) async fn bootstrap(
+    client: &mut ClientWrapper,
+    demo_data: bool,
+) -> Result<(usize, bool), DirectoryError> {
     if is_ready(client).await {
         return Ok((0, false));
     }
@@ -62,7 +66,7 @@ pub(crate) async fn bootstrap(client: &mut ClientWrapper) -> Result<(usize, bool
         );
         applied += 1;
     }
-    let seeded = super::seed::seed_if_empty(&tx).await?;
+    let seeded = demo_data && super::seed::seed_if_empty(&tx).await?;
     tx.commit()
         .await
         .map_err(DirectoryError::pg("commit migrations and seed"))?;

@@ -24,7 +24,8 @@ use crate::model::{
 };
 use crate::options::DirectoryOptions;
 use crate::read_cache::{Cached, Key, ReadCache, Stamp, found_skill};
-use pool::{FileId, Pool, Target};
+pub(crate) use pool::Target;
+use pool::{FileId, Pool};
 use row::CachedRow;
 pub(crate) use row::make_location;
 use rusqlite::Connection;
@@ -73,12 +74,13 @@ impl SqliteBackend {
             .min(options.max_connections.max(1));
         let pool = Arc::new(Pool::new(target, size, options)?);
         let described = pool.describe();
+        let demo_data = options.demo_data;
         // The only place the file may be created: later connections refuse
         // a missing file instead of serving an empty database.
         let (migrated, seeded) = pool
-            .bootstrap(|conn| {
+            .bootstrap(move |conn| {
                 let migrated = migrate::migrate(conn)?;
-                let seeded = seed::seed_if_empty(conn)?;
+                let seeded = demo_data && seed::seed_if_empty(conn)?;
                 if seeded {
                     // Move the freshly written pages from the WAL into the
                     // main file so the file is self-contained; not fatal.

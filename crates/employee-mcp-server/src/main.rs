@@ -8,6 +8,7 @@ mod catalog;
 mod cli;
 mod cluster;
 mod custom;
+mod exchange;
 mod ops;
 mod scopes;
 mod serve;
@@ -73,6 +74,8 @@ async fn run() {
     let result = match cli.command {
         Some(Command::Audit(args)) => print_audit(&args),
         Some(Command::Tools(args)) => catalog::command::run(&args).await,
+        Some(Command::Export(args)) => exchange::export(&args).await,
+        Some(Command::Import(args)) => exchange::import(&args).await,
         // Traces (OTLP) when OTEL_* says so; see telemetry.rs.
         None => match telemetry::Tracing::from_env() {
             Err(message) => Err(message),

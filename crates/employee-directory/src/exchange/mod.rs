@@ -207,10 +207,11 @@ fn target(url: &str) -> Result<Target, ExchangeError> {
     .into())
 }
 
-/// Creates (without demo data) and migrates the database if needed.
-async fn prepare(url: &str) -> Result<(), ExchangeError> {
+/// Creates and migrates the database if needed, with the demo company
+/// (export: as the server would) or empty (import).
+async fn prepare(url: &str, demo_data: bool) -> Result<(), ExchangeError> {
     let options = DirectoryOptions {
-        demo_data: false,
+        demo_data,
         cache_bytes: 0,
         ..DirectoryOptions::default()
     };
@@ -219,13 +220,16 @@ async fn prepare(url: &str) -> Result<(), ExchangeError> {
 }
 
 /// Writes every entity of the directory at `url` into `dir` (created if
-/// missing), one file per entity; returns the rows written per entity.
+/// missing), one file per entity; returns the rows written per entity. A
+/// database that does not exist yet is created as the server would (with
+/// the demo company), so a new user can start from the demo's files.
 pub async fn export(
     url: &str,
     dir: &Path,
     format: Format,
 ) -> Result<Vec<(&'static str, u64)>, ExchangeError> {
     let target = target(url)?;
+    prepare(url, true).await?;
     std::fs::create_dir_all(dir).map_err(|e| ExchangeError::io(dir, e))?;
     match target {
         Target::Sqlite(path) => {
@@ -243,7 +247,7 @@ pub async fn export(
 pub async fn import(url: &str, options: &ImportOptions) -> Result<ImportReport, ExchangeError> {
     let target = target(url)?;
     let sources = read::sources(&options.dir, options.format)?;
-    prepare(url).await?;
+    prepare(url, false).await?;
     match target {
         Target::Sqlite(path) => {
             let options = options.clone();
@@ -258,11 +262,9 @@ pub async fn import(url: &str, options: &ImportOptions) -> Result<ImportReport, 
 /// The newest `limit` imports recorded in the database, oldest first.
 pub async fn history(url: &str, limit: u32) -> Result<Vec<ImportRecord>, ExchangeError> {
     match target(url)? {
-        Target::Sqlite(path) => {
-            tokio::task::spawn_blocking(move || sqlite::history(&path, limit))
-                .await
-                .map_err(DirectoryError::from)?
-        }
+        Target::Sqlite(path) => tokio::task::spawn_blocking(move || sqlite::history(&path, limit))
+            .await
+            .map_err(DirectoryError::from)?,
         Target::Postgres(url) => postgres::history(&url, limit).await,
     }
 }
@@ -291,4 +293,3 @@ fn add_removed(counts: &mut Vec<EntityCounts>, entity: &'static str, n: u64) {
         }),
     }
 }
-

@@ -11,7 +11,7 @@ use futures_util::{SinkExt, StreamExt, pin_mut};
 use tokio_postgres::{Client, NoTls, Transaction};
 
 use super::read::{RowReader, Source};
-use super::spec::{ENTITIES, EMPLOYEE_DEPENDENTS, Entity, Kind};
+use super::spec::{EMPLOYEE_DEPENDENTS, ENTITIES, Entity, Kind};
 use super::sql::{self, Dialect};
 use super::validate::{self, Known};
 use super::value::Value;
@@ -42,16 +42,26 @@ fn pg(context: &'static str) -> impl FnOnce(tokio_postgres::Error) -> ExchangeEr
 }
 
 fn refused(e: tokio_postgres::Error) -> ExchangeError {
-    let detail = e
-        .as_db_error()
-        .map_or_else(|| e.to_string(), |d| format!("{} {}", d.message(), d.detail().unwrap_or("")));
+    let detail = e.as_db_error().map_or_else(
+        || e.to_string(),
+        |d| format!("{} {}", d.message(), d.detail().unwrap_or("")),
+    );
     ExchangeError::Refused(detail.trim().to_string())
 }
 
 /// Every column as text (dates as `YYYY-MM-DD`), ordered by key.
 fn select(entity: &Entity) -> String {
-    let cols: Vec<String> = entity.columns.iter().map(|c| format!("{}::text", c.sql)).collect();
-    let keys: Vec<&str> = entity.key.iter().map(|&k| entity.columns[k].sql).collect();
+    let cols: Vec<String> = entity
+        .columns
+        .iter()
+        .map(|c| format!("{}::text", c.sql))
+        .collect();
+    // Ordered by the typed key columns (not their text), as on SQLite.
+    let keys: Vec<String> = entity
+        .key
+        .iter()
+        .map(|&k| format!("{}.{}", entity.table, entity.columns[k].sql))
+        .collect();
     format!(
         "SELECT {} FROM {} ORDER BY {}",
         cols.join(", "),
@@ -278,7 +288,10 @@ async fn count(tx: &Transaction<'_>, query: &str) -> Result<u64, ExchangeError> 
     Ok(row.get::<_, i64>(0).max(0) as u64)
 }
 
-async fn apply_entity(tx: &Transaction<'_>, entity: &'static Entity) -> Result<EntityCounts, ExchangeError> {
+async fn apply_entity(
+    tx: &Transaction<'_>,
+    entity: &'static Entity,
+) -> Result<EntityCounts, ExchangeError> {
     let staged = count(tx, &format!("SELECT count(*) FROM {}", sql::stage(entity))).await?;
     let added = count(tx, &sql::count_added(entity)).await?;
     let unchanged = count(tx, &sql::count_unchanged(entity, Dialect::Postgres)).await?;
@@ -305,7 +318,10 @@ async fn remove_absent(
         let entity = source.entity;
         if entity.name == "employees" {
             for dep in EMPLOYEE_DEPENDENTS.iter().filter(|d| !present(d)) {
-                let sql = format!("DELETE FROM {dep} WHERE {}", sql::employee_removed("employee_id"));
+                let sql = format!(
+                    "DELETE FROM {dep} WHERE {}",
+                    sql::employee_removed("employee_id")
+                );
                 let n = tx.execute(&sql, &[]).await.map_err(refused)?;
                 super::add_removed(counts, dep, n);
             }
@@ -319,7 +335,10 @@ async fn remove_absent(
                 }
             }
         }
-        let n = tx.execute(&sql::delete_absent(entity), &[]).await.map_err(refused)?;
+        let n = tx
+            .execute(&sql::delete_absent(entity), &[])
+            .await
+            .map_err(refused)?;
         super::add_removed(counts, entity.name, n);
     }
     Ok(())
@@ -345,7 +364,15 @@ pub async fn history(url: &str, limit: u32) -> Result<Vec<ImportRecord>, Exchang
         .map(|r| {
             record::record(
                 r.get(0),
-                [r.get(1), r.get(2), r.get(3), r.get(4), r.get(5), r.get(6), r.get(7)],
+                [
+                    r.get(1),
+                    r.get(2),
+                    r.get(3),
+                    r.get(4),
+                    r.get(5),
+                    r.get(6),
+                    r.get(7),
+                ],
             )
         })
         .collect())

@@ -22,7 +22,11 @@ pub struct Problem {
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.column {
-            Some(c) => write!(f, "{}:{}: column {c}: {}", self.file, self.line, self.reason),
+            Some(c) => write!(
+                f,
+                "{}:{}: column {c}: {}",
+                self.file, self.line, self.reason
+            ),
             None => write!(f, "{}:{}: {}", self.file, self.line, self.reason),
         }
     }

@@ -139,7 +139,10 @@ impl RowReader {
         let mut done = false;
         let inner = match format {
             Format::Csv => {
-                meter.lock().unwrap_or_else(PoisonError::into_inner).allowance = Some((max_row_bytes + CSV_BUFFER) as u64);
+                meter
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .allowance = Some((max_row_bytes + CSV_BUFFER) as u64);
                 let mut reader = csv::ReaderBuilder::new()
                     .has_headers(true)
                     .flexible(true)
@@ -186,7 +189,10 @@ impl RowReader {
                 map,
                 record,
             } => {
-                self.meter.lock().unwrap_or_else(PoisonError::into_inner).row_start = reader.position().byte();
+                self.meter
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .row_start = reader.position().byte();
                 match reader.read_byte_record(record) {
                     Ok(false) => return None,
                     Ok(true) => csv_row(&self.file, entity, map, record),
@@ -287,9 +293,12 @@ fn header_map(
         };
         let name = name.trim();
         match entity.column(name) {
-            Some(c) if map.contains(&Some(c)) => {
-                problems.at(&source.file, 1, Some(name), "column appears twice in the header")
-            }
+            Some(c) if map.contains(&Some(c)) => problems.at(
+                &source.file,
+                1,
+                Some(name),
+                "column appears twice in the header",
+            ),
             Some(c) => map.push(Some(c)),
             None => {
                 problems.at(&source.file, 1, Some(name), unknown_column(entity));
@@ -299,7 +308,12 @@ fn header_map(
     }
     for (c, column) in entity.columns.iter().enumerate() {
         if column.required && !map.contains(&Some(c)) {
-            problems.at(&source.file, 1, Some(column.name), "required column is missing from the header");
+            problems.at(
+                &source.file,
+                1,
+                Some(column.name),
+                "required column is missing from the header",
+            );
         }
     }
     (problems.total == before).then_some(map)
@@ -326,7 +340,11 @@ fn csv_row(
     if record.len() != map.len() {
         return Err(problem(
             None,
-            format!("row has {} fields, the header has {}", record.len(), map.len()),
+            format!(
+                "row has {} fields, the header has {}",
+                record.len(),
+                map.len()
+            ),
         ));
     }
     let mut cells = vec![None; entity.columns.len()];
@@ -335,7 +353,10 @@ fn csv_row(
         let text = std::str::from_utf8(field).map_err(|e| {
             problem(
                 Some(entity.columns[c].name),
-                format!("not valid UTF-8 (byte {} of the value)", e.valid_up_to() + 1),
+                format!(
+                    "not valid UTF-8 (byte {} of the value)",
+                    e.valid_up_to() + 1
+                ),
             )
         })?;
         if !text.is_empty() {
@@ -355,7 +376,10 @@ enum Line {
 /// longer line is skipped to its end and reported.
 fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<Line> {
     buf.clear();
-    let n = reader.by_ref().take(max as u64 + 2).read_until(b'\n', buf)?;
+    let n = reader
+        .by_ref()
+        .take(max as u64 + 2)
+        .read_until(b'\n', buf)?;
     if n == 0 {
         return Ok(Line::Eof);
     }
@@ -397,10 +421,13 @@ fn json_row(file: &str, entity: &Entity, line: u64, buf: &[u8]) -> Result<RawRow
         reason,
     };
     let text = std::str::from_utf8(buf).map_err(|e| {
-        problem(None, format!("not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1))
+        problem(
+            None,
+            format!("not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1),
+        )
     })?;
-    let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text)
-        .map_err(|e| problem(None, format!("not a JSON object: {e}")))?;
+    let object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(text).map_err(|e| problem(None, format!("not a JSON object: {e}")))?;
     let mut cells = vec![None; entity.columns.len()];
     for (key, value) in object {
         let Some(c) = entity.column(&key) else {
@@ -412,7 +439,10 @@ fn json_row(file: &str, entity: &Entity, line: u64, buf: &[u8]) -> Result<RawRow
             serde_json::Value::String(s) => Some(s),
             serde_json::Value::Number(n) => Some(n.to_string()),
             _ => {
-                return Err(problem(Some(&key), "expected a string or a number".to_string()));
+                return Err(problem(
+                    Some(&key),
+                    "expected a string or a number".to_string(),
+                ));
             }
         };
     }

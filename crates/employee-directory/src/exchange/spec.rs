@@ -267,7 +267,8 @@ pub fn entity(name: &str) -> Option<&'static Entity> {
 }
 
 /// Entities whose rows point at an employee and go with them.
-pub const EMPLOYEE_DEPENDENTS: &[&str] = &["employee_skills", "employment_history", "leave_balances"];
+pub const EMPLOYEE_DEPENDENTS: &[&str] =
+    &["employee_skills", "employment_history", "leave_balances"];
 
 #[cfg(test)]
 mod tests {

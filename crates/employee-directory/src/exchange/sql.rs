@@ -53,7 +53,9 @@ fn differ(dialect: Dialect, a: &str, b: &str) -> String {
 
 /// Inserts one staged row (SQLite; PostgreSQL uses COPY).
 pub fn stage_insert(entity: &Entity) -> String {
-    let marks: Vec<String> = (1..=entity.columns.len()).map(|i| format!("?{i}")).collect();
+    let marks: Vec<String> = (1..=entity.columns.len())
+        .map(|i| format!("?{i}"))
+        .collect();
     format!(
         "INSERT INTO temp.{} ({}) VALUES ({})",
         stage(entity),
@@ -101,7 +103,11 @@ pub fn upsert(entity: &Entity, dialect: Dialect) -> String {
         .non_key()
         .map(|c| {
             let n = entity.columns[c].sql;
-            differ(dialect, &format!("{}.{n}", entity.table), &format!("excluded.{n}"))
+            differ(
+                dialect,
+                &format!("{}.{n}", entity.table),
+                &format!("excluded.{n}"),
+            )
         })
         .collect();
     format!(

@@ -11,13 +11,14 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, ToSql, params_from_iter};
 
 use super::read::{RowReader, Source};
-use super::spec::{ENTITIES, EMPLOYEE_DEPENDENTS, Entity, Kind};
+use super::spec::{EMPLOYEE_DEPENDENTS, ENTITIES, Entity, Kind};
 use super::sql::{self, Dialect};
 use super::validate::{self, Known};
 use super::value::Value;
 use super::write::RowWriter;
 use super::{
-    EntityCounts, ExchangeError, Format, ImportOptions, ImportReport, Mode, Problems, history as record,
+    EntityCounts, ExchangeError, Format, ImportOptions, ImportReport, Mode, Problems,
+    history as record,
 };
 use crate::error::DirectoryError;
 
@@ -58,7 +59,9 @@ fn value(v: ValueRef<'_>) -> Value {
         ValueRef::Null => Value::Null,
         ValueRef::Integer(n) => Value::Int(n),
         ValueRef::Real(x) => Value::Real(x),
-        ValueRef::Text(t) | ValueRef::Blob(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Text(t) | ValueRef::Blob(t) => {
+            Value::Text(String::from_utf8_lossy(t).into_owned())
+        }
     }
 }
 
@@ -191,7 +194,8 @@ fn stage_all(
             keys.join(", "),
             s = sql::stage(entity)
         );
-        conn.execute_batch(&ddl).map_err(db("create staging table"))?;
+        conn.execute_batch(&ddl)
+            .map_err(db("create staging table"))?;
         // The temp database only: no lock on the directory file.
         conn.execute_batch("BEGIN").map_err(db("begin staging"))?;
         let staged = stage_file(conn, source, options, digest);
@@ -321,7 +325,10 @@ fn remove_absent(
         let entity = source.entity;
         if entity.name == "employees" {
             for dep in EMPLOYEE_DEPENDENTS.iter().filter(|d| !present(d)) {
-                let sql = format!("DELETE FROM {dep} WHERE {}", sql::employee_removed("employee_id"));
+                let sql = format!(
+                    "DELETE FROM {dep} WHERE {}",
+                    sql::employee_removed("employee_id")
+                );
                 let n = tx.execute(&sql, []).map_err(refused)?;
                 removed(dep, n, counts);
             }
@@ -335,7 +342,9 @@ fn remove_absent(
                 }
             }
         }
-        let n = tx.execute(&sql::delete_absent(entity), []).map_err(refused)?;
+        let n = tx
+            .execute(&sql::delete_absent(entity), [])
+            .map_err(refused)?;
         removed(entity.name, n, counts);
     }
     Ok(())
@@ -356,7 +365,15 @@ pub fn history(path: &Path, limit: u32) -> Result<Vec<super::ImportRecord>, Exch
         .query_map([limit], |r| {
             Ok(record::record(
                 r.get(0)?,
-                [r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?],
+                [
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                ],
             ))
         })
         .map_err(db("read import history"))?;

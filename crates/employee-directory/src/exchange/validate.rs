@@ -75,23 +75,26 @@ pub fn validate(
         ext: format.extension(),
     };
     for source in sources {
-        let mut reader =
-            RowReader::open(source, format, max_row_bytes, &mut checked.problems)?;
+        let mut reader = RowReader::open(source, format, max_row_bytes, &mut checked.problems)?;
         let mut seen: HashMap<u64, u64> = HashMap::new();
         let mut rows = 0;
         while let Some(row) = reader.next_row(source.entity) {
             rows += 1;
             match row {
                 Err(p) => checked.problems.push(p),
-                Ok(row) => {
-                    check_row(source, &row, &resolve, &mut seen, &mut checked.problems)
-                }
+                Ok(row) => check_row(source, &row, &resolve, &mut seen, &mut checked.problems),
             }
         }
         checked.files.push((rows, reader.digest()));
     }
     if present.contains("employees") {
-        check_cycles(&file_keys, known, mode, &mut checked.problems, format.extension());
+        check_cycles(
+            &file_keys,
+            known,
+            mode,
+            &mut checked.problems,
+            format.extension(),
+        );
     }
     Ok(checked)
 }
@@ -130,7 +133,9 @@ fn collect_keys(
             {
                 let manager = row.cells[m].as_deref().map(|t| normalize(Kind::Text, t));
                 let shown = row.cells[0].clone().unwrap_or_default();
-                managers.entry(key.clone()).or_insert((row.line, shown, manager));
+                managers
+                    .entry(key.clone())
+                    .or_insert((row.line, shown, manager));
             }
             set.insert(key);
         }
@@ -142,7 +147,12 @@ fn collect_keys(
 pub fn is_referenced(entity: &Entity) -> bool {
     matches!(
         entity.name,
-        "locations" | "departments" | "teams" | "roles" | "compensation_bands" | "skills"
+        "locations"
+            | "departments"
+            | "teams"
+            | "roles"
+            | "compensation_bands"
+            | "skills"
             | "employees"
     )
 }
@@ -188,7 +198,12 @@ fn check_row(
         let text = row.cells[c].as_deref().or(column.default);
         let Some(text) = text else {
             if column.required {
-                problems.at(&source.file, row.line, Some(column.name), "required value is missing");
+                problems.at(
+                    &source.file,
+                    row.line,
+                    Some(column.name),
+                    "required value is missing",
+                );
             }
             values.push(Value::Null);
             continue;
@@ -226,7 +241,10 @@ fn check_row(
                 &source.file,
                 row.line,
                 Some(column),
-                format!("duplicate id {:?} (first on line {first})", key.replace('\u{1f}', "/")),
+                format!(
+                    "duplicate id {:?} (first on line {first})",
+                    key.replace('\u{1f}', "/")
+                ),
             );
             seen.insert(h.finish(), first);
         }
@@ -250,9 +268,19 @@ fn check_rules(
                 (get("minSalary"), get("midSalary"), get("maxSalary"))
             {
                 if min > max {
-                    problems.at(&source.file, line, Some("minSalary"), format!("band minimum {min} is above its maximum {max}"));
+                    problems.at(
+                        &source.file,
+                        line,
+                        Some("minSalary"),
+                        format!("band minimum {min} is above its maximum {max}"),
+                    );
                 } else if !(min <= mid && mid <= max) {
-                    problems.at(&source.file, line, Some("midSalary"), format!("band midpoint {mid} is outside {min}..{max}"));
+                    problems.at(
+                        &source.file,
+                        line,
+                        Some("midSalary"),
+                        format!("band midpoint {mid} is outside {min}..{max}"),
+                    );
                 }
             }
         }
@@ -260,12 +288,22 @@ fn check_rules(
             let terminated = *get("status") == Value::Text("terminated".into());
             let has_date = *get("terminationDate") != Value::Null;
             if terminated && !has_date {
-                problems.at(&source.file, line, Some("terminationDate"), "a terminated employee needs a termination date");
+                problems.at(
+                    &source.file,
+                    line,
+                    Some("terminationDate"),
+                    "a terminated employee needs a termination date",
+                );
             } else if !terminated && has_date {
                 problems.at(&source.file, line, Some("terminationDate"), "an active employee has no termination date (set status to terminated or clear it)");
             }
             if !terminated && *get("terminationReason") != Value::Null {
-                problems.at(&source.file, line, Some("terminationReason"), "an active employee has no termination reason");
+                problems.at(
+                    &source.file,
+                    line,
+                    Some("terminationReason"),
+                    "an active employee has no termination reason",
+                );
             }
             if let (Value::Int(role), Value::Text(level)) = (get("roleId"), get("level")) {
                 let band = format!("{role}\u{1f}{level}");
@@ -295,13 +333,7 @@ fn singular(entity: &str) -> &str {
 }
 
 /// Reports each manager cycle once, at the line of one of its employees.
-fn check_cycles(
-    files: &FileKeys,
-    known: &Known,
-    mode: Mode,
-    problems: &mut Problems,
-    ext: &str,
-) {
+fn check_cycles(files: &FileKeys, known: &Known, mode: Mode, problems: &mut Problems, ext: &str) {
     let manager_of = |id: &str| -> Option<String> {
         match files.managers.get(id) {
             Some((_, _, m)) => m.clone(),
@@ -349,11 +381,22 @@ fn check_cycles(
     }
 }
 
-fn report_cycle(files: &FileKeys, path: &[String], again: &str, problems: &mut Problems, ext: &str) {
+fn report_cycle(
+    files: &FileKeys,
+    path: &[String],
+    again: &str,
+    problems: &mut Problems,
+    ext: &str,
+) {
     let Some(from) = path.iter().position(|id| id == again) else {
         return;
     };
-    let shown = |id: &String| files.managers.get(id).map_or(id.clone(), |(_, s, _)| s.clone());
+    let shown = |id: &String| {
+        files
+            .managers
+            .get(id)
+            .map_or(id.clone(), |(_, s, _)| s.clone())
+    };
     let mut names: Vec<String> = path[from..].iter().map(shown).collect();
     names.push(shown(&path[from]));
     let line = files.managers.get(&path[from]).map_or(0, |(l, _, _)| *l);

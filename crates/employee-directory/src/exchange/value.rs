@@ -110,10 +110,16 @@ mod tests {
     fn parses_and_writes_back() {
         let ranked = Kind::Ranked(&["beginner", "expert"]);
         assert_eq!(parse(ranked, "Expert"), Ok(Value::Int(2)));
-        assert_eq!(Value::Int(2).to_file_text(ranked).as_deref(), Some("expert"));
+        assert_eq!(
+            Value::Int(2).to_file_text(ranked).as_deref(),
+            Some("expert")
+        );
         assert_eq!(parse(Kind::Days, "2.5"), Ok(Value::Real(2.5)));
         assert!(parse(Kind::Days, "-1").is_err());
         assert!(parse(Kind::Date, "2024-02-30").is_err());
-        assert_eq!(Value::Real(10.0).to_file_text(Kind::Days).as_deref(), Some("10"));
+        assert_eq!(
+            Value::Real(10.0).to_file_text(Kind::Days).as_deref(),
+            Some("10")
+        );
     }
 }

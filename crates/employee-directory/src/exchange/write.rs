@@ -19,7 +19,11 @@ pub enum RowWriter {
 
 impl RowWriter {
     /// Creates `path` (replacing it) and writes the header.
-    pub fn create(path: &Path, entity: &Entity, format: Format) -> Result<RowWriter, ExchangeError> {
+    pub fn create(
+        path: &Path,
+        entity: &Entity,
+        format: Format,
+    ) -> Result<RowWriter, ExchangeError> {
         let file = File::create(path).map_err(|e| ExchangeError::io(path, e))?;
         let out = BufWriter::with_capacity(64 * 1024, file);
         match format {
@@ -34,7 +38,12 @@ impl RowWriter {
     }
 
     /// Writes one row (values in entity column order).
-    pub fn row(&mut self, path: &Path, entity: &Entity, values: &[Value]) -> Result<(), ExchangeError> {
+    pub fn row(
+        &mut self,
+        path: &Path,
+        entity: &Entity,
+        values: &[Value],
+    ) -> Result<(), ExchangeError> {
         match self {
             RowWriter::Csv(w) => {
                 let cells = entity
@@ -42,7 +51,8 @@ impl RowWriter {
                     .iter()
                     .zip(values)
                     .map(|(c, v)| v.to_file_text(c.kind).unwrap_or_default());
-                w.write_record(cells).map_err(|e| ExchangeError::csv(path, e))
+                w.write_record(cells)
+                    .map_err(|e| ExchangeError::csv(path, e))
             }
             RowWriter::Jsonl(w) => {
                 let object: serde_json::Map<String, serde_json::Value> = entity
@@ -61,10 +71,14 @@ impl RowWriter {
     /// Flushes the file to disk.
     pub fn finish(self, path: &Path) -> Result<(), ExchangeError> {
         let out = match self {
-            RowWriter::Csv(w) => w.into_inner().map_err(|e| ExchangeError::io(path, e.into_error()))?,
+            RowWriter::Csv(w) => w
+                .into_inner()
+                .map_err(|e| ExchangeError::io(path, e.into_error()))?,
             RowWriter::Jsonl(w) => w,
         };
-        let file = out.into_inner().map_err(|e| ExchangeError::io(path, e.into_error()))?;
+        let file = out
+            .into_inner()
+            .map_err(|e| ExchangeError::io(path, e.into_error()))?;
         file.sync_all().map_err(|e| ExchangeError::io(path, e))
     }
 }

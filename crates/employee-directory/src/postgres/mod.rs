@@ -137,7 +137,9 @@ impl PostgresBackend {
     ) -> Result<PostgresBackend, DirectoryError> {
         let pool = PgPool::new(url, &options)?;
         let mut client = pool.get().await?;
-        let (migrated, seeded) = pool.bounded(migrate::bootstrap(&mut client, options.demo_data)).await?;
+        let (migrated, seeded) = pool
+            .bounded(migrate::bootstrap(&mut client, options.demo_data))
+            .await?;
         drop(client);
         tracing::debug!(database = %pool.target(), migrated, seeded, "opened employee directory");
         Ok(PostgresBackend {

@@ -41,6 +41,7 @@ mod aggregate;
 mod backend;
 mod clock;
 mod error;
+pub mod exchange;
 mod ids;
 mod lookup;
 mod migrations;

@@ -34,6 +34,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(1, "0001_schema.sql"),
     migration!(2, "0002_indexes.sql"),
     migration!(3, "0003_generation.sql"),
+    migration!(4, "0004_import_history.sql"),
     migration!(5, "0005_report_aggregates.sql"),
     migration!(6, "0006_skill_search.sql"),
     migration!(7, "0007_generation_notify.sql"),

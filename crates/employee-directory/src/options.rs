@@ -48,6 +48,9 @@ pub struct DirectoryOptions {
     /// [`crate::MAX_DEMO_EMPLOYEES`]). A database that already has
     /// employees is never reseeded.
     pub demo_employees: Option<u32>,
+    /// Whether a new (empty) database is filled with the demo company;
+    /// `false` leaves it empty for an import (`--no-demo-data`).
+    pub demo_data: bool,
 }
 
 impl Default for DirectoryOptions {
@@ -59,6 +62,7 @@ impl Default for DirectoryOptions {
             statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
             cache_bytes: crate::DEFAULT_CACHE_BYTES,
             demo_employees: None,
+            demo_data: true,
         }
     }
 }

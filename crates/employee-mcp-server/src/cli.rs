@@ -10,7 +10,7 @@ use mcpwire_server::access::CallOutcome;
 use crate::audit::{DEFAULT_RETENTION, Retention};
 
 /// The serve defaults, shared by `audit --database`.
-const DEFAULT_DATABASE: &str = "sqlite://employees.db";
+pub(crate) const DEFAULT_DATABASE: &str = "sqlite://employees.db";
 
 /// An HR directory served to language models over the Model Context Protocol.
 ///
@@ -67,6 +67,13 @@ pub enum Command {
     /// (validate a definition file first with `tools validate`). Running
     /// servers apply a change within a second and announce list_changed.
     Tools(ToolsArgs),
+    /// Write the directory's HR data (not the audit trail) into a folder,
+    /// one file per entity, CSV or JSON Lines (see docs/import.md).
+    Export(crate::exchange::ExportArgs),
+    /// Load HR data from a folder of entity files (as written by `export`),
+    /// validated first and applied in one transaction; running servers see
+    /// it within a second. `--history` lists past imports.
+    Import(crate::exchange::ImportArgs),
     /// Write a consistent copy of a SQLite database while servers serve it
     /// (VACUUM INTO); never overwrites a file.
     Backup(BackupArgs),
@@ -185,6 +192,11 @@ pub struct ServeArgs {
     /// database; the first server migrates and seeds it, replicas share it).
     #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
     pub database: String,
+
+    /// Leave a new database empty instead of filling it with the demo
+    /// company (for an `import` next).
+    #[arg(long, env = "EMPLOYEE_MCP_NO_DEMO_DATA")]
+    pub no_demo_data: bool,
 
     /// Most database connections this server opens (SQLite uses at most 8,
     /// fewer on small machines). On PostgreSQL, replicas × this must stay

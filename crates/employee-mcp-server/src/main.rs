@@ -9,6 +9,7 @@ mod catalog;
 mod cli;
 mod cluster;
 mod custom;
+mod exchange;
 mod ops;
 mod scopes;
 mod serve;
@@ -79,6 +80,8 @@ async fn run() {
         Some(Command::Restore(args)) => {
             backup::restore(&args.database, &args.from).map(|s| println!("{s}"))
         }
+        Some(Command::Export(args)) => exchange::export(&args).await,
+        Some(Command::Import(args)) => exchange::import(&args).await,
         // Traces (OTLP) when OTEL_* says so; see telemetry.rs.
         None => match telemetry::Tracing::from_env() {
             Err(message) => Err(message),

@@ -134,6 +134,7 @@ async fn open_directory(cli: &ServeArgs) -> Result<Directory, String> {
         statement_timeout: Duration::from_secs(cli.db_statement_timeout),
         cache_bytes: cli.directory_cache_mib as usize * 1024 * 1024,
         demo_employees: cli.demo_employees,
+        demo_data: !cli.no_demo_data,
         ..DirectoryOptions::default()
     };
     Directory::open_with(&cli.database, Arc::new(SystemClock), options)

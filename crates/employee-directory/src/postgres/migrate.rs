@@ -12,9 +12,11 @@ const BOOTSTRAP_LOCK: i64 = 7_402_117_000;
 
 /// Migrates and seeds if needed. A database that is already current and
 /// seeded is only read (no lock, no writes), so replicas start fast.
-/// Returns (migrations applied, seeded).
+/// Returns (migrations applied, seeded). Without `demo_data` an empty
+/// database stays empty.
 pub(crate) async fn bootstrap(
     client: &mut ClientWrapper,
+    demo_data: bool,
     demo_employees: Option<u32>,
 ) -> Result<(usize, bool), DirectoryError> {
     if is_ready(client).await {
@@ -65,7 +67,7 @@ pub(crate) async fn bootstrap(
         );
         applied += 1;
     }
-    let seeded = super::seed::seed_if_empty(&tx, demo_employees).await?;
+    let seeded = demo_data && super::seed::seed_if_empty(&tx, demo_employees).await?;
     tx.commit()
         .await
         .map_err(DirectoryError::pg("commit migrations and seed"))?;

@@ -147,7 +147,11 @@ impl PostgresBackend {
         let pool = PgPool::new(url, &options)?;
         let mut client = pool.get().await?;
         let (migrated, seeded) = pool
-            .bounded(migrate::bootstrap(&mut client, options.demo_employees))
+            .bounded(migrate::bootstrap(
+                &mut client,
+                options.demo_data,
+                options.demo_employees,
+            ))
             .await?;
         drop(client);
         tracing::debug!(database = %pool.target(), migrated, seeded, "opened employee directory");

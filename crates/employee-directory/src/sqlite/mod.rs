@@ -24,7 +24,8 @@ use crate::model::{
 };
 use crate::options::DirectoryOptions;
 use crate::read_cache::{Cached, Key, ReadCache, Stamp, found_skill};
-use pool::{FileId, Pool, Target};
+pub(crate) use pool::Target;
+use pool::{FileId, Pool};
 use row::CachedRow;
 use rusqlite::Connection;
 
@@ -72,13 +73,14 @@ impl SqliteBackend {
             .min(options.max_connections.max(1));
         let pool = Arc::new(Pool::new(target, size, options)?);
         let described = pool.describe();
+        let demo_data = options.demo_data;
+        let demo_employees = options.demo_employees;
         // The only place the file may be created: later connections refuse
         // a missing file instead of serving an empty database.
-        let demo_employees = options.demo_employees;
         let (migrated, seeded) = pool
             .bootstrap(move |conn| {
                 let migrated = migrate::migrate(conn)?;
-                let seeded = seed::seed_if_empty(conn, demo_employees)?;
+                let seeded = demo_data && seed::seed_if_empty(conn, demo_employees)?;
                 if seeded {
                     // Move the freshly written pages from the WAL into the
                     // main file so the file is self-contained; not fatal.

@@ -14,6 +14,7 @@ mod catalog;
 mod cluster;
 mod connections;
 mod custom_tools;
+mod exchange;
 mod faults;
 mod legacy_wire;
 mod modern_wire;

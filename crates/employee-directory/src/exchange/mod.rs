@@ -1,0 +1,295 @@
+//! Bring your own directory: export the directory's HR data as one file per
+//! entity (CSV or JSON Lines, columns in the tools' vocabulary) and import
+//! such files, validated before anything changes and applied in one
+//! transaction, on SQLite and PostgreSQL. The audit trail is not part of
+//! either. The format is described by [`spec`] and in docs/import.md.
+//!
+//! An import reads its files three times, streamed: the keys of referenced
+//! entities, then every row for validation, then every row into staging
+//! tables from which set-based statements count and apply the changes. Only
+//! keys are held in memory.
+
+mod history;
+mod postgres;
+mod problems;
+mod read;
+pub mod spec;
+mod sql;
+mod sqlite;
+mod validate;
+mod value;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+pub use history::ImportRecord;
+pub use problems::{MAX_REPORTED, Problem, Problems};
+
+use crate::{Directory, DirectoryError, DirectoryOptions, SystemClock};
+
+/// Default for [`ImportOptions::max_row_bytes`].
+pub const DEFAULT_MAX_ROW_BYTES: usize = 64 * 1024;
+
+/// File format of an export or import.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// CSV (RFC 4180) with a header row, UTF-8: `ENTITY.csv`.
+    Csv,
+    /// JSON Lines, one object per row: `ENTITY.jsonl`.
+    Jsonl,
+}
+
+impl Format {
+    /// The file extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Jsonl => "jsonl",
+        }
+    }
+}
+
+/// What an import does with rows the files do not mention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Insert or update by id; other rows are untouched.
+    Merge,
+    /// Entities with a file become exactly the file; employees that
+    /// disappear are removed with their skills, history and leave.
+    Replace,
+}
+
+impl Mode {
+    /// `merge` or `replace`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Merge => "merge",
+            Mode::Replace => "replace",
+        }
+    }
+}
+
+/// What to import and how.
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// The directory holding the entity files.
+    pub dir: PathBuf,
+    /// Their format.
+    pub format: Format,
+    /// Merge or replace.
+    pub mode: Mode,
+    /// Validate and count, change nothing.
+    pub dry_run: bool,
+    /// Longest row accepted, in bytes.
+    pub max_row_bytes: usize,
+    /// Who imports, for the history.
+    pub actor: String,
+}
+
+/// Changes to one entity.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EntityCounts {
+    /// Entity name (`employees`).
+    pub entity: &'static str,
+    /// Rows inserted.
+    pub added: u64,
+    /// Rows whose values changed.
+    pub updated: u64,
+    /// Rows in the files identical to the database's.
+    pub unchanged: u64,
+    /// Rows deleted (replace mode, or going with a removed employee).
+    pub removed: u64,
+}
+
+/// One imported file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileDigest {
+    /// File name.
+    pub file: String,
+    /// Rows read.
+    pub rows: u64,
+    /// SHA-256 of its bytes, hex.
+    pub sha256: String,
+}
+
+/// The outcome of an import (or of a dry run: what it would change).
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportReport {
+    /// Merge or replace.
+    pub mode: Mode,
+    /// Whether nothing was changed.
+    pub dry_run: bool,
+    /// Per entity touched, in apply order.
+    pub counts: Vec<EntityCounts>,
+    /// The files read.
+    pub files: Vec<FileDigest>,
+}
+
+/// Why an export or import failed. Nothing was changed by a failed import.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    /// The files have problems; none was applied.
+    #[error("{} problem(s) found; nothing was imported", .0.total)]
+    Invalid(Problems),
+    /// The import directory is missing.
+    #[error("{} is not a directory", .0.display())]
+    NoDirectory(PathBuf),
+    /// The import directory has no entity file.
+    #[error(
+        "no entity file in {dir} (expected files such as employees.{extension}; see docs/import.md)"
+    )]
+    NoFiles {
+        /// Where we looked.
+        dir: PathBuf,
+        /// Which extension.
+        extension: &'static str,
+    },
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file changed between validation and apply.
+    #[error("{0} changed while it was being imported; nothing was imported, run the import again")]
+    Changed(String),
+    /// The database refused or failed.
+    #[error(transparent)]
+    Directory(#[from] DirectoryError),
+    /// The database refused the change (a rule the validation does not
+    /// cover, such as a name used twice).
+    #[error("the database refused the import, nothing was imported: {0}")]
+    Refused(String),
+    /// `sqlite::memory:` cannot be imported into or exported from.
+    #[error("{0} names no database file; import and export need sqlite://PATH or postgres://…")]
+    NotAFile(String),
+}
+
+impl ExchangeError {
+    fn io(path: &Path, source: std::io::Error) -> ExchangeError {
+        ExchangeError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    fn csv(path: &Path, e: csv::Error) -> ExchangeError {
+        ExchangeError::io(path, std::io::Error::other(e))
+    }
+}
+
+/// Where the database is.
+enum Target {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+fn target(url: &str) -> Result<Target, ExchangeError> {
+    if let Some(parsed) = crate::sqlite::parse_url(url) {
+        return match parsed? {
+            crate::sqlite::Target::File(path) => Ok(Target::Sqlite(path)),
+            crate::sqlite::Target::Memory => Err(ExchangeError::NotAFile(url.to_string())),
+        };
+    }
+    if crate::postgres::is_url(url) {
+        return Ok(Target::Postgres(url.trim().to_string()));
+    }
+    Err(DirectoryError::UnsupportedUrl {
+        url: url.to_string(),
+    }
+    .into())
+}
+
+/// Creates and migrates the database if needed, with the demo company
+/// (export: as the server would) or empty (import).
+async fn prepare(url: &str, demo_data: bool) -> Result<(), ExchangeError> {
+    let options = DirectoryOptions {
+        demo_data,
+        cache_bytes: 0,
+        ..DirectoryOptions::default()
+    };
+    Directory::open_with(url, Arc::new(SystemClock), options).await?;
+    Ok(())
+}
+
+/// Writes every entity of the directory at `url` into `dir` (created if
+/// missing), one file per entity; returns the rows written per entity. A
+/// database that does not exist yet is created as the server would (with
+/// the demo company), so a new user can start from the demo's files.
+pub async fn export(
+    url: &str,
+    dir: &Path,
+    format: Format,
+) -> Result<Vec<(&'static str, u64)>, ExchangeError> {
+    let target = target(url)?;
+    prepare(url, true).await?;
+    std::fs::create_dir_all(dir).map_err(|e| ExchangeError::io(dir, e))?;
+    match target {
+        Target::Sqlite(path) => {
+            let dir = dir.to_path_buf();
+            tokio::task::spawn_blocking(move || sqlite::export(&path, &dir, format))
+                .await
+                .map_err(DirectoryError::from)?
+        }
+        Target::Postgres(url) => postgres::export(&url, dir, format).await,
+    }
+}
+
+/// Imports the files of `options.dir` into the directory at `url` (created
+/// empty and migrated if it does not exist).
+pub async fn import(url: &str, options: &ImportOptions) -> Result<ImportReport, ExchangeError> {
+    let target = target(url)?;
+    let sources = read::sources(&options.dir, options.format)?;
+    prepare(url, false).await?;
+    match target {
+        Target::Sqlite(path) => {
+            let options = options.clone();
+            tokio::task::spawn_blocking(move || sqlite::import(&path, &sources, &options))
+                .await
+                .map_err(DirectoryError::from)?
+        }
+        Target::Postgres(url) => postgres::import(&url, &sources, options).await,
+    }
+}
+
+/// The newest `limit` imports recorded in the database, oldest first.
+pub async fn history(url: &str, limit: u32) -> Result<Vec<ImportRecord>, ExchangeError> {
+    match target(url)? {
+        Target::Sqlite(path) => tokio::task::spawn_blocking(move || sqlite::history(&path, limit))
+            .await
+            .map_err(DirectoryError::from)?,
+        Target::Postgres(url) => postgres::history(&url, limit).await,
+    }
+}
+
+/// Files with their rows and digests, from validation.
+fn digests(sources: &[read::Source], checked: &validate::Checked) -> Vec<FileDigest> {
+    sources
+        .iter()
+        .zip(&checked.files)
+        .map(|(s, (rows, sha256))| FileDigest {
+            file: s.file.clone(),
+            rows: *rows,
+            sha256: sha256.clone(),
+        })
+        .collect()
+}
+
+/// Adds `n` removed rows to `entity`'s counts.
+fn add_removed(counts: &mut Vec<EntityCounts>, entity: &'static str, n: u64) {
+    match counts.iter_mut().find(|c| c.entity == entity) {
+        Some(c) => c.removed += n,
+        None => counts.push(EntityCounts {
+            entity,
+            removed: n,
+            ..EntityCounts::default()
+        }),
+    }
+}

@@ -1,0 +1,407 @@
+//! Export and import on SQLite. The import stages rows in temporary tables
+//! (the temp database: no lock on the directory file while files are read),
+//! then applies them in one `BEGIN IMMEDIATE` transaction: readers in WAL
+//! mode — running servers — keep answering from the last commit meanwhile,
+//! and see the whole import at once when it commits.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags, ToSql, params_from_iter};
+
+use super::read::{RowReader, Source};
+use super::spec::{EMPLOYEE_DEPENDENTS, ENTITIES, Entity, Kind};
+use super::sql::{self, Dialect};
+use super::validate::{self, Known};
+use super::value::Value;
+use super::write::RowWriter;
+use super::{
+    EntityCounts, ExchangeError, Format, ImportOptions, ImportReport, Mode, Problems,
+    history as record,
+};
+use crate::error::DirectoryError;
+
+/// How long the import waits for another writer (a server's audit trail)
+/// to release the file before its apply transaction.
+const WRITE_WAIT: Duration = Duration::from_secs(30);
+
+fn open(path: &Path) -> Result<Connection, ExchangeError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(DirectoryError::db("open the database"))?;
+    conn.busy_timeout(WRITE_WAIT)
+        .map_err(DirectoryError::db("set busy timeout"))?;
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(DirectoryError::db("enable foreign keys"))?;
+    Ok(conn)
+}
+
+fn db(context: &'static str) -> impl FnOnce(rusqlite::Error) -> ExchangeError {
+    move |e| ExchangeError::Directory(DirectoryError::db(context)(e))
+}
+
+fn select(entity: &Entity) -> String {
+    let cols: Vec<&str> = entity.columns.iter().map(|c| c.sql).collect();
+    let keys: Vec<&str> = entity.key.iter().map(|&k| entity.columns[k].sql).collect();
+    format!(
+        "SELECT {} FROM {} ORDER BY {}",
+        cols.join(", "),
+        entity.table,
+        keys.join(", ")
+    )
+}
+
+fn value(v: ValueRef<'_>) -> Value {
+    match v {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(n) => Value::Int(n),
+        ValueRef::Real(x) => Value::Real(x),
+        ValueRef::Text(t) | ValueRef::Blob(t) => {
+            Value::Text(String::from_utf8_lossy(t).into_owned())
+        }
+    }
+}
+
+/// Writes every entity into `dir` from one read transaction (a consistent
+/// snapshot).
+pub fn export(
+    path: &Path,
+    dir: &Path,
+    format: Format,
+) -> Result<Vec<(&'static str, u64)>, ExchangeError> {
+    if !path.is_file() {
+        return Err(ExchangeError::io(path, std::io::ErrorKind::NotFound.into()));
+    }
+    let mut conn = open(path)?;
+    let tx = conn.transaction().map_err(db("begin export"))?;
+    let mut written = Vec::new();
+    for entity in ENTITIES {
+        let file = dir.join(format!("{}.{}", entity.name, format.extension()));
+        let mut out = RowWriter::create(&file, entity, format)?;
+        let mut stmt = tx.prepare(&select(entity)).map_err(db("export query"))?;
+        let mut rows = stmt.query([]).map_err(db("export query"))?;
+        let mut n = 0;
+        let mut values = Vec::with_capacity(entity.columns.len());
+        while let Some(row) = rows.next().map_err(db("export row"))? {
+            values.clear();
+            for i in 0..entity.columns.len() {
+                values.push(value(row.get_ref(i).map_err(db("export cell"))?));
+            }
+            out.row(&file, entity, &values)?;
+            n += 1;
+        }
+        out.finish(&file)?;
+        written.push((entity.name, n));
+    }
+    Ok(written)
+}
+
+/// The database's keys of referenced entities and its managers.
+fn load_known(conn: &Connection) -> Result<Known, ExchangeError> {
+    let mut known = Known::default();
+    for entity in ENTITIES.iter().filter(|e| validate::is_referenced(e)) {
+        let cols: Vec<String> = entity
+            .key
+            .iter()
+            .map(|&k| entity.columns[k].sql.to_string())
+            .collect();
+        let sql = format!("SELECT {} FROM {}", cols.join(", "), entity.table);
+        let mut stmt = conn.prepare(&sql).map_err(db("read keys"))?;
+        let mut rows = stmt.query([]).map_err(db("read keys"))?;
+        let set = known.keys.entry(entity.name).or_default();
+        while let Some(row) = rows.next().map_err(db("read keys"))? {
+            let mut parts = Vec::with_capacity(entity.key.len());
+            for (i, &k) in entity.key.iter().enumerate() {
+                let text = match value(row.get_ref(i).map_err(db("read keys"))?) {
+                    Value::Text(s) => s,
+                    Value::Int(n) => n.to_string(),
+                    other => format!("{other:?}"),
+                };
+                parts.push(validate::normalize(entity.columns[k].kind, &text));
+            }
+            set.insert(parts.join("\u{1f}"));
+        }
+    }
+    let mut stmt = conn
+        .prepare("SELECT id, manager_id FROM employees")
+        .map_err(db("read managers"))?;
+    let mut rows = stmt.query([]).map_err(db("read managers"))?;
+    while let Some(row) = rows.next().map_err(db("read managers"))? {
+        let id: String = row.get(0).map_err(db("read managers"))?;
+        let manager: Option<String> = row.get(1).map_err(db("read managers"))?;
+        known.managers.insert(
+            validate::normalize(Kind::Text, &id),
+            manager.map(|m| validate::normalize(Kind::Text, &m)),
+        );
+    }
+    Ok(known)
+}
+
+/// Validates, stages and applies the import.
+pub fn import(
+    path: &Path,
+    sources: &[Source],
+    options: &ImportOptions,
+) -> Result<ImportReport, ExchangeError> {
+    let mut conn = open(path)?;
+    let known = load_known(&conn)?;
+    let checked = validate::validate(
+        sources,
+        options.format,
+        options.mode,
+        options.max_row_bytes,
+        &known,
+    )?;
+    drop(known);
+    if !checked.problems.is_empty() {
+        return Err(ExchangeError::Invalid(checked.problems));
+    }
+    let files = super::digests(sources, &checked);
+    let result = stage_all(&conn, sources, options, &files)
+        .and_then(|()| apply(&mut conn, sources, options, files));
+    drop_stages(&conn);
+    result
+}
+
+fn stage_all(
+    conn: &Connection,
+    sources: &[Source],
+    options: &ImportOptions,
+    files: &[super::FileDigest],
+) -> Result<(), ExchangeError> {
+    for (source, digest) in sources.iter().zip(files) {
+        let entity = source.entity;
+        let cols: Vec<String> = entity
+            .columns
+            .iter()
+            .map(|c| {
+                let decl = match c.kind {
+                    Kind::Int | Kind::Ranked(_) => "INTEGER",
+                    Kind::Days => "REAL",
+                    Kind::Text => "TEXT COLLATE NOCASE",
+                    _ => "TEXT",
+                };
+                format!("{} {decl}", c.sql)
+            })
+            .collect();
+        let keys: Vec<&str> = entity.key.iter().map(|&k| entity.columns[k].sql).collect();
+        let ddl = format!(
+            "DROP TABLE IF EXISTS temp.{s}; CREATE TEMP TABLE {s} ({}, PRIMARY KEY ({}))",
+            cols.join(", "),
+            keys.join(", "),
+            s = sql::stage(entity)
+        );
+        conn.execute_batch(&ddl)
+            .map_err(db("create staging table"))?;
+        // The temp database only: no lock on the directory file.
+        conn.execute_batch("BEGIN").map_err(db("begin staging"))?;
+        let staged = stage_file(conn, source, options, digest);
+        let end = if staged.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        conn.execute_batch(end).map_err(db("end staging"))?;
+        staged?;
+    }
+    Ok(())
+}
+
+fn stage_file(
+    conn: &Connection,
+    source: &Source,
+    options: &ImportOptions,
+    digest: &super::FileDigest,
+) -> Result<(), ExchangeError> {
+    let entity = source.entity;
+    let mut stmt = conn
+        .prepare(&sql::stage_insert(entity))
+        .map_err(db("prepare staging insert"))?;
+    let mut ignored = Problems::default();
+    let mut reader = RowReader::open(source, options.format, options.max_row_bytes, &mut ignored)?;
+    while let Some(row) = reader.next_row(entity) {
+        let values = row
+            .ok()
+            .and_then(|r| super::read::values(entity, &r))
+            .ok_or_else(|| ExchangeError::Changed(source.file.clone()))?;
+        stmt.execute(params_from_iter(values.iter().map(as_sql)))
+            .map_err(db("stage a row"))?;
+    }
+    if reader.digest() != digest.sha256 {
+        return Err(ExchangeError::Changed(source.file.clone()));
+    }
+    Ok(())
+}
+
+fn as_sql(v: &Value) -> &dyn ToSql {
+    match v {
+        Value::Null => &rusqlite::types::Null,
+        Value::Text(s) => s,
+        Value::Int(n) => n,
+        Value::Real(x) => x,
+    }
+}
+
+fn drop_stages(conn: &Connection) {
+    for entity in ENTITIES {
+        let _ = conn.execute_batch(&format!("DROP TABLE IF EXISTS temp.{}", sql::stage(entity)));
+    }
+}
+
+fn count(conn: &Connection, query: &str) -> Result<u64, ExchangeError> {
+    conn.query_row(query, [], |r| r.get::<_, i64>(0))
+        .map(|n| n.max(0) as u64)
+        .map_err(refused)
+}
+
+fn refused(e: rusqlite::Error) -> ExchangeError {
+    ExchangeError::Refused(e.to_string())
+}
+
+/// One transaction: count, upsert, delete (replace), record; rolled back
+/// for a dry run.
+fn apply(
+    conn: &mut Connection,
+    sources: &[Source],
+    options: &ImportOptions,
+    files: Vec<super::FileDigest>,
+) -> Result<ImportReport, ExchangeError> {
+    // Foreign keys are checked once, before commit, instead of per row: a
+    // row-by-row check with deferred violations outstanding scans the
+    // employees for each new employee (manager_id's index is not usable
+    // under the parent key's NOCASE), quadratic at 100k. Validation has
+    // already resolved every reference; nothing relies on cascades here.
+    conn.pragma_update(None, "foreign_keys", false)
+        .map_err(db("pause foreign keys"))?;
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(db("begin import"))?;
+    let mut counts: Vec<EntityCounts> = Vec::new();
+    for source in sources {
+        let entity = source.entity;
+        let staged = count(&tx, &format!("SELECT count(*) FROM {}", sql::stage(entity)))?;
+        let added = count(&tx, &sql::count_added(entity))?;
+        let unchanged = count(&tx, &sql::count_unchanged(entity, Dialect::Sqlite))?;
+        tx.execute(&sql::upsert(entity, Dialect::Sqlite), [])
+            .map_err(refused)?;
+        counts.push(EntityCounts {
+            entity: entity.name,
+            added,
+            updated: staged.saturating_sub(added + unchanged),
+            unchanged,
+            removed: 0,
+        });
+    }
+    if options.mode == Mode::Replace {
+        remove_absent(&tx, sources, &mut counts)?;
+    }
+    check_foreign_keys(&tx)?;
+    let report = ImportReport {
+        mode: options.mode,
+        dry_run: options.dry_run,
+        counts,
+        files,
+    };
+    if options.dry_run {
+        tx.rollback().map_err(db("roll back dry run"))?;
+        return Ok(report);
+    }
+    let values = record::values(options, &report);
+    tx.execute(
+        &format!(
+            "INSERT INTO import_history ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            record::INSERT_COLUMNS
+        ),
+        params_from_iter(values.iter()),
+    )
+    .map_err(db("record the import"))?;
+    tx.commit().map_err(refused)?;
+    Ok(report)
+}
+
+/// Refuses the import if any row refers to a missing one (a case the
+/// validation does not see, e.g. a removed skill still held in the database).
+fn check_foreign_keys(tx: &Connection) -> Result<(), ExchangeError> {
+    let mut stmt = tx
+        .prepare("PRAGMA foreign_key_check")
+        .map_err(db("check foreign keys"))?;
+    let mut rows = stmt.query([]).map_err(db("check foreign keys"))?;
+    if let Some(row) = rows.next().map_err(db("check foreign keys"))? {
+        let table: String = row.get(0).map_err(db("check foreign keys"))?;
+        let parent: String = row.get(2).map_err(db("check foreign keys"))?;
+        return Err(ExchangeError::Refused(format!(
+            "a row of {table} would refer to a missing row of {parent}"
+        )));
+    }
+    Ok(())
+}
+
+/// Replace mode: deletes rows absent from their entity's file, dependents
+/// first; an employee's rows in entities without a file go with them.
+fn remove_absent(
+    tx: &Connection,
+    sources: &[Source],
+    counts: &mut Vec<EntityCounts>,
+) -> Result<(), ExchangeError> {
+    let present = |name: &str| sources.iter().any(|s| s.entity.name == name);
+    let removed = |entity, n: usize, counts: &mut Vec<EntityCounts>| {
+        super::add_removed(counts, entity, n as u64);
+    };
+    for source in sources.iter().rev() {
+        let entity = source.entity;
+        if entity.name == "employees" {
+            for dep in EMPLOYEE_DEPENDENTS.iter().filter(|d| !present(d)) {
+                let sql = format!(
+                    "DELETE FROM {dep} WHERE {}",
+                    sql::employee_removed("employee_id")
+                );
+                let n = tx.execute(&sql, []).map_err(refused)?;
+                removed(dep, n, counts);
+            }
+            for (table, column) in [("departments", "head_id"), ("teams", "manager_id")] {
+                if !present(table) {
+                    let sql = format!(
+                        "UPDATE {table} SET {column} = NULL WHERE {}",
+                        sql::employee_removed(column)
+                    );
+                    tx.execute(&sql, []).map_err(refused)?;
+                }
+            }
+        }
+        let n = tx
+            .execute(&sql::delete_absent(entity), [])
+            .map_err(refused)?;
+        removed(entity.name, n, counts);
+    }
+    Ok(())
+}
+
+/// The newest `limit` imports, oldest first.
+pub fn history(path: &Path, limit: u32) -> Result<Vec<super::ImportRecord>, ExchangeError> {
+    if !path.is_file() {
+        return Ok(Vec::new());
+    }
+    let conn = open(path)?;
+    let sql = format!(
+        "SELECT id, {} FROM (SELECT * FROM import_history ORDER BY id DESC LIMIT ?1) ORDER BY id",
+        record::INSERT_COLUMNS
+    );
+    let mut stmt = conn.prepare(&sql).map_err(db("read import history"))?;
+    let rows = stmt
+        .query_map([limit], |r| {
+            Ok(record::record(
+                r.get(0)?,
+                [
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                ],
+            ))
+        })
+        .map_err(db("read import history"))?;
+    rows.collect::<Result<Vec<_>, _>>()
+        .map_err(db("read import history"))
+}

@@ -1,0 +1,189 @@
+//! The `export` and `import` subcommands: bring your own directory. The
+//! work is the library's (`employee_directory::exchange`); this file turns
+//! flags into options and results into lines a person or a script reads.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use employee_directory::exchange::{
+    self, DEFAULT_MAX_ROW_BYTES, ExchangeError, Format, ImportOptions, ImportReport, Mode,
+};
+
+use crate::cli::DEFAULT_DATABASE;
+
+/// File format flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// CSV (RFC 4180) with a header row, UTF-8.
+    Csv,
+    /// JSON Lines: one object per line.
+    Jsonl,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Jsonl => Format::Jsonl,
+        }
+    }
+}
+
+/// Import mode flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Insert or update by id; rows not in the files are untouched.
+    Merge,
+    /// Each entity with a file becomes exactly the file; employees that
+    /// disappeared are removed with their skills, history and leave.
+    Replace,
+}
+
+/// Flags of `export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Database URL, as given to the server.
+    #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
+    pub database: String,
+
+    /// Folder to write the entity files into (created if missing; files of
+    /// the same names are replaced).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// File format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
+    pub format: FormatArg,
+}
+
+/// Flags of `import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Database URL, as given to the server (created empty, without demo
+    /// data, if it does not exist).
+    #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
+    pub database: String,
+
+    /// Folder holding the entity files (employees.csv, departments.csv, …;
+    /// any subset).
+    #[arg(value_name = "DIR", required_unless_present = "history")]
+    pub dir: Option<PathBuf>,
+
+    /// File format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
+    pub format: FormatArg,
+
+    /// Merge into the directory or replace it.
+    #[arg(long, value_enum, default_value_t = ModeArg::Merge)]
+    pub mode: ModeArg,
+
+    /// Validate and print what would change; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Longest row accepted, in bytes; a longer one is a problem.
+    #[arg(long, env = "EMPLOYEE_MCP_MAX_ROW_BYTES", default_value_t = DEFAULT_MAX_ROW_BYTES as u32,
+          value_parser = clap::value_parser!(u32).range(64..=16_777_216))]
+    pub max_row_bytes: u32,
+
+    /// Who imports, for the history (default: the OS user, from USER or
+    /// LOGNAME).
+    #[arg(long)]
+    pub actor: Option<String>,
+
+    /// List past imports (JSON lines, oldest first) instead of importing.
+    #[arg(long, conflicts_with_all = ["dir", "dry_run"])]
+    pub history: bool,
+
+    /// With --history: most imports to list (the newest).
+    #[arg(long, default_value_t = 50, requires = "history")]
+    pub limit: u32,
+}
+
+/// The `export` subcommand.
+pub async fn export(args: &ExportArgs) -> Result<(), String> {
+    let written = exchange::export(&args.database, &args.out, args.format.into())
+        .await
+        .map_err(|e| e.to_string())?;
+    let total: u64 = written.iter().map(|(_, n)| n).sum();
+    for (entity, n) in &written {
+        println!("{entity}: {n} rows");
+    }
+    println!(
+        "exported {total} rows in {} files to {}",
+        written.len(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// The `import` subcommand.
+pub async fn import(args: &ImportArgs) -> Result<(), String> {
+    if args.history {
+        let records = exchange::history(&args.database, args.limit)
+            .await
+            .map_err(|e| e.to_string())?;
+        for r in &records {
+            println!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
+        }
+        return Ok(());
+    }
+    let Some(dir) = args.dir.clone() else {
+        return Err("name the folder to import (or pass --history)".to_string());
+    };
+    let options = ImportOptions {
+        dir,
+        format: args.format.into(),
+        mode: match args.mode {
+            ModeArg::Merge => Mode::Merge,
+            ModeArg::Replace => Mode::Replace,
+        },
+        dry_run: args.dry_run,
+        max_row_bytes: args.max_row_bytes as usize,
+        actor: crate::catalog::command::actor(args.actor.as_deref()),
+    };
+    match exchange::import(&args.database, &options).await {
+        Ok(report) => {
+            print_report(&report);
+            Ok(())
+        }
+        Err(ExchangeError::Invalid(problems)) => {
+            for p in &problems.first {
+                eprintln!("{p}");
+            }
+            let more = problems.total - problems.first.len();
+            if more > 0 {
+                eprintln!("… and {more} more problem(s)");
+            }
+            Err(format!(
+                "{} problem(s) in {}; nothing was imported",
+                problems.total,
+                options.dir.display()
+            ))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn print_report(report: &ImportReport) {
+    for c in &report.counts {
+        println!(
+            "{}: {} added, {} updated, {} unchanged, {} removed",
+            c.entity, c.added, c.updated, c.unchanged, c.removed
+        );
+    }
+    let sum = |f: fn(&exchange::EntityCounts) -> u64| report.counts.iter().map(f).sum::<u64>();
+    let (added, updated, removed) = (sum(|c| c.added), sum(|c| c.updated), sum(|c| c.removed));
+    let (mode, files) = (report.mode.as_str(), report.files.len());
+    if report.dry_run {
+        println!(
+            "dry run ({mode} mode, {files} files), nothing changed: would add {added}, update \
+             {updated} and remove {removed} rows"
+        );
+    } else {
+        println!(
+            "imported ({mode} mode, {files} files): {added} rows added, {updated} updated, \
+             {removed} removed"
+        );
+    }
+}

@@ -7,6 +7,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
+use mcpwire_server::transport::http::HttpConfig;
 use mcpwire_server::{Prompt, PromptOutcome, ServerOptions};
 use serde_json::{Value, json};
 
@@ -793,4 +794,55 @@ async fn unadvertised_capabilities_are_404() {
         "listen without notifications: {}",
         r.raw
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn long_lived_streams_are_bounded_per_caller_and_in_total() {
+    // Callers told apart by address: the proxy (this test) is trusted.
+    let config = HttpConfig {
+        max_streams: 3,
+        max_streams_per_caller: 2,
+        trusted_proxies: vec![std::net::Ipv4Addr::LOCALHOST.into()],
+        ..HttpConfig::default()
+    };
+    let h = spawn_http_with(server(), config).await;
+    let body = listen(json!("sub"), json!({ "toolsListChanged": true }));
+    let from = |ip: &str| {
+        let mut headers = modern_headers(&body);
+        headers.push(("X-Forwarded-For".to_owned(), ip.to_owned()));
+        headers
+    };
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        let mut s = h.open_stream(&body, &from("10.0.0.1")).await;
+        assert_eq!(s.status, 200);
+        s.expect_next().await;
+        open.push(s);
+    }
+    // The third stream of the same caller: 429, naming the per-client bound.
+    let r = h.post_with(&body, &from("10.0.0.1")).await;
+    assert_eq!(r.status, 429, "{}", r.raw);
+    assert_eq!(r.response()["id"], json!("sub"), "{}", r.raw);
+    assert!(r.raw.contains("from this client: at most 2"), "{}", r.raw);
+    // Another caller takes the last slot...
+    let mut s = h.open_stream(&body, &from("10.0.0.2")).await;
+    assert_eq!(s.status, 200);
+    s.expect_next().await;
+    // ...and then the total bound refuses the next one, whoever asks.
+    let r = h.post_with(&body, &from("10.0.0.3")).await;
+    assert_eq!(r.status, 429, "{}", r.raw);
+    assert!(r.raw.contains("at most 3 open streams"), "{}", r.raw);
+    // Requests are still served, and a closed stream frees its slot.
+    h.assert_alive().await;
+    drop(open.pop());
+    let mut again = None;
+    for _ in 0..100 {
+        let s = h.open_stream(&body, &from("10.0.0.3")).await;
+        if s.status == 200 {
+            again = Some(s);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(again.is_some(), "the slot of a closed stream was not freed");
 }

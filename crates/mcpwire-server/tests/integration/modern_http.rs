@@ -796,48 +796,43 @@ async fn unadvertised_capabilities_are_404() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn long_lived_streams_are_bounded_per_caller_and_in_total() {
-    // Callers told apart by address: the proxy (this test) is trusted.
-    let config = HttpConfig {
-        max_streams: 3,
-        max_streams_per_caller: 2,
-        trusted_proxies: vec![std::net::Ipv4Addr::LOCALHOST.into()],
-        ..HttpConfig::default()
-    };
-    let h = spawn_http_with(server(), config).await;
-    let body = listen(json!("sub"), json!({ "toolsListChanged": true }));
-    let from = |ip: &str| {
-        let mut headers = modern_headers(&body);
-        headers.push(("X-Forwarded-For".to_owned(), ip.to_owned()));
-        headers
-    };
+/// Opens `subscriptions/listen` streams until one is refused; returns the
+/// open ones and the refusal.
+async fn listen_until_refused(h: &Http, body: &Value) -> (Vec<SseStream>, Reply) {
     let mut open = Vec::new();
-    for _ in 0..2 {
-        let mut s = h.open_stream(&body, &from("10.0.0.1")).await;
-        assert_eq!(s.status, 200);
+    loop {
+        let mut s = h.open_stream(body, &modern_headers(body)).await;
+        if s.status != 200 {
+            return (open, h.modern(body).await);
+        }
         s.expect_next().await;
         open.push(s);
+        assert!(open.len() <= 10, "no stream was refused");
     }
-    // The third stream of the same caller: 429, naming the per-client bound.
-    let r = h.post_with(&body, &from("10.0.0.1")).await;
+}
+
+// (`spawn_http` serves through axum without client addresses: every
+// request of these tests is the same caller.)
+#[tokio::test(flavor = "multi_thread")]
+async fn long_lived_streams_are_bounded_per_caller_and_in_total() {
+    let body = listen(json!("sub"), json!({ "toolsListChanged": true }));
+    let per_caller = HttpConfig {
+        max_streams: 5,
+        max_streams_per_caller: 2,
+        ..HttpConfig::default()
+    };
+    let h = spawn_http_with(server(), per_caller).await;
+    let (mut open, r) = listen_until_refused(&h, &body).await;
+    assert_eq!(open.len(), 2);
     assert_eq!(r.status, 429, "{}", r.raw);
     assert_eq!(r.response()["id"], json!("sub"), "{}", r.raw);
     assert!(r.raw.contains("from this client: at most 2"), "{}", r.raw);
-    // Another caller takes the last slot...
-    let mut s = h.open_stream(&body, &from("10.0.0.2")).await;
-    assert_eq!(s.status, 200);
-    s.expect_next().await;
-    // ...and then the total bound refuses the next one, whoever asks.
-    let r = h.post_with(&body, &from("10.0.0.3")).await;
-    assert_eq!(r.status, 429, "{}", r.raw);
-    assert!(r.raw.contains("at most 3 open streams"), "{}", r.raw);
     // Requests are still served, and a closed stream frees its slot.
     h.assert_alive().await;
     drop(open.pop());
     let mut again = None;
     for _ in 0..100 {
-        let s = h.open_stream(&body, &from("10.0.0.3")).await;
+        let s = h.open_stream(&body, &modern_headers(&body)).await;
         if s.status == 200 {
             again = Some(s);
             break;
@@ -845,4 +840,15 @@ async fn long_lived_streams_are_bounded_per_caller_and_in_total() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(again.is_some(), "the slot of a closed stream was not freed");
+
+    let total = HttpConfig {
+        max_streams: 3,
+        max_streams_per_caller: 16,
+        ..HttpConfig::default()
+    };
+    let h = spawn_http_with(server(), total).await;
+    let (open, r) = listen_until_refused(&h, &body).await;
+    assert_eq!(open.len(), 3);
+    assert_eq!(r.status, 429, "{}", r.raw);
+    assert!(r.raw.contains("at most 3 open streams"), "{}", r.raw);
 }

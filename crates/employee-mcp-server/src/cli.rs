@@ -594,6 +594,32 @@ pub struct ConnectionArgs {
     )]
     pub max_connections: u64,
 
+    /// Connections accepted beyond --max-connections that serve only
+    /// /healthz and /readyz (anything else gets 503 + Retry-After), so
+    /// probes never wait behind clients. 0 turns the reserve off.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_PROBE_RESERVE_CONNECTIONS",
+        default_value_t = 8
+    )]
+    pub probe_reserve_connections: u64,
+
+    /// Most long-lived streams (subscriptions/listen, legacy GET streams,
+    /// GET /sse) open at once, all clients together; further ones get 429.
+    /// Default: half of --max-connections, so requests always find room.
+    #[arg(long, env = "EMPLOYEE_MCP_MAX_STREAMS", value_name = "N")]
+    pub max_streams: Option<u64>,
+
+    /// Most long-lived streams one client (token subject, else client
+    /// address) may have open at once; further ones get 429.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_MAX_STREAMS_PER_CALLER",
+        default_value_t = 16,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub max_streams_per_caller: u64,
+
     /// On SIGTERM or Ctrl-C, seconds requests in flight get to finish before
     /// the remaining connections are dropped.
     #[arg(long, env = "EMPLOYEE_MCP_SHUTDOWN_GRACE_SECS", default_value_t = 10)]

@@ -182,6 +182,7 @@ async fn on_http(
         allowed_hosts.push(addr.ip().to_string());
     }
     let conn = &cli.connections;
+    let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let config = HttpConfig {
         max_body_bytes: cli.max_body_bytes,
         body_read_timeout: Duration::from_secs(conn.body_read_timeout_secs),
@@ -192,6 +193,8 @@ async fn on_http(
             .oauth
             .as_ref()
             .map(auth::OAuth::resource_metadata_url),
+        max_streams: to_usize(conn.max_streams.unwrap_or(conn.max_connections / 2)),
+        max_streams_per_caller: to_usize(conn.max_streams_per_caller),
         ..HttpConfig::default()
     };
     let mut router = mcp_http::router(server.clone(), config);
@@ -215,7 +218,9 @@ async fn on_http(
     let limits = ConnectionLimits {
         header_read_timeout: Duration::from_secs(conn.header_read_timeout_secs),
         idle_timeout: Duration::from_secs(conn.idle_timeout_secs),
-        max_connections: usize::try_from(conn.max_connections).unwrap_or(usize::MAX),
+        max_connections: to_usize(conn.max_connections),
+        probe_reserve: to_usize(conn.probe_reserve_connections),
+        drain_body_bytes: cli.max_body_bytes,
         shutdown_grace: Duration::from_secs(conn.shutdown_grace_secs),
     };
     mcp_http::serve_with(listener, router, server, shutdown_signal(), &limits, stats)

@@ -5,6 +5,13 @@
 //! server (or its replicas, sharing the key) knows, and bound to the method,
 //! the tool or prompt name, a digest of the arguments, the principal and an
 //! expiry. Anything that fails verification is a JSON-RPC error.
+//!
+//! A state is not single use: within its lifetime the same principal may
+//! present it again with the same request (the spec's binding measures
+//! bound replay, they do not forbid it). That suits states that only carry
+//! what the handler needs to continue and grant nothing a fresh request
+//! would not; a handler whose state must be redeemed at most once (a
+//! one-time action) must enforce that itself, server-side.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

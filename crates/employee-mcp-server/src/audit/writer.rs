@@ -9,7 +9,10 @@
 //! count in memory, which is written to the row every few seconds, when the
 //! window closes, and at shutdown. At most [`MAX_FLOOD_KEYS`] callers and
 //! tools are tracked per window; past that, refusals are counted in one
-//! row for everyone else (tool `*`).
+//! row for everyone else (tool `*`). Protocol errors (calls to unknown or
+//! disabled tools, malformed calls) fold the same way, keyed by caller
+//! alone: the tool names are the caller's own, as many as it likes, so
+//! the row names the first one and counts them all.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -87,16 +90,27 @@ pub(super) fn start_ticker(queue: mpsc::WeakSender<Message>) -> Result<(), Strin
 struct FloodKey {
     caller: String,
     tool: String,
+    outcome: &'static str,
 }
 
 impl FloodKey {
     /// The bucket for callers past [`MAX_FLOOD_KEYS`].
-    fn other() -> FloodKey {
+    fn other(outcome: CallOutcome) -> FloodKey {
         FloodKey {
             caller: "*".to_owned(),
             tool: "*".to_owned(),
+            outcome: outcome.as_str(),
         }
     }
+}
+
+/// Outcomes a client can produce as fast as it sends: folded into
+/// counted rows instead of one row each.
+fn folds(outcome: CallOutcome) -> bool {
+    matches!(
+        outcome,
+        CallOutcome::RateLimited | CallOutcome::ProtocolError
+    )
 }
 
 /// The refusals of one key in one window.
@@ -242,7 +256,7 @@ impl Writer {
                 waiting.push(ack);
                 continue;
             }
-            if entry.outcome != CallOutcome::RateLimited {
+            if !folds(entry.outcome) {
                 records.push(entry);
                 waiting.push(ack);
                 continue;
@@ -408,10 +422,15 @@ fn count_refusal(
             .clone()
             .or_else(|| entry.remote_addr.clone())
             .unwrap_or_else(|| "-".to_owned()),
-        tool: entry.tool.clone(),
+        // Unknown tool names are the caller's to invent: not a key.
+        tool: match entry.outcome {
+            CallOutcome::RateLimited => entry.tool.clone(),
+            _ => String::new(),
+        },
+        outcome: entry.outcome.as_str(),
     };
     if !floods.contains_key(&key) && floods.len() >= MAX_FLOOD_KEYS {
-        key = FloodKey::other();
+        key = FloodKey::other(entry.outcome);
     }
     if let Some(flood) = floods.get_mut(&key) {
         if flood.window >= window {
@@ -422,7 +441,7 @@ fn count_refusal(
         // A new window for this key: the old row gets its final count.
         store_count(tx, flood)?;
     }
-    let row = if key == FloodKey::other() {
+    let row = if key == FloodKey::other(entry.outcome) {
         tx.insert(&other_entry(entry), Some(1))?
     } else {
         let mut stored = entry.clone();
@@ -451,7 +470,8 @@ fn other_entry(entry: &Entry) -> Entry {
         tool: "*".to_owned(),
         arguments: "{}".to_owned(),
         detail: Some(format!(
-            "rate limited: callers and tools past the {MAX_FLOOD_KEYS} tracked per minute"
+            "{}: callers and tools past the {MAX_FLOOD_KEYS} tracked per minute",
+            entry.outcome.as_str()
         )),
         ..entry.clone()
     }
@@ -541,6 +561,25 @@ mod tests {
         let counts: Vec<i64> = rows.iter().map(|r| r.2).collect();
         assert_eq!(counts, [8, 1, 1], "{rows:?}");
         assert!(rows.iter().all(|r| r.1 == "{}"), "no arguments stored");
+    }
+
+    #[test]
+    fn protocol_errors_fold_per_caller_whatever_the_tool_name() {
+        let mut w = writer();
+        let at = FLOOD_WINDOW_MS * 3_000;
+        let junk = |i: usize| {
+            let mut e = refusal("a", &format!("no-such-tool-{i}"), at);
+            e.outcome = CallOutcome::ProtocolError;
+            e
+        };
+        write(&mut w, (0..40).map(junk).collect());
+        // A rate-limited call of the same caller keeps its own row.
+        write(&mut w, vec![refusal("a", "t", at)]);
+        w.flush_floods(true);
+        let rows = rows(&mut w);
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!((rows[0].0.as_str(), rows[0].2), ("no-such-tool-0", 40));
+        assert_eq!((rows[1].0.as_str(), rows[1].2), ("t", 1));
     }
 
     #[test]

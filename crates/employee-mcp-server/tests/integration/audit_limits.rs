@@ -253,3 +253,35 @@ async fn a_locked_database_fails_the_call_in_bounded_time() {
     assert_eq!(status, 200, "{body}");
     assert!(body["result"].is_object(), "{body}");
 }
+
+#[tokio::test]
+async fn calls_to_unknown_tools_are_audited_and_a_flood_folds_into_counted_rows() {
+    let db = TempDb::seeded();
+    let server = start(&db, &[]).await;
+    let calls = 300;
+    for i in 0..calls {
+        // Made-up names, each new, each longer than the trail keeps.
+        let name = format!("{i:03}{}", "z".repeat(300));
+        let (_, body) = call(&server, &name, json!({"employeeId": "JohnDoe"})).await;
+        assert_eq!(body["error"]["code"], -32602, "{body}");
+    }
+    // The first one is stored at once.
+    let live = audit_rows(&db, &["--outcome", "protocol_error"]);
+    assert!(!live.is_empty() && live.len() <= 2, "{live:#?}");
+    let (exit, log) = server.stop().await;
+    assert!(exit.success(), "{exit}: {log}");
+    let rows = audit_rows(&db, &["--outcome", "protocol_error"]);
+    assert!(rows.len() <= 2, "{} rows: {rows:#?}", rows.len());
+    let counted: i64 = rows.iter().filter_map(|r| r["count"].as_i64()).sum();
+    assert_eq!(counted, calls, "{rows:#?}");
+    let first = rows.iter().map(|r| r["tool"].as_str().unwrap_or("")).min();
+    let first = first.unwrap_or_default();
+    assert!(first.starts_with("000z"), "{first}");
+    assert_eq!(first.chars().count(), 128, "the name is cut");
+    assert!(
+        rows[0]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("unknown tool")),
+        "{rows:#?}"
+    );
+}

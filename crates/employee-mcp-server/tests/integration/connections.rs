@@ -191,27 +191,199 @@ async fn streams_are_not_idle() {
 }
 
 #[tokio::test]
-async fn at_the_connection_limit_new_clients_wait_then_are_served() {
+async fn at_the_connection_limit_idle_keep_alive_connections_make_room() {
     let mut server = Server::start_with(&["--max-connections", "5"]).await;
     let addr = server.addr.clone();
     let mut held = Vec::new();
     for _ in 0..5 {
         held.push(keep_alive_ping(&addr).await);
     }
-    // Accepted by the kernel, not by the server: no answer yet.
-    let mut waiting = TcpStream::connect(&addr).await.expect("connect");
-    waiting
+    // A newcomer is served: idle connections are closed to make room.
+    let mut newcomer = TcpStream::connect(&addr).await.expect("connect");
+    newcomer
         .write_all(ping_request(&addr).as_bytes())
         .await
         .expect("write");
-    let mut buf = [0u8; 1024];
-    let early = tokio::time::timeout(Duration::from_millis(1500), waiting.read(&mut buf)).await;
-    assert!(early.is_err(), "answered beyond the limit: {early:?}");
-    drop(held.pop());
-    let got = read_until(&mut waiting, r#""result":{}"#).await;
+    let got = read_until(&mut newcomer, r#""result":{}"#).await;
     assert!(got.starts_with("HTTP/1.1 200"), "{got}");
-    drop(waiting);
+    let mut closed = 0;
+    for stream in &mut held {
+        let mut buf = [0u8; 64];
+        let read = tokio::time::timeout(Duration::from_millis(200), stream.read(&mut buf)).await;
+        if matches!(read, Ok(Ok(0) | Err(_))) {
+            closed += 1;
+        }
+    }
+    assert!(closed >= 1, "no idle connection was closed");
     assert!(server.child_mut().try_wait().expect("poll").is_none());
+    server.assert_alive().await;
+}
+
+/// A `subscriptions/listen` POST on a new connection; returns the
+/// connection (left open, never read again) and the response head.
+async fn open_listen(addr: &str) -> (TcpStream, String) {
+    let body = modern_body(
+        next_id(),
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    );
+    let body = serde_json::to_string(&body).expect("json");
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {}\r\n\
+         Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        common::MODERN,
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let head = read_until(&mut stream, "\r\n\r\n").await;
+    (stream, head)
+}
+
+fn status_of(head: &str) -> u16 {
+    head.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {head:?}"))
+}
+
+/// A modern tools/call on a fresh connection, retried as a client would
+/// after `503` + `Retry-After`; panics if not answered within 20 s.
+async fn call_until_answered(addr: &str) -> common::Reply {
+    let body = modern_body(
+        next_id(),
+        "tools/call",
+        json!({"name": "get-employee-details", "arguments": {"employeeId": "JohnDoe"}}),
+    );
+    let headers = common::modern_headers(&body);
+    let mut headers: Vec<(&str, &[u8])> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_bytes()))
+        .collect();
+    headers.push(("Content-Type", b"application/json"));
+    let body = serde_json::to_vec(&body).expect("json");
+    let start = Instant::now();
+    loop {
+        let reply = common::http_request(addr, "POST", &headers, Some(&body))
+            .await
+            .expect("an answer");
+        if reply.status != 503 || start.elapsed() > Duration::from_secs(20) {
+            return reply;
+        }
+        assert_eq!(reply.header("retry-after").as_deref(), Some("1"));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+#[tokio::test]
+async fn idle_streams_from_one_client_leave_room_for_calls_and_probes() {
+    let server =
+        Server::start_with(&["--max-connections", "8", "--max-streams-per-caller", "3"]).await;
+    let addr = server.addr.clone();
+    // One client opens as many streams as there are connections, and
+    // then sends nothing more.
+    let mut flood = Vec::new();
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        let (stream, head) = open_listen(&addr).await;
+        statuses.push(status_of(&head));
+        if status_of(&head) == 429 {
+            let lower = head.to_ascii_lowercase();
+            assert!(lower.contains("retry-after: 10"), "{head}");
+        }
+        flood.push(stream);
+    }
+    assert_eq!(statuses[..4], [200, 200, 200, 429], "{statuses:?}");
+    assert!(
+        statuses.iter().all(|s| [200, 429, 503].contains(s)),
+        "{statuses:?}"
+    );
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 3);
+    // A legitimate call and the probes are still answered.
+    let reply = call_until_answered(&addr).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.result()["isError"], json!(null), "{}", reply.text);
+    let health = common::http_get(&addr, "/healthz").await;
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    let ready = common::http_get(&addr, "/readyz").await;
+    assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+    drop(flood);
+}
+
+#[tokio::test]
+async fn beyond_the_connection_limit_probes_are_served_and_others_told_to_retry() {
+    let server = Server::start_with(&[
+        "--max-connections",
+        "3",
+        "--max-streams",
+        "3",
+        "--max-streams-per-caller",
+        "3",
+    ])
+    .await;
+    let addr = server.addr.clone();
+    // Three streams: every regular connection is busy (none is idle).
+    let mut busy = Vec::new();
+    for _ in 0..3 {
+        let (stream, head) = open_listen(&addr).await;
+        assert_eq!(status_of(&head), 200, "{head}");
+        busy.push(stream);
+    }
+    let health = common::http_get(&addr, "/healthz").await;
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    let mut newcomer = TcpStream::connect(&addr).await.expect("connect");
+    newcomer
+        .write_all(ping_request(&addr).as_bytes())
+        .await
+        .expect("write");
+    let refused = closed_within(&mut newcomer, Duration::from_secs(10)).await;
+    let text = refused.received.to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 503"), "{}", refused.received);
+    assert!(text.contains("retry-after: 1"), "{}", refused.received);
+    assert!(text.contains("connection: close"), "{}", refused.received);
+    assert!(text.contains("connection limit"), "{}", refused.received);
+    // A stream that ends frees its connection for everyone.
+    drop(busy.pop());
+    let reply = call_until_answered(&addr).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}
+
+#[tokio::test]
+async fn an_early_refusal_of_a_large_body_keeps_the_connection_usable() {
+    let server = Server::start().await;
+    let addr = &server.addr;
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    let body = vec![b'x'; 100_000];
+    // Refused before the body is read: a wrong media type (415), then a
+    // foreign Origin (403); then a ping on the same connection.
+    let refusals = [
+        ("Content-Type: text/plain\r\n", "HTTP/1.1 415"),
+        (
+            "Content-Type: application/json\r\nOrigin: http://evil.example.com\r\n",
+            "HTTP/1.1 403",
+        ),
+    ];
+    for (headers, status) in refusals {
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n{headers}Content-Length: {}\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).await.expect("head");
+        stream.write_all(&body).await.expect("body");
+        let got = read_until(&mut stream, "}}").await;
+        assert!(got.starts_with(status), "{got}");
+        assert!(
+            !got.to_ascii_lowercase().contains("connection: close"),
+            "{got}"
+        );
+    }
+    stream
+        .write_all(ping_request(addr).as_bytes())
+        .await
+        .expect("the connection takes the next request");
+    let got = read_until(&mut stream, r#""result":{}"#).await;
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
     server.assert_alive().await;
 }
 

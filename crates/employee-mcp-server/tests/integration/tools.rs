@@ -683,6 +683,17 @@ async fn unknown_employee_is_asked_about_when_the_client_can_elicit(backend: Bac
         chosen["structuredContent"], expected["structuredContent"],
         "{chosen}"
     );
+    // Replayed within its lifetime, the state reads the same again: it only
+    // limits the choice to the ids offered and grants nothing a direct call
+    // would not, so single use is deliberately not enforced (README,
+    // "Protocol support").
+    let again = details_asking(
+        &server,
+        "Alice Jonson",
+        pick(&round1, "accept", "AliceJohnson"),
+    )
+    .await;
+    assert_eq!(again["structuredContent"], expected["structuredContent"]);
 
     // Declined, or an id that was not offered: the plain "did you mean".
     for (action, id) in [("decline", "AliceJohnson"), ("accept", "JohnDoe")] {

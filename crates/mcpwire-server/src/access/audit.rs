@@ -103,8 +103,10 @@ pub type AuditFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Sen
 /// within a bounded time rather than stall calls.
 pub trait AuditSink: Send + Sync + 'static {
     /// Stores one record durably. A sink may fold
-    /// [`CallOutcome::RateLimited`] records into a counted aggregate and
-    /// acknowledge them before they reach the disk.
+    /// [`CallOutcome::RateLimited`] and [`CallOutcome::ProtocolError`]
+    /// records (a client can send those as fast as it likes, e.g. calls to
+    /// made-up tool names) into a counted aggregate and acknowledge them
+    /// before they reach the disk.
     fn record(&self, record: AuditRecord) -> AuditFuture<'_>;
 }
 

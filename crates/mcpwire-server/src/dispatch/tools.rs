@@ -190,6 +190,15 @@ impl Server {
         };
         let set = self.tool_set();
         let Some(tool) = set.get(name).cloned() else {
+            // Audited as a protocol error under the name asked for (cut
+            // and cleaned: it is the caller's text); its arguments are
+            // not kept, as no policy says which of them are personal.
+            draft.tool = Some(
+                sanitize_text(name)
+                    .chars()
+                    .take(AUDITED_NAME_CHARS)
+                    .collect(),
+            );
             let known: Vec<&str> = set
                 .tools
                 .iter()
@@ -652,10 +661,14 @@ async fn bounded<T>(decision: LimitFuture<'_, T>) -> Result<T, ProtocolError> {
     ))
 }
 
+/// Longest unknown tool name kept in the audit trail, in characters.
+const AUDITED_NAME_CHARS: usize = 128;
+
 /// What the audit record needs from inside the call.
 #[derive(Default)]
 struct AuditDraft {
-    /// The tool name, once known (calls without one are not audited).
+    /// The tool name, once known; for an unknown tool the name asked for
+    /// (calls without a name are not audited).
     tool: Option<String>,
     /// Redacted arguments.
     arguments: Value,

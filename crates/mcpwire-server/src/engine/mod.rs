@@ -31,6 +31,7 @@ use serde_json::Value;
 pub use connection::{Connection, MAX_IN_FLIGHT};
 pub use pending::Pending;
 pub(crate) use replicas::Replicas;
+pub(crate) use wire::check_session_version;
 
 use crate::access::Principal;
 use crate::server::Server;
@@ -283,7 +284,10 @@ impl Server {
         };
         let subject = origin.principal().map(|p| p.subject.as_str());
         match self.find_session(&id).await? {
-            Some(s) if s.owner() == subject => Ok(Some(s)),
+            Some(s) if s.owner() == subject => {
+                wire::check_session_version(headers, &s)?;
+                Ok(Some(s))
+            }
             _ => Err(session_not_found()),
         }
     }

@@ -20,6 +20,7 @@ use super::{Accepted, Answer, Looked, Origin, Pending, bad};
 use crate::access::{ClientAddress, Principal, caller_key};
 use crate::dispatch::Wire;
 use crate::server::Server;
+use crate::session::Session;
 
 /// Every version this server speaks, for -32022's `data.supported`.
 fn unsupported(requested: &str) -> ProtocolError {
@@ -206,6 +207,30 @@ impl Server {
             status,
             session: session.filter(|_| origin.connection.is_none()),
         }
+    }
+}
+
+/// A legacy session keeps the revision it negotiated: an
+/// `MCP-Protocol-Version` naming another legacy revision is refused (400)
+/// rather than served under rules the client did not negotiate. Unknown
+/// and modern versions are left to the wire decision (-32022, or the
+/// modern wire).
+pub(crate) fn check_session_version(
+    request_headers: &HeaderMap,
+    session: &Session,
+) -> Result<(), ProtocolError> {
+    let Some(header) = single(request_headers, headers::PROTOCOL_VERSION)? else {
+        return Ok(());
+    };
+    match ProtocolVersion::parse(&header) {
+        Some(v) if !v.is_modern() && v != session.version() => Err(ProtocolError::invalid_request(
+            format!(
+                "Bad request: MCP-Protocol-Version is \"{header}\" but this session negotiated \"{}\"; send the negotiated version, or initialize a new session.",
+                session.version().as_str()
+            ),
+        )
+        .with_status(ErrorStatus::BadRequest)),
+        _ => Ok(()),
     }
 }
 

@@ -334,6 +334,12 @@ fn render_connections(e: &mut Encoder, c: &ConnectionStats) {
         count(&c.paused_at_limit),
     );
     e.single(
+        "mcp_http_refused_at_limit_total",
+        "counter",
+        "Requests other than probes refused (503) on connections accepted beyond --max-connections.",
+        count(&c.refused_at_limit),
+    );
+    e.single(
         "mcp_http_accept_errors_total",
         "counter",
         "Failed accept() calls (e.g. out of file descriptors).",
@@ -342,11 +348,12 @@ fn render_connections(e: &mut Encoder, c: &ConnectionStats) {
     e.family(
         "mcp_http_connections_closed_total",
         "counter",
-        "Connections closed by the server: request head too slow, idle keep-alive, or still open at the shutdown deadline.",
+        "Connections closed by the server: request head too slow, idle keep-alive, idle keep-alive closed to make room at the connection limit, or still open at the shutdown deadline.",
     );
     let closed = [
         ("header_timeout", &c.header_timeouts),
         ("idle", &c.idle_closed),
+        ("idle_at_limit", &c.idle_reclaimed),
         ("shutdown_deadline", &c.dropped_at_shutdown),
     ];
     for (reason, n) in closed {

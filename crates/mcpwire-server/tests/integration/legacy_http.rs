@@ -459,3 +459,33 @@ async fn a_legacy_disconnect_is_not_a_cancellation() {
         "legacy HTTP: a disconnect SHOULD NOT be read as cancellation"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_version_header_other_than_the_sessions_is_refused() {
+    let h = spawn_http(server()).await;
+    let (sid, _) = h.initialize(Some("2025-06-18"), json!({})).await;
+    let list = raw_req(2, "tools/list", json!({}));
+    let r = h.legacy(&list, Some(&sid), Some("2025-03-26")).await;
+    assert_eq!(r.status, 400, "{}", r.raw);
+    assert_eq!(error_code(r.response()), Some(-32600), "{}", r.raw);
+    assert!(r.raw.contains("negotiated \\\"2025-06-18\\\""), "{}", r.raw);
+    // Notifications and the GET stream are held to it as well.
+    let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let n = h.legacy(&note, Some(&sid), Some("2025-11-25")).await;
+    assert_eq!(n.status, 400, "{}", n.raw);
+    let get = h
+        .client
+        .get(&h.url)
+        .header("Accept", "text/event-stream")
+        .header("Mcp-Session-Id", &sid)
+        .header("MCP-Protocol-Version", "2025-03-26")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(get.status().as_u16(), 400);
+    // The negotiated version, or no header, is served.
+    let ok = h.legacy(&list, Some(&sid), Some("2025-06-18")).await;
+    assert_eq!(ok.status, 200, "{}", ok.raw);
+    let ok = h.legacy(&list, Some(&sid), None).await;
+    assert_eq!(ok.status, 200, "{}", ok.raw);
+}

@@ -7,6 +7,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
+use mcpwire_server::transport::http::HttpConfig;
 use mcpwire_server::{Prompt, PromptOutcome, ServerOptions};
 use serde_json::{Value, json};
 
@@ -793,4 +794,61 @@ async fn unadvertised_capabilities_are_404() {
         "listen without notifications: {}",
         r.raw
     );
+}
+
+/// Opens `subscriptions/listen` streams until one is refused; returns the
+/// open ones and the refusal.
+async fn listen_until_refused(h: &Http, body: &Value) -> (Vec<SseStream>, Reply) {
+    let mut open = Vec::new();
+    loop {
+        let mut s = h.open_stream(body, &modern_headers(body)).await;
+        if s.status != 200 {
+            return (open, h.modern(body).await);
+        }
+        s.expect_next().await;
+        open.push(s);
+        assert!(open.len() <= 10, "no stream was refused");
+    }
+}
+
+// (`spawn_http` serves through axum without client addresses: every
+// request of these tests is the same caller.)
+#[tokio::test(flavor = "multi_thread")]
+async fn long_lived_streams_are_bounded_per_caller_and_in_total() {
+    let body = listen(json!("sub"), json!({ "toolsListChanged": true }));
+    let per_caller = HttpConfig {
+        max_streams: 5,
+        max_streams_per_caller: 2,
+        ..HttpConfig::default()
+    };
+    let h = spawn_http_with(server(), per_caller).await;
+    let (mut open, r) = listen_until_refused(&h, &body).await;
+    assert_eq!(open.len(), 2);
+    assert_eq!(r.status, 429, "{}", r.raw);
+    assert_eq!(r.response()["id"], json!("sub"), "{}", r.raw);
+    assert!(r.raw.contains("from this client: at most 2"), "{}", r.raw);
+    // Requests are still served, and a closed stream frees its slot.
+    h.assert_alive().await;
+    drop(open.pop());
+    let mut again = None;
+    for _ in 0..100 {
+        let s = h.open_stream(&body, &modern_headers(&body)).await;
+        if s.status == 200 {
+            again = Some(s);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(again.is_some(), "the slot of a closed stream was not freed");
+
+    let total = HttpConfig {
+        max_streams: 3,
+        max_streams_per_caller: 16,
+        ..HttpConfig::default()
+    };
+    let h = spawn_http_with(server(), total).await;
+    let (open, r) = listen_until_refused(&h, &body).await;
+    assert_eq!(open.len(), 3);
+    assert_eq!(r.status, 429, "{}", r.raw);
+    assert!(r.raw.contains("at most 3 open streams"), "{}", r.raw);
 }

@@ -248,3 +248,23 @@ async fn header_values_with_invalid_characters_are_rejected() {
     assert_eq!(status, 400, "{text}");
     h.assert_alive().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_origin_headers_are_refused_like_two_hosts() {
+    let h = spawn_http(server()).await;
+    let body = req(1, "tools/list", json!({}));
+    let mut headers = modern_headers(&body);
+    headers.push(("Origin".to_owned(), "http://localhost".to_owned()));
+    let one = h.post_with(&body, &headers).await;
+    assert_eq!(one.status, 200, "{}", one.raw);
+    // Both allowed, or one foreign: ambiguous either way.
+    for second in ["http://localhost", "http://evil.example.com"] {
+        let mut two = headers.clone();
+        two.push(("Origin".to_owned(), second.to_owned()));
+        let r = h.post_with(&body, &two).await;
+        assert_eq!(r.status, 400, "{second}: {}", r.raw);
+        assert_eq!(error_code(r.response()), Some(-32600), "{}", r.raw);
+        assert!(r.raw.contains("more than one Origin header"), "{}", r.raw);
+    }
+    h.assert_alive().await;
+}

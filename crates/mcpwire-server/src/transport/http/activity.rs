@@ -83,6 +83,14 @@ impl Activity {
         InFlight(std::sync::Arc::clone(self))
     }
 
+    /// Between two requests, with no new request head arriving: the
+    /// connection can close without cutting anything off. A fresh
+    /// connection (its first head still due) is not idle.
+    pub(super) fn is_idle(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) == 0
+            && self.head_started.load(Ordering::Acquire) == NONE
+    }
+
     /// The verdict now: expired, or how long until it may be (`None`:
     /// not before something changes).
     fn check(&self, limits: &ConnectionLimits) -> Result<Option<Duration>, Expiry> {

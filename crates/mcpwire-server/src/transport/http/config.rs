@@ -29,6 +29,15 @@ pub struct HttpConfig {
     /// instead of lumping everyone under the proxy's address. Empty by
     /// default (the header is ignored, as anyone can send it).
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// Most long-lived streams (`subscriptions/listen`, legacy GET streams,
+    /// HTTP+SSE `GET /sse`) open at once, all callers together; past it a
+    /// new stream gets 429. Keep it well below
+    /// [`ConnectionLimits::max_connections`] so that streams never take
+    /// every connection (the default is half the default connection cap).
+    pub max_streams: usize,
+    /// Most long-lived streams one caller (token subject, else client
+    /// address) may have open at once; past it a new stream gets 429.
+    pub max_streams_per_caller: usize,
 }
 
 impl Default for HttpConfig {
@@ -43,6 +52,8 @@ impl Default for HttpConfig {
             keep_alive: Duration::from_secs(15),
             resource_metadata_url: None,
             trusted_proxies: Vec::new(),
+            max_streams: ConnectionLimits::default().max_connections / 2,
+            max_streams_per_caller: 16,
         }
     }
 }
@@ -58,9 +69,21 @@ pub struct ConnectionLimits {
     /// server closes it. A connection with a request in flight (including a
     /// long-lived SSE response) is never idle.
     pub idle_timeout: Duration,
-    /// Most connections open at once. At the limit the listener stops
-    /// accepting (new clients wait in the kernel backlog) until one closes.
+    /// Most connections open at once. At the limit the listener asks a few
+    /// idle keep-alive connections to close, and accepts up to
+    /// `probe_reserve` more connections that only serve the probes
+    /// (`/healthz`, `/readyz`); any other request on them gets 503 with
+    /// `Retry-After` and `Connection: close`. Past that, new clients wait
+    /// in the kernel backlog until a connection closes.
     pub max_connections: usize,
+    /// Connections accepted beyond `max_connections` so that probes never
+    /// wait behind clients (see above). 0 turns the reserve off.
+    pub probe_reserve: usize,
+    /// Largest unread request body read and discarded after an early
+    /// answer (415, 403, 404 …) so the connection can carry the client's
+    /// next request; a larger one, or one not received within
+    /// `header_read_timeout`, closes the connection (`Connection: close`).
+    pub drain_body_bytes: usize,
     /// After shutdown begins, time connections get to finish their requests
     /// before the rest are dropped.
     pub shutdown_grace: Duration,
@@ -72,6 +95,8 @@ impl Default for ConnectionLimits {
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             max_connections: 10_000,
+            probe_reserve: 8,
+            drain_body_bytes: 1024 * 1024,
             shutdown_grace: Duration::from_secs(10),
         }
     }

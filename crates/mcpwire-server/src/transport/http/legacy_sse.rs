@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use super::AppState;
 use super::post::{add_client_address, check_content_type, read_body};
 use super::reply::{add_error_headers, error_response, message_event, sse_response};
+use super::stream_slots::hold;
 use crate::access::Principal;
 use crate::engine::Connection;
 use crate::session::lock;
@@ -73,6 +74,10 @@ pub(crate) async fn open(
         return error_response(StatusCode::INTERNAL_SERVER_ERROR, None, e);
     }
     let id = URL_SAFE_NO_PAD.encode(raw);
+    let slot = match state.stream_slot(&extensions, None) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
     let owner = extensions.get::<Principal>().map(|p| p.subject.clone());
     let (tx, rx) = mpsc::channel::<String>(64);
     let connection = Connection::new(
@@ -105,7 +110,7 @@ pub(crate) async fn open(
         Some((message_event(m), (rx, closer)))
     });
     let body = stream::once(async move { first }).chain(rest);
-    sse_response(body, Some(state.config.keep_alive))
+    hold(sse_response(body, Some(state.config.keep_alive)), slot)
 }
 
 /// `POST /messages?sessionId=…`: one message for that stream's

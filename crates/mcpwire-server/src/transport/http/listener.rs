@@ -1,23 +1,25 @@
-//! The accept loop: at most `max_connections` open, accept errors survive,
-//! and shutdown is bounded by a deadline.
+//! The accept loop: at most `max_connections` open (plus a small reserve
+//! that serves only the probes), idle keep-alive connections make room for
+//! newcomers at the cap, accept errors survive, and shutdown is bounded by
+//! a deadline.
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::config::ConnectionLimits;
-use super::connection::{self, Shared};
+use super::connection::{self, Shared, Slot};
 use crate::server::Server;
 
 /// Pause after an accept error that is not the peer's doing (e.g. out of
@@ -25,6 +27,9 @@ use crate::server::Server;
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 /// At most one warning per this interval for a repeated condition.
 const WARN_EVERY: Duration = Duration::from_secs(10);
+/// Idle keep-alive connections asked to close each time a newcomer finds
+/// the listener at the cap.
+const RECLAIM_PER_NEWCOMER: usize = 4;
 
 /// Counters of the listener, for operators. Read them with
 /// `load(Ordering::Relaxed)`.
@@ -42,6 +47,12 @@ pub struct ConnectionStats {
     pub header_timeouts: AtomicU64,
     /// Keep-alive connections closed after waiting idle for a request.
     pub idle_closed: AtomicU64,
+    /// Idle keep-alive connections closed to make room at the cap.
+    pub idle_reclaimed: AtomicU64,
+    /// Connections accepted beyond the cap, for the probes.
+    pub reserve_accepted: AtomicU64,
+    /// Requests other than probes refused (503) beyond the cap.
+    pub refused_at_limit: AtomicU64,
     /// Connections dropped at the shutdown deadline.
     pub dropped_at_shutdown: AtomicU64,
 }
@@ -55,6 +66,9 @@ impl ConnectionStats {
             accept_errors = get(&self.accept_errors),
             header_timeouts = get(&self.header_timeouts),
             idle_closed = get(&self.idle_closed),
+            idle_reclaimed = get(&self.idle_reclaimed),
+            reserve_accepted = get(&self.reserve_accepted),
+            refused_at_limit = get(&self.refused_at_limit),
             dropped_at_shutdown = get(&self.dropped_at_shutdown),
             "connections served"
         );
@@ -97,17 +111,20 @@ where
         stats,
         finish: CancellationToken::new(),
         drop_now: CancellationToken::new(),
+        slots: Arc::new(Semaphore::new(limits.max_connections.max(1))),
+        reclaim: Notify::new(),
+        reclaim_credits: AtomicUsize::new(0),
     });
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let reserve = Arc::new(Semaphore::new(limits.probe_reserve));
     let tracker = TaskTracker::new();
     let mut shutdown = pin!(shutdown);
     let mut throttle = (Throttle::default(), Throttle::default());
     loop {
-        let (permit, stream, addr) = tokio::select! {
+        let (slot, stream, addr) = tokio::select! {
             () = &mut shutdown => break,
-            next = next_connection(&listener, &slots, &shared.stats, &mut throttle) => next,
+            next = next_connection(&listener, &shared, &reserve, &mut throttle) => next,
         };
-        tracker.spawn(run(permit, stream, addr, Arc::clone(&shared)));
+        tracker.spawn(run(slot, stream, addr, Arc::clone(&shared)));
     }
     drop(listener);
     tracing::info!(
@@ -135,45 +152,60 @@ where
 }
 
 /// One connection task: holds its slot until the connection ends.
-async fn run(
-    _permit: OwnedSemaphorePermit,
-    stream: TcpStream,
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-) {
+async fn run(slot: Slot, stream: TcpStream, addr: SocketAddr, shared: Arc<Shared>) {
     shared.stats.accepted.fetch_add(1, Ordering::Relaxed);
     shared.stats.open.fetch_add(1, Ordering::Relaxed);
     // Responses and SSE events are written whole; do not delay them.
     let _ = stream.set_nodelay(true);
-    connection::serve(stream, addr, Arc::clone(&shared)).await;
+    connection::serve(stream, addr, Arc::clone(&shared), slot).await;
     shared.stats.open.fetch_sub(1, Ordering::Relaxed);
 }
 
-/// Waits for a free slot, then for a connection. Accept errors are logged
-/// and retried; they never end the loop.
+/// A permit of `slots`, once one is free.
+async fn acquire(slots: &Arc<Semaphore>) -> OwnedSemaphorePermit {
+    match Arc::clone(slots).acquire_owned().await {
+        Ok(p) => p,
+        // The semaphores are never closed.
+        Err(_) => std::future::pending().await,
+    }
+}
+
+/// Waits for a free slot, then for a connection. At the cap, idle
+/// keep-alive connections are asked to make room, and a reserve slot
+/// (probes only) is taken when one is free. Accept errors are logged and
+/// retried; they never end the loop.
 async fn next_connection(
     listener: &TcpListener,
-    slots: &Arc<Semaphore>,
-    stats: &ConnectionStats,
+    shared: &Shared,
+    reserve: &Arc<Semaphore>,
     (at_limit, failing): &mut (Throttle, Throttle),
-) -> (OwnedSemaphorePermit, TcpStream, SocketAddr) {
-    let permit = match Arc::clone(slots).try_acquire_owned() {
-        Ok(p) => p,
+) -> (Slot, TcpStream, SocketAddr) {
+    let stats = &shared.stats;
+    let slot = match Arc::clone(&shared.slots).try_acquire_owned() {
+        Ok(p) => Slot::Regular(p),
         Err(_) => {
             stats.paused_at_limit.fetch_add(1, Ordering::Relaxed);
             if at_limit.ready() {
-                tracing::warn!("connection limit reached: new connections wait until one closes");
+                tracing::warn!(
+                    "connection limit reached: closing idle keep-alive connections; beyond the limit only /healthz and /readyz are served (others get 503) until one closes"
+                );
             }
-            match Arc::clone(slots).acquire_owned().await {
-                Ok(p) => p,
-                // The semaphore is never closed.
-                Err(_) => std::future::pending().await,
+            shared.reclaim_idle(RECLAIM_PER_NEWCOMER);
+            tokio::select! {
+                biased;
+                p = acquire(&shared.slots) => Slot::Regular(p),
+                p = acquire(reserve) => Slot::Reserve { _held: p },
             }
         }
     };
     loop {
         match listener.accept().await {
-            Ok((stream, addr)) => return (permit, stream, addr),
+            Ok((stream, addr)) => {
+                if matches!(slot, Slot::Reserve { .. }) {
+                    stats.reserve_accepted.fetch_add(1, Ordering::Relaxed);
+                }
+                return (slot, stream, addr);
+            }
             Err(e) if peer_gave_up(&e) => {}
             Err(e) => {
                 stats.accept_errors.fetch_add(1, Ordering::Relaxed);

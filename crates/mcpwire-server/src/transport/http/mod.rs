@@ -17,6 +17,7 @@ mod body;
 mod call;
 mod config;
 mod connection;
+mod drain;
 mod legacy_sse;
 mod listener;
 mod post;
@@ -26,11 +27,13 @@ pub(crate) mod resume;
 mod security;
 mod sessions;
 mod stream;
+mod stream_slots;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::response::Response;
 use axum::routing::{get, post as route_post};
 use tokio::net::TcpListener;
 
@@ -38,6 +41,7 @@ pub use config::{ConnectionLimits, HttpConfig};
 pub use listener::{ConnectionStats, serve_with};
 pub use probes::{metrics_router, probe_router};
 
+use crate::access::{ClientAddress, Principal, caller_key};
 use crate::engine::MessageLimits;
 use crate::server::Server;
 
@@ -50,9 +54,28 @@ pub(crate) struct AppState {
     pub(crate) sessions: Arc<sessions::HttpSessions>,
     /// Open streams of the 2024-11-05 HTTP+SSE transport.
     pub(crate) sse: Arc<legacy_sse::SseConnections>,
+    /// Long-lived streams open, per caller and in total.
+    pub(crate) streams: Arc<stream_slots::StreamSlots>,
 }
 
 impl AppState {
+    /// A slot for one more long-lived stream of the request's caller (the
+    /// rate limiter's key), or the 429 to send instead.
+    pub(crate) fn stream_slot(
+        &self,
+        extensions: &http::Extensions,
+        id: Option<mcpwire_protocol::RequestId>,
+    ) -> Result<stream_slots::StreamSlot, Response> {
+        let caller = caller_key(
+            extensions.get::<Principal>(),
+            extensions.get::<ClientAddress>(),
+        );
+        self.streams.acquire(caller).map_err(|refused| {
+            tracing::debug!(?refused, "long-lived stream refused");
+            refused.response(&self.config, id)
+        })
+    }
+
     /// The engine's per-message bounds, from this transport's config.
     pub(crate) fn limits(&self) -> MessageLimits {
         MessageLimits {
@@ -68,6 +91,7 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
     let path = config.path.clone();
     let state = AppState {
         server,
+        streams: stream_slots::StreamSlots::new(&config),
         config: Arc::new(config),
         sessions: Arc::default(),
         sse: Arc::default(),

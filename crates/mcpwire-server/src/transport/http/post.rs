@@ -30,6 +30,7 @@ use super::reply::{
 };
 use super::resume::{self, StreamRecord};
 use super::sessions::HttpSession;
+use super::stream_slots;
 use crate::access::ClientAddress;
 use crate::context::SseStreamCloser;
 use crate::dispatch::{Listener, Reply};
@@ -54,17 +55,18 @@ pub(crate) async fn handle(
     if let Some(t) = HttpTraceHeaders::from_headers(&headers) {
         extensions.insert(t);
     }
+    let extensions = Arc::new(extensions);
     let origin = Origin {
         headers: Some(&headers),
         connection: None,
-        extensions: Arc::new(extensions),
+        extensions: Arc::clone(&extensions),
         limits: state.limits(),
     };
     match state.server.accept(&bytes, origin).await {
         Accepted::Answer(a) => answer(&state, a),
         Accepted::Taken => StatusCode::ACCEPTED.into_response(),
         Accepted::Request(p) if p.is_batch() => batch(p).await,
-        Accepted::Request(p) => run(state, &headers, p).await,
+        Accepted::Request(p) => run(state, &headers, &extensions, p).await,
     }
 }
 
@@ -124,7 +126,12 @@ async fn batch(pending: Pending) -> Response {
 }
 
 /// Runs a request: JSON if it only answers, SSE if it sends something first.
-async fn run(state: AppState, headers: &HeaderMap, mut pending: Pending) -> Response {
+async fn run(
+    state: AppState,
+    headers: &HeaderMap,
+    extensions: &http::Extensions,
+    mut pending: Pending,
+) -> Response {
     let accepts_sse = accepts_event_stream(headers);
     let modern = pending.is_modern();
     // 2025-11-25 sessions get resumable streams (priming event, ids, the
@@ -148,7 +155,25 @@ async fn run(state: AppState, headers: &HeaderMap, mut pending: Pending) -> Resp
     // On the modern wire a closed connection cancels the request; legacy
     // clients may disconnect without meaning to cancel.
     let guard = modern.then(|| cancel.clone().drop_guard());
-    respond(state, task, rx, modern, guard, resumable).await
+    let response = respond(&state, task, rx, modern, guard, resumable).await;
+    match response {
+        Responded::Listen(listener, guard) => {
+            match state.stream_slot(extensions, Some(listener.id().clone())) {
+                Ok(slot) => stream_slots::hold(listen_stream(&state, listener, guard), slot),
+                // Dropping the listener ends its subscription.
+                Err(refused) => refused,
+            }
+        }
+        Responded::Other(r) => r,
+    }
+}
+
+/// What [`respond`] produced: a `subscriptions/listen` stream still to
+/// admit (it holds a connection for as long as the client likes), or the
+/// response.
+enum Responded {
+    Listen(Listener, Option<tokio_util::sync::DropGuard>),
+    Other(Response),
 }
 
 pub(super) fn check_content_type(headers: &HeaderMap) -> Option<Response> {
@@ -245,13 +270,13 @@ impl CloseHook {
 /// resumable request also switches to SSE when the handler closes its
 /// stream before sending anything.
 async fn respond(
-    state: AppState,
+    state: &AppState,
     mut task: Call,
     mut rx: mpsc::Receiver<String>,
     modern: bool,
     guard: Option<tokio_util::sync::DropGuard>,
     resumable: Option<Resumable>,
-) -> Response {
+) -> Responded {
     let early = resumable.as_ref().map(|r| r.hook.early.clone());
     let closed_early = async move {
         match early {
@@ -275,16 +300,16 @@ async fn respond(
         other => (other, task),
     };
     if let (Err(first_message), Some(r)) = (&first, resumable) {
-        return resumable_stream(r, first_message.clone(), task, rx);
+        return Responded::Other(resumable_stream(r, first_message.clone(), task, rx));
     }
-    match first {
+    Responded::Other(match first {
         Ok(Reply::Response(r)) => rpc_response(r, modern, &state.config),
         Ok(Reply::Cancelled | Reply::Batch(_)) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Reply::Listen(l)) => listen_stream(&state, l, guard),
+        Ok(Reply::Listen(l)) => return Responded::Listen(l, guard),
         Err(Some(first_message)) => request_stream(first_message, task, rx, guard),
         // Only a resumable request is woken by an early close.
         Err(None) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-    }
+    })
 }
 
 /// A resumable request stream: every message is recorded under an event id

@@ -21,11 +21,15 @@ use crate::observe::prometheus::CONTENT_TYPE;
 use crate::observe::{Readiness, ReadinessCheck};
 use crate::server::Server;
 
+/// The probe paths: served even beyond the connection cap (see
+/// [`ConnectionLimits::probe_reserve`](super::ConnectionLimits::probe_reserve)).
+pub(super) const PROBE_PATHS: [&str; 2] = ["/healthz", "/readyz"];
+
 /// `/healthz` and `/readyz`.
 pub fn probe_router(server: Server, check: Option<Arc<dyn ReadinessCheck>>) -> Router {
     Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+        .route(PROBE_PATHS[0], get(healthz))
+        .route(PROBE_PATHS[1], get(readyz))
         .with_state(Arc::new(Readiness::new(server, check)))
 }
 

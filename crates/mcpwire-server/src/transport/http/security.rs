@@ -98,9 +98,14 @@ fn check_host(config: &HttpConfig, headers: &HeaderMap, uri: &Uri) -> Result<(),
 
 /// Checks `Origin`: a configured origin, or a site on an allowed host.
 fn check_origin(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Refusal> {
-    let Some(origin) = headers.get(header::ORIGIN) else {
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    let Some(origin) = origins.next() else {
         return Ok(());
     };
+    // Which one would a browser, a proxy or this check believe? None.
+    if origins.next().is_some() {
+        return Err(bad_request("more than one Origin header"));
+    }
     let origin = origin
         .to_str()
         .map_err(|_| forbidden("the Origin header is not valid"))?;
@@ -185,5 +190,17 @@ mod tests {
         assert_eq!(host_check(&[], "http://localhost:1/mcp"), Ok(()));
         let mismatch = host_check(&["localhost:1"], "http://mcp.example.com/mcp");
         assert_eq!(mismatch, Err(StatusCode::BAD_REQUEST));
+    }
+
+    #[test]
+    fn two_origin_headers_are_refused_even_when_both_are_allowed() {
+        let config = HttpConfig::default();
+        let uri: Uri = "/mcp".parse().expect("uri");
+        let mut headers = HeaderMap::new();
+        headers.append(header::ORIGIN, "http://localhost".parse().expect("value"));
+        assert_eq!(check(&config, &headers, &uri), Ok(()));
+        headers.append(header::ORIGIN, "http://localhost".parse().expect("value"));
+        let refused = check(&config, &headers, &uri).map_err(|r| r.status);
+        assert_eq!(refused, Err(StatusCode::BAD_REQUEST));
     }
 }

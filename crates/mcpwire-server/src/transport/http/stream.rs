@@ -10,9 +10,12 @@ use mcpwire_protocol::{ProtocolError, ProtocolVersion};
 use tokio::sync::mpsc;
 
 use super::AppState;
+use super::post::add_client_address;
 use super::reply::{accepts_event_stream, error_response, message_event, sse_response};
 use super::resume;
+use super::stream_slots::hold;
 use crate::access::Principal;
+use crate::engine::check_session_version;
 
 fn method_not_allowed() -> Response {
     let mut r = error_response(
@@ -70,14 +73,16 @@ pub(crate) async fn get(
     let Ok(Some(id)) = single(&headers, SESSION_ID) else {
         return method_not_allowed();
     };
-    let subject = parts
-        .extensions
-        .get::<Principal>()
-        .map(|p| p.subject.as_str());
+    let mut extensions = parts.extensions;
+    add_client_address(&state, &mut extensions, &headers);
+    let subject = extensions.get::<Principal>().map(|p| p.subject.as_str());
     let session = match owned_session(&state, &id, subject).await {
         Ok(s) => s,
         Err(r) => return r,
     };
+    if let Err(e) = check_session_version(&headers, &session) {
+        return error_response(StatusCode::BAD_REQUEST, None, e);
+    }
     if !accepts_event_stream(&headers) {
         return error_response(
             StatusCode::NOT_ACCEPTABLE,
@@ -101,9 +106,18 @@ pub(crate) async fn get(
                 ),
             );
         };
+        let slot = match state.stream_slot(&extensions, None) {
+            Ok(s) => s,
+            Err(r) => return r,
+        };
         let connection = record.attach();
-        return resume::response(record, cursor, connection, session.closed_token(), false);
+        let r = resume::response(record, cursor, connection, session.closed_token(), false);
+        return hold(r, slot);
     }
+    let slot = match state.stream_slot(&extensions, None) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
     let (tx, rx) = mpsc::channel::<String>(64);
     if !http.open_standalone(tx.clone()) {
         return error_response(
@@ -122,7 +136,7 @@ pub(crate) async fn get(
         let m = rx.recv().await?;
         Some((message_event(m), rx))
     });
-    sse_response(body, Some(state.config.keep_alive))
+    hold(sse_response(body, Some(state.config.keep_alive)), slot)
 }
 
 /// Ends a legacy session; later requests with its id get 404.

@@ -34,7 +34,7 @@ pub struct Settings {
 }
 
 /// Every HR tool, in the order `tools/list` shows them.
-pub fn all(directory: &Directory, _settings: Settings) -> Vec<Tool> {
+pub fn all(directory: &Directory, settings: Settings) -> Vec<Tool> {
     vec![
         details::tool(directory.clone()),
         department::tool(directory.clone()),

@@ -97,6 +97,7 @@ pub mod resource;
 pub mod server;
 mod session;
 pub mod shared;
+mod sync;
 pub mod tasks;
 pub mod tool;
 pub mod transport;

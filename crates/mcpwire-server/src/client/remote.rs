@@ -24,6 +24,7 @@ use tokio::task::AbortHandle;
 
 use super::sse::SseReader;
 use super::{ClientError, ClientWire, InputHandler};
+use crate::sync::lock;
 
 /// Largest JSON body the client reads whole.
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -43,10 +44,6 @@ pub(super) struct HttpLink {
     tool_params: Mutex<Option<HashMap<String, Vec<HeaderParam>>>>,
     /// Reader tasks of open GET streams, ended with the client.
     streams: Mutex<Vec<AbortHandle>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl HttpLink {

@@ -194,7 +194,7 @@ impl Server {
             .with_data(json!({ "tool": name })));
         };
         draft.tool = Some(name.to_owned());
-        call.note.set_tool(&tool);
+        call.note.set_tool(&tool.stats);
         if self.inner.audit.is_some()
             && let Some(args) = arguments.as_object()
         {

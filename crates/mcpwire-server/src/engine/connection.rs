@@ -25,7 +25,8 @@ use tokio_util::task::TaskTracker;
 use super::{Accepted, MessageLimits, Origin, Pending, too_large};
 use crate::dispatch::{Listener, Reply};
 use crate::server::Server;
-use crate::session::{Session, lock};
+use crate::session::Session;
+use crate::sync::lock;
 
 /// Requests one connection may have running at once.
 pub const MAX_IN_FLIGHT: usize = 64;

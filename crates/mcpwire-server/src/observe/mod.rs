@@ -10,12 +10,16 @@
 //! - readiness ([`ReadinessCheck`], [`Readiness`]): whether the application can serve now, cached for
 //!   probes (the HTTP routes are in `transport::http::probes`).
 
+#[cfg(feature = "http")]
+pub(crate) mod connections;
 pub(crate) mod histogram;
 pub(crate) mod metrics;
 pub(crate) mod prometheus;
 pub(crate) mod readiness;
 pub(crate) mod trace;
 
+#[cfg(feature = "http")]
+pub use connections::ConnectionStats;
 pub use histogram::{BOUNDS_MICROS, Histogram, Snapshot};
 pub use metrics::{Collector, Metrics};
 pub use prometheus::{CONTENT_TYPE, Encoder, Label};
@@ -38,7 +42,13 @@ impl Server {
         let mut e = Encoder::default();
         let tools = self.tool_set();
         let m = &self.inner.metrics;
-        m.render_requests(&mut e, tools.tools.iter().map(AsRef::as_ref));
+        m.render_requests(
+            &mut e,
+            tools
+                .tools
+                .iter()
+                .map(|t| (t.tool.definition.name.as_str(), &*t.stats)),
+        );
         m.render_rest(&mut e, self.inner.sessions.len());
         e.finish()
     }

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::activity::{Activity, Expiry, TrackedBody, TrackedIo};
 use super::config::ConnectionLimits;
-use super::listener::ConnectionStats;
+use crate::observe::ConnectionStats;
 
 /// How long a connection asked to close when idle may take to do so.
 const IDLE_CLOSE_GRACE: Duration = Duration::from_secs(1);

@@ -23,7 +23,7 @@ use super::post::{add_client_address, check_content_type, read_body};
 use super::reply::{add_error_headers, error_response, message_event, sse_response};
 use crate::access::Principal;
 use crate::engine::Connection;
-use crate::session::lock;
+use crate::sync::lock;
 
 /// Where the `endpoint` event sends clients.
 pub(crate) const MESSAGES_PATH: &str = "/messages";

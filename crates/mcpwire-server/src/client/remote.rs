@@ -304,12 +304,11 @@ impl HttpLink {
         if let Ok(v) = HeaderValue::from_str(method) {
             h.insert(names::METHOD, v);
         }
-        let params = body["params"].as_object().cloned().unwrap_or_default();
-        let name_field = match method {
-            "tools/call" | "prompts/get" => "name",
-            "resources/read" => "uri",
-            "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
-            _ => return,
+        let Some(params) = body["params"].as_object() else {
+            return;
+        };
+        let Some(name_field) = names::name_field(method) else {
+            return;
         };
         if let Some(name) = params.get(name_field).and_then(Value::as_str) {
             h.insert(names::NAME, encode(name));

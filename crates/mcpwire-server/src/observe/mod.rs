@@ -25,31 +25,3 @@ pub use metrics::{Collector, Metrics};
 pub use prometheus::{CONTENT_TYPE, Encoder, Label};
 pub use readiness::{CheckFuture, NotReady, READY_CACHE, READY_TIMEOUT, Readiness, ReadinessCheck};
 pub use trace::{AdoptParent, HttpTraceHeaders, TraceContext, enable_request_spans, spans_enabled};
-
-use std::sync::Arc;
-
-use crate::server::Server;
-
-impl Server {
-    /// The server's counters (add application series with
-    /// [`Metrics::add_collector`]).
-    pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.inner.metrics
-    }
-
-    /// Every series in the Prometheus text format.
-    pub fn render_metrics(&self) -> String {
-        let mut e = Encoder::default();
-        let tools = self.tool_set();
-        let m = &self.inner.metrics;
-        m.render_requests(
-            &mut e,
-            tools
-                .tools
-                .iter()
-                .map(|t| (t.tool.definition.name.as_str(), &*t.stats)),
-        );
-        m.render_rest(&mut e, self.inner.sessions.len());
-        e.finish()
-    }
-}

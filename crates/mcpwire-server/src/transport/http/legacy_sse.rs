@@ -75,12 +75,9 @@ pub(crate) async fn open(
     let id = URL_SAFE_NO_PAD.encode(raw);
     let owner = extensions.get::<Principal>().map(|p| p.subject.clone());
     let (tx, rx) = mpsc::channel::<String>(64);
-    let connection = Connection::new(
-        state.server.clone(),
-        tx,
-        Arc::new(extensions),
-        state.limits(),
-    );
+    let connection = state
+        .server
+        .connection(tx, Arc::new(extensions), state.limits());
     {
         let mut map = lock(&state.sse.map);
         if map.len() >= state.server.options().max_sessions {

@@ -26,7 +26,7 @@ pub fn probe_router(server: Server, check: Option<Arc<dyn ReadinessCheck>>) -> R
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .with_state(Arc::new(Readiness::new(server, check)))
+        .with_state(Arc::new(Readiness::new(server.shutdown_token(), check)))
 }
 
 /// `/metrics`. Mount it where only the scraper can reach it.

@@ -203,6 +203,18 @@ pub fn decode_value(name: &str, raw: &str) -> Result<String, ProtocolError> {
         })
 }
 
+/// The params field a method's `Mcp-Name` header mirrors, if it has one:
+/// `name` for `tools/call` and `prompts/get`, `uri` for `resources/read`,
+/// `taskId` for the tasks extension's methods (SEP-2663).
+pub fn name_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    }
+}
+
 /// Checks `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` against the
 /// body. `meta_version` is the body's `_meta` protocol version, if present
 /// (its absence is reported later as -32602).
@@ -237,12 +249,8 @@ pub fn check_standard(
         }
         Some(_) => {}
     }
-    let name_field = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" => "uri",
-        // The tasks extension (SEP-2663) mirrors the task id.
-        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
-        _ => return Ok(()),
+    let Some(name_field) = name_field(method) else {
+        return Ok(());
     };
     let body_name = params.get(name_field).and_then(Value::as_str);
     match single(headers, NAME)? {

@@ -33,8 +33,12 @@ pub fn claimed_version(params: &Map<String, Value>) -> Option<&str> {
 
 /// The progress token of a request, if it asked for progress.
 pub fn progress_token(params: &Map<String, Value>) -> Option<Value> {
-    meta_of(params)?
-        .get(PROGRESS_TOKEN)
+    progress_token_in(meta_of(params)?)
+}
+
+/// The progress token in a `_meta` object already looked up.
+pub fn progress_token_in(meta: &Map<String, Value>) -> Option<Value> {
+    meta.get(PROGRESS_TOKEN)
         .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
         .cloned()
 }
@@ -56,7 +60,13 @@ impl RequestMeta {
     /// Reads and checks the required `_meta` fields (-32602 if missing or
     /// mistyped, -32602 for an unknown `logLevel`).
     pub fn from_params(params: &Map<String, Value>) -> Result<Self, ProtocolError> {
-        let Some(meta) = meta_of(params) else {
+        Self::from_meta(meta_of(params))
+    }
+
+    /// [`RequestMeta::from_params`] for a `_meta` object already looked up
+    /// (`None` when the request has none).
+    pub fn from_meta(meta: Option<&Map<String, Value>>) -> Result<Self, ProtocolError> {
+        let Some(meta) = meta else {
             return Err(ProtocolError::missing_meta(PROTOCOL_VERSION));
         };
         let Some(version) = meta.get(PROTOCOL_VERSION).and_then(Value::as_str) else {

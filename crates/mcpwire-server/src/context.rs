@@ -1,12 +1,14 @@
 //! What a handler knows about the request it serves, without any
 //! transport types.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use mcpwire_protocol::ProtocolVersion;
 use mcpwire_protocol::jsonrpc::notification_json;
 use mcpwire_protocol::model::LogLevel;
+use mcpwire_protocol::{ProtocolError, ProtocolVersion};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -15,6 +17,17 @@ use tokio_util::sync::CancellationToken;
 /// attached to the request's extensions where the stream can be resumed.
 #[derive(Clone)]
 pub(crate) struct SseStreamCloser(pub(crate) Arc<dyn Fn() + Send + Sync>);
+
+/// The link between a running handler and the task it runs as (or may
+/// become): implemented by dispatch, which runs tasks; held here so a
+/// handler can start its task without this layer knowing how tasks run.
+pub(crate) trait TaskHandle: Send + Sync {
+    /// The task id, once created.
+    fn id(&self) -> Option<&str>;
+    /// Creates the task (once) and lets the waiting `tools/call` answer
+    /// with it.
+    fn start(&self) -> Pin<Box<dyn Future<Output = Result<(), ProtocolError>> + Send + '_>>;
+}
 
 /// Per-request facts and request-scoped messaging for handlers.
 #[derive(Clone)]
@@ -42,7 +55,7 @@ pub struct RequestContext {
     /// Values the transport attached (e.g. the authenticated principal).
     pub(crate) extensions: Arc<http::Extensions>,
     /// The task this call runs as (or may become), when it may be one.
-    pub(crate) task: Option<Arc<crate::tasks::TaskSlot>>,
+    pub(crate) task: Option<Arc<dyn TaskHandle>>,
 }
 
 impl std::fmt::Debug for RequestContext {

@@ -67,6 +67,11 @@
 //!   records, an event bus); implemented outside this crate by databases.
 //! - [`observe`]: Prometheus metrics, request spans, readiness.
 //!
+//! Inside, the modules stand on floors (transports and client → the
+//! `Server` facade → engine → dispatch → core state → tools, access,
+//! tasks, observe → sessions, events): each imports only modules below
+//! it. `docs/architecture.md` in the repository draws the order.
+//!
 //! # Features
 //!
 //! | feature | adds | default |
@@ -97,6 +102,8 @@ pub mod resource;
 pub mod server;
 mod session;
 pub mod shared;
+mod state;
+mod sync;
 pub mod tasks;
 pub mod tool;
 pub mod transport;

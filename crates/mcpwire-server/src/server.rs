@@ -1,90 +1,37 @@
-//! The server: registries, options and shared state. Transports hand it
-//! requests (see [`Server::handle`]); it knows nothing about HTTP or stdio.
+//! The server: [`ServerBuilder`] puts the core state together, and
+//! [`Server`] is the facade transports and applications hold. Every
+//! method here delegates to the layer that does the work: the catalogue
+//! and counters ([`crate::state`]), the engine's front door
+//! ([`crate::engine`]) and request dispatch. It knows nothing about HTTP or
+//! stdio.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use mcpwire_protocol::ProtocolError;
 use mcpwire_protocol::headers::HeaderParam;
 use mcpwire_protocol::model::Implementation;
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::access::{AccessOptions, AuditSink, CallLimiter, MemoryLimiter, RateLimit, RateLimiter};
+use crate::access::{AccessOptions, AuditSink, CallLimiter, MemoryLimiter, RateLimiter};
 use crate::context::RequestContext;
-use crate::engine::Replicas;
+use crate::dispatch::{Inbound, Reply};
+use crate::engine::{Accepted, Connection, Engine, MessageLimits, Origin};
 use crate::events::ServerEvent;
+use crate::observe::Metrics;
 use crate::prompt::Prompt;
-use crate::registry::{ListPolicy, RegisteredTool, RegistrationError, ToolRegistry, ToolSet};
+use crate::registry::{ListPolicy, RegisteredTool, RegistrationError, ToolRegistry};
 use crate::request_state::StateSigner;
 use crate::resource::{Resource, ResourceTemplate};
 use crate::session::{Session, SessionStore};
 use crate::shared::Shared;
+use crate::state::State;
+pub use crate::state::{CompletionFn, CompletionFuture, ServerOptions};
 use crate::tasks::{MemoryTasks, TaskBackend, TaskOptions, TaskStore, TaskSupport};
 use crate::tool::Tool;
-
-/// The future a completion handler returns: candidate values.
-pub type CompletionFuture =
-    Pin<Box<dyn Future<Output = Result<Vec<String>, ProtocolError>> + Send>>;
-
-/// Completes an argument: `(ctx, ref, argument name, partial value)`.
-pub type CompletionFn =
-    dyn Fn(RequestContext, Value, String, String) -> CompletionFuture + Send + Sync;
-
-/// Tunables with production defaults.
-#[derive(Clone, Debug)]
-pub struct ServerOptions {
-    /// Items per `tools/list` (and other list) page.
-    pub page_size: usize,
-    /// `ttlMs` on cacheable results.
-    pub list_ttl_ms: u64,
-    /// How long a `requestState` stays redeemable.
-    pub request_state_ttl: Duration,
-    /// How long to wait for a legacy client's answer to our request.
-    pub peer_request_timeout: Duration,
-    /// Per-call time limit for tool handlers; `None` for no limit.
-    pub call_timeout: Option<Duration>,
-    /// Most legacy HTTP sessions kept at once.
-    pub max_sessions: usize,
-    /// Legacy sessions idle this long are dropped.
-    pub session_idle_timeout: Duration,
-    /// New legacy HTTP sessions per caller (token subject, else client
-    /// address); `None` for no limit.
-    pub initialize_rate: Option<RateLimit>,
-    /// Most messages in one JSON-RPC batch (2025-03-26 sessions). Every
-    /// request of a batch is answered in one body, so without a bound a
-    /// body of tiny requests could ask for thousands of large results.
-    pub max_batch_items: usize,
-    /// Most resource URIs one legacy session (`resources/subscribe`) or
-    /// one `subscriptions/listen` stream (`resourceSubscriptions`) may
-    /// watch: each is kept in memory and, with replicas, in the shared
-    /// session record.
-    pub max_subscriptions_per_session: usize,
-}
-
-impl Default for ServerOptions {
-    fn default() -> Self {
-        Self {
-            page_size: 100,
-            list_ttl_ms: 300_000,
-            request_state_ttl: Duration::from_secs(600),
-            peer_request_timeout: Duration::from_secs(300),
-            call_timeout: Some(Duration::from_secs(60)),
-            max_sessions: 10_000,
-            session_idle_timeout: Duration::from_secs(3600),
-            initialize_rate: Some(RateLimit {
-                per_minute: 600,
-                burst: 120,
-            }),
-            max_batch_items: 64,
-            max_subscriptions_per_session: 256,
-        }
-    }
-}
 
 /// Builds a [`Server`].
 pub struct ServerBuilder {
@@ -246,53 +193,52 @@ impl ServerBuilder {
         .to_json();
         let info_json = serde_json::to_value(&self.info).unwrap_or(Value::Null);
         let (events, _) = broadcast::channel(256);
-        Ok(Server {
-            inner: Arc::new(ServerInner {
-                list_policy: ListPolicy {
-                    page_size: self.options.page_size,
-                    ttl_ms: self.options.list_ttl_ms,
-                    server_info: info_json.clone(),
-                },
-                info_json,
-                id: next_server_id(),
-                instructions: self.instructions,
-                tools: ToolRegistry::new(tools),
-                prompts: RwLock::new(Arc::new(self.prompts)),
-                resources: RwLock::new(Arc::new(self.resources)),
-                templates: RwLock::new(Arc::new(self.templates)),
-                completion: self.completion,
-                capabilities: caps,
-                events,
-                signer,
-                sessions: SessionStore::new(
-                    self.options.max_sessions,
-                    self.options.session_idle_timeout,
-                ),
-                shutdown: CancellationToken::new(),
-                options: self.options,
-                rate_limiter: RateLimiter::new(
+        let state = Arc::new(State {
+            list_policy: ListPolicy {
+                page_size: self.options.page_size,
+                ttl_ms: self.options.list_ttl_ms,
+                server_info: info_json.clone(),
+            },
+            info_json,
+            id: next_server_id(),
+            instructions: self.instructions,
+            tools: ToolRegistry::new(tools),
+            prompts: RwLock::new(Arc::new(self.prompts)),
+            resources: RwLock::new(Arc::new(self.resources)),
+            templates: RwLock::new(Arc::new(self.templates)),
+            completion: self.completion,
+            capabilities: caps,
+            events,
+            signer,
+            sessions: SessionStore::new(
+                self.options.max_sessions,
+                self.options.session_idle_timeout,
+            ),
+            shutdown: CancellationToken::new(),
+            options: self.options,
+            rate_limiter: RateLimiter::new(
+                self.access.max_tracked_callers,
+                self.access.idle_bucket_ttl,
+            ),
+            limiter: self.limiter.unwrap_or_else(|| {
+                Arc::new(MemoryLimiter::new(
                     self.access.max_tracked_callers,
                     self.access.idle_bucket_ttl,
-                ),
-                limiter: self.limiter.unwrap_or_else(|| {
-                    Arc::new(MemoryLimiter::new(
-                        self.access.max_tracked_callers,
-                        self.access.idle_bucket_ttl,
-                    ))
-                }),
-                access: self.access,
-                audit: self.audit,
-                tasks: tasks.map(|o| {
-                    let backend = self
-                        .task_backend
-                        .unwrap_or_else(|| Arc::new(MemoryTasks::new()));
-                    Arc::new(TaskStore::new(backend, o))
-                }),
-                metrics: Arc::default(),
-                replicas: self.shared.map(Replicas::new).transpose()?,
+                ))
             }),
-        }
-        .started())
+            access: self.access,
+            audit: self.audit,
+            tasks: tasks.map(|o| {
+                let backend = self
+                    .task_backend
+                    .unwrap_or_else(|| Arc::new(MemoryTasks::new()));
+                Arc::new(TaskStore::new(backend, o))
+            }),
+            metrics: Arc::default(),
+        });
+        Ok(Server {
+            engine: Engine::start(state, self.shared)?,
+        })
     }
 }
 
@@ -351,7 +297,7 @@ impl Capabilities {
 }
 
 /// A number no other server built in this process has (see
-/// [`ServerInner::id`]).
+/// [`State::id`]).
 fn next_server_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
@@ -360,61 +306,7 @@ fn next_server_id() -> u64 {
 /// A running MCP server. Cheap to clone; share it between transports.
 #[derive(Clone)]
 pub struct Server {
-    pub(crate) inner: Arc<ServerInner>,
-}
-
-pub(crate) struct ServerInner {
-    /// `serverInfo` as JSON, newest shape.
-    pub(crate) info_json: Value,
-    /// Unique in the process: results finished for one server (which embed
-    /// its `serverInfo`) are never served by another, even one built later
-    /// at the same address.
-    pub(crate) id: u64,
-    pub(crate) instructions: Option<String>,
-    pub(crate) tools: ToolRegistry,
-    pub(crate) prompts: RwLock<Arc<Vec<Prompt>>>,
-    pub(crate) resources: RwLock<Arc<Vec<Resource>>>,
-    pub(crate) templates: RwLock<Arc<Vec<ResourceTemplate>>>,
-    pub(crate) completion: Option<Arc<CompletionFn>>,
-    /// Server capabilities, newest shape; fixed at build time.
-    pub(crate) capabilities: Map<String, Value>,
-    /// Fan-out of list changes to listen streams and legacy GET streams.
-    pub(crate) events: broadcast::Sender<ServerEvent>,
-    pub(crate) signer: StateSigner,
-    pub(crate) sessions: SessionStore,
-    /// Fires at shutdown so long-lived streams end cleanly.
-    pub(crate) shutdown: CancellationToken,
-    pub(crate) list_policy: ListPolicy,
-    pub(crate) options: ServerOptions,
-    pub(crate) access: AccessOptions,
-    /// Token buckets per caller for `initialize`.
-    pub(crate) rate_limiter: RateLimiter,
-    /// `tools/call` rate and concurrency limits.
-    pub(crate) limiter: Arc<dyn CallLimiter>,
-    pub(crate) audit: Option<Arc<dyn AuditSink>>,
-    /// The task store, when the tasks extension is enabled.
-    pub(crate) tasks: Option<Arc<TaskStore>>,
-    /// Counters for `/metrics`.
-    pub(crate) metrics: Arc<crate::observe::Metrics>,
-    /// Sessions and events shared with other replicas, if any.
-    pub(crate) replicas: Option<Arc<Replicas>>,
-}
-
-fn read<T>(lock: &RwLock<Arc<T>>) -> Arc<T> {
-    match lock.read() {
-        Ok(g) => Arc::clone(&g),
-        Err(p) => Arc::clone(&p.into_inner()),
-    }
-}
-
-fn write<T: Clone>(lock: &RwLock<Arc<T>>, f: impl FnOnce(&mut T)) {
-    let mut g = match lock.write() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    };
-    let mut v = T::clone(&g);
-    f(&mut v);
-    *g = Arc::new(v);
+    engine: Arc<Engine>,
 }
 
 impl Server {
@@ -442,38 +334,17 @@ impl Server {
 
     /// The options in force.
     pub fn options(&self) -> &ServerOptions {
-        &self.inner.options
+        &self.state().options
     }
 
     /// Adds a tool at runtime and notifies subscribed clients.
     pub fn add_tool(&self, tool: Tool) -> Result<(), RegistrationError> {
-        let registered = Arc::new(RegisteredTool::new(tool)?);
-        self.inner.tools.update(|tools| {
-            let name = &registered.tool.definition.name;
-            if tools.iter().any(|t| &t.tool.definition.name == name) {
-                return Err(RegistrationError::Duplicate(name.clone()));
-            }
-            tools.push(registered);
-            Ok(())
-        })?;
-        // Every replica applies catalogue changes itself: local only.
-        self.notify_local(ServerEvent::ToolsChanged);
-        Ok(())
+        self.state().add_tool(tool)
     }
 
     /// Removes a tool at runtime; `false` if there was none by that name.
     pub fn remove_tool(&self, name: &str) -> bool {
-        let mut removed = false;
-        let _ = self.inner.tools.update(|tools| {
-            let before = tools.len();
-            tools.retain(|t| t.tool.definition.name != name);
-            removed = tools.len() != before;
-            Ok(())
-        });
-        if removed {
-            self.notify_local(ServerEvent::ToolsChanged);
-        }
-        removed
+        self.state().remove_tool(name)
     }
 
     /// Replaces the whole tool set at once (every tool validated and
@@ -487,47 +358,22 @@ impl Server {
     /// watcher that every replica runs on a shared catalogue, so each
     /// replica announces its own swap.
     pub fn replace_tools(&self, tools: Vec<Tool>) -> Result<(), RegistrationError> {
-        let mut registered: Vec<RegisteredTool> = Vec::with_capacity(tools.len());
-        for tool in tools {
-            if registered
-                .iter()
-                .any(|t| t.tool.definition.name == tool.definition.name)
-            {
-                return Err(RegistrationError::Duplicate(tool.definition.name));
-            }
-            registered.push(RegisteredTool::new(tool)?);
-        }
-        self.inner.tools.replace(registered);
-        self.notify_local(ServerEvent::ToolsChanged);
-        Ok(())
+        self.state().replace_tools(tools)
     }
 
     /// The names of the tools currently served, in listing order.
     pub fn tool_names(&self) -> Vec<String> {
-        self.inner
-            .tools
-            .snapshot()
-            .tools
-            .iter()
-            .map(|t| t.tool.definition.name.clone())
-            .collect()
+        self.state().tool_names()
     }
 
     /// Adds a prompt at runtime and notifies subscribed clients.
     pub fn add_prompt(&self, prompt: Prompt) {
-        write(&self.inner.prompts, |p| {
-            p.retain(|x| x.definition.name != prompt.definition.name);
-            p.push(prompt);
-        });
-        self.notify_local(ServerEvent::PromptsChanged);
+        self.state().add_prompt(prompt);
     }
 
     /// Removes a prompt at runtime.
     pub fn remove_prompt(&self, name: &str) {
-        write(&self.inner.prompts, |p| {
-            p.retain(|x| x.definition.name != name)
-        });
-        self.notify_local(ServerEvent::PromptsChanged);
+        self.state().remove_prompt(name);
     }
 
     /// Tells subscribers that a resource's contents changed.
@@ -538,66 +384,111 @@ impl Server {
     /// Publishes an event to every open subscription, on every replica
     /// when the server is replicated (see [`ServerBuilder::shared`]).
     pub fn notify(&self, event: ServerEvent) {
-        if let Some(r) = &self.inner.replicas {
-            r.publish_event(event.clone());
-        }
-        self.notify_local(event);
+        self.engine.notify(event);
     }
 
     /// Publishes an event to this replica's subscriptions only: for
     /// changes every replica makes itself (the tool set, prompts).
     pub fn notify_local(&self, event: ServerEvent) {
-        let _ = self.inner.events.send(event);
+        self.state().notify_local(event);
     }
 
     /// Subscribes to server events (for transports' standalone streams).
     pub fn events(&self) -> broadcast::Receiver<ServerEvent> {
-        self.inner.events.subscribe()
+        self.state().events.subscribe()
     }
 
     /// The `x-mcp-header` parameters of a tool, for HTTP header checks.
     pub fn tool_header_params(&self, name: &str) -> Option<Vec<HeaderParam>> {
-        self.inner
-            .tools
-            .snapshot()
-            .get(name)
-            .map(|t| t.header_params.clone())
+        let tools = self.state().tool_set();
+        tools.get(name).map(|t| t.header_params.clone())
     }
 
     /// Looks up a legacy session this process holds (a replicated
     /// server may serve others too: see [`Server::find_session`]).
     pub fn session(&self, id: &str) -> Option<Arc<Session>> {
-        self.inner.sessions.get(id)
+        self.state().sessions.get(id)
+    }
+
+    /// Looks up a legacy session: this replica's copy, or (replicated)
+    /// the shared record, loaded into a local copy. `Ok(None)` for an
+    /// unknown or expired id; an error if the shared store fails.
+    pub async fn find_session(&self, id: &str) -> Result<Option<Arc<Session>>, ProtocolError> {
+        self.engine.find_session(id).await
+    }
+
+    /// Ends a legacy session (on every replica when replicated); `false`
+    /// if it did not exist.
+    pub async fn end_session(&self, id: &str) -> Result<bool, ProtocolError> {
+        self.engine.end_session(id).await
+    }
+
+    /// Takes one message from a transport: checks its size and nesting,
+    /// parses it, decides its wire and version, applies notifications,
+    /// responses and `initialize` at once (so a later message always sees
+    /// their effect), and returns requests ready to run. Never fails: bad
+    /// input becomes an error [`Answer`](crate::engine::Answer).
+    pub async fn accept(&self, bytes: &[u8], origin: Origin<'_>) -> Accepted {
+        self.engine.accept(bytes, origin).await
+    }
+
+    /// Handles one request. Never fails: protocol errors become error
+    /// responses with the request's id. Each request is counted (see
+    /// [`crate::observe`]) and, when spans are on, traced.
+    pub async fn handle(&self, inbound: Inbound) -> Reply {
+        self.engine.dispatch.handle(inbound).await
+    }
+
+    /// A stream transport's connection (stdio, HTTP+SSE, the in-memory
+    /// client) whose outgoing lines go to `out`.
+    pub fn connection(
+        &self,
+        out: mpsc::Sender<String>,
+        extensions: Arc<http::Extensions>,
+        limits: MessageLimits,
+    ) -> Arc<Connection> {
+        Connection::new(Arc::clone(&self.engine), out, extensions, limits)
+    }
+
+    /// Forwards server events to a legacy session as unsolicited
+    /// notifications (legacy revisions have no subscription step): list
+    /// changes always, resource updates only for URIs the session
+    /// subscribed to. Runs until the session ends, `stop` fires or `out`
+    /// closes. Both transports use it: HTTP for the session's GET stream,
+    /// stdio for the process's session.
+    pub fn forward_to_session(
+        &self,
+        session: Arc<Session>,
+        out: mpsc::Sender<String>,
+        stop: CancellationToken,
+    ) {
+        self.engine.dispatch.forward_to_session(session, out, stop);
+    }
+
+    /// The server's counters (add application series with
+    /// [`Metrics::add_collector`]).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.state().metrics
+    }
+
+    /// Every series in the Prometheus text format.
+    pub fn render_metrics(&self) -> String {
+        self.state().render_metrics()
     }
 
     /// Begins shutdown: open subscriptions end with their final response.
     pub fn shutdown(&self) {
-        self.inner.shutdown.cancel();
-        self.inner.sessions.close_all();
+        let state = self.state();
+        state.shutdown.cancel();
+        state.sessions.close_all();
     }
 
     /// Fires when shutdown begins.
     pub fn shutdown_token(&self) -> CancellationToken {
-        self.inner.shutdown.clone()
+        self.state().shutdown.clone()
     }
 
-    pub(crate) fn tool_set(&self) -> Arc<ToolSet> {
-        self.inner.tools.snapshot()
-    }
-
-    pub(crate) fn prompts(&self) -> Arc<Vec<Prompt>> {
-        read(&self.inner.prompts)
-    }
-
-    pub(crate) fn resources(&self) -> Arc<Vec<Resource>> {
-        read(&self.inner.resources)
-    }
-
-    pub(crate) fn templates(&self) -> Arc<Vec<ResourceTemplate>> {
-        read(&self.inner.templates)
-    }
-
-    pub(crate) fn has_capability(&self, name: &str) -> bool {
-        self.inner.capabilities.contains_key(name)
+    fn state(&self) -> &State {
+        &self.engine.state
     }
 }

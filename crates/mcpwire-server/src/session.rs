@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -19,11 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::shared::{SessionRecord, SharedError};
 
-/// Locks a mutex, recovering from poisoning (the data stays usable: every
-/// critical section here is a single map operation).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+pub(crate) use crate::sync::lock;
 
 /// One legacy session, opened by `initialize` and kept by the engine.
 ///

@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
 use crate::events::ServerEvent;
-use crate::session::lock;
+use crate::sync::lock;
 
 /// A boxed future, as the traits return (object-safe async).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{ClientAddress, Principal};
-use crate::session::lock;
+use crate::sync::lock;
 
 /// A token bucket: `burst` calls at once, refilled at `per_minute`.
 #[derive(Clone, Copy, Debug, PartialEq)]

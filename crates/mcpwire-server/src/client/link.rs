@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::InputHandler;
 use crate::engine::Connection;
+use crate::sync::lock;
 
 /// What the reader task shares with the client.
 #[derive(Default)]
@@ -28,10 +29,6 @@ pub(super) struct Routes {
 /// key keeps its quotes).
 pub(super) fn id_key(id: &Value) -> String {
     id.to_string()
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Routes {

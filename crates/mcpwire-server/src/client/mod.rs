@@ -237,7 +237,7 @@ fn memory(
         max_bytes: 16 * 1024 * 1024,
         max_depth: 64,
     };
-    let connection = Connection::new(server, out_tx, Arc::new(extensions), limits);
+    let connection = server.connection(out_tx, Arc::new(extensions), limits);
     let routes = Arc::new(Routes::default());
     tokio::spawn(link::route(
         out_rx,

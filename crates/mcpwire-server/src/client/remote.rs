@@ -24,6 +24,7 @@ use tokio::task::AbortHandle;
 
 use super::sse::SseReader;
 use super::{ClientError, ClientWire, InputHandler};
+use crate::sync::lock;
 
 /// Largest JSON body the client reads whole.
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -43,10 +44,6 @@ pub(super) struct HttpLink {
     tool_params: Mutex<Option<HashMap<String, Vec<HeaderParam>>>>,
     /// Reader tasks of open GET streams, ended with the client.
     streams: Mutex<Vec<AbortHandle>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl HttpLink {
@@ -307,12 +304,11 @@ impl HttpLink {
         if let Ok(v) = HeaderValue::from_str(method) {
             h.insert(names::METHOD, v);
         }
-        let params = body["params"].as_object().cloned().unwrap_or_default();
-        let name_field = match method {
-            "tools/call" | "prompts/get" => "name",
-            "resources/read" => "uri",
-            "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
-            _ => return,
+        let Some(params) = body["params"].as_object() else {
+            return;
+        };
+        let Some(name_field) = names::name_field(method) else {
+            return;
         };
         if let Some(name) = params.get(name_field).and_then(Value::as_str) {
             h.insert(names::NAME, encode(name));

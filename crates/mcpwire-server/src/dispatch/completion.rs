@@ -5,14 +5,14 @@ use mcpwire_protocol::jsonrpc::ResultPayload;
 use serde_json::{Map, Value, json};
 
 use super::Call;
-use crate::server::Server;
+use super::Dispatcher;
 
 /// The spec caps a completion response at 100 values.
 const MAX_VALUES: usize = 100;
 
-impl Server {
+impl Dispatcher {
     pub(super) async fn complete(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
-        let Some(handler) = self.inner.completion.clone() else {
+        let Some(handler) = self.state.completion.clone() else {
             return Err(ProtocolError::method_not_found(&call.method));
         };
         let reference = call

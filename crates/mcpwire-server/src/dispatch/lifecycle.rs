@@ -9,19 +9,17 @@ use mcpwire_protocol::{ProtocolError, ProtocolVersion, Request, Response, shape}
 use serde_json::{Map, Value, json};
 
 use super::Call;
-use crate::server::Server;
+use super::Dispatcher;
 use crate::session::Session;
 
-impl Server {
+impl Dispatcher {
     /// Answers a legacy `initialize`: negotiates the revision and creates
-    /// a session bound to `owner` (the authenticated subject). `store`
-    /// keeps it in the server's session table (HTTP); stream transports
-    /// keep their one session on the connection.
-    pub(crate) async fn initialize(
+    /// a session bound to `owner` (the authenticated subject). The engine
+    /// keeps it (in the session table, or on a stream's connection).
+    pub(crate) fn initialize(
         &self,
         request: &Request,
         owner: Option<&str>,
-        store: bool,
     ) -> (Option<Arc<Session>>, Response) {
         let params = &request.params;
         let fail = |e| (None, Response::error(Some(request.id.clone()), e));
@@ -58,20 +56,17 @@ impl Server {
                 ));
             }
         };
-        if store && let Err(e) = self.store_session(&session).await {
-            return fail(e);
-        }
         let mut result = Map::new();
         result.insert("protocolVersion".into(), json!(version.as_str()));
         result.insert(
             "capabilities".into(),
-            shape::capabilities_for(&self.inner.capabilities, version),
+            shape::capabilities_for(&self.state.capabilities, version),
         );
         result.insert(
             "serverInfo".into(),
-            shape::implementation_for(&self.inner.info_json, version),
+            shape::implementation_for(&self.state.info_json, version),
         );
-        if let Some(i) = &self.inner.instructions {
+        if let Some(i) = &self.state.instructions {
             result.insert("instructions".into(), json!(i));
         }
         tracing::debug!(version = %version, "legacy session initialized");
@@ -90,12 +85,12 @@ impl Server {
         );
         result.insert(
             "capabilities".into(),
-            shape::capabilities_for(&self.inner.capabilities, call.version),
+            shape::capabilities_for(&self.state.capabilities, call.version),
         );
-        if let Some(i) = &self.inner.instructions {
+        if let Some(i) = &self.state.instructions {
             result.insert("instructions".into(), json!(i));
         }
-        result.insert("ttlMs".into(), json!(self.inner.options.list_ttl_ms));
+        result.insert("ttlMs".into(), json!(self.state.options.list_ttl_ms));
         result.insert("cacheScope".into(), json!("public"));
         call.finish(self, result)
     }

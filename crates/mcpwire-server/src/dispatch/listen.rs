@@ -11,10 +11,10 @@ use tokio_util::sync::CancellationToken;
 use std::sync::Arc;
 
 use super::Call;
+use super::Dispatcher;
 use crate::events::ServerEvent;
 use crate::observe::Metrics;
 use crate::observe::metrics::{GaugeGuard, StreamKind};
-use crate::server::Server;
 
 /// What a listener asked for, reduced to what the server supports.
 #[derive(Clone, Debug, Default)]
@@ -129,7 +129,7 @@ impl Listener {
     }
 }
 
-impl Server {
+impl Dispatcher {
     pub(super) fn listen(&self, call: &Call) -> Result<Listener, ProtocolError> {
         if !call.version.is_modern() {
             return Err(ProtocolError::method_not_found(&call.method));
@@ -140,7 +140,7 @@ impl Server {
             ));
         };
         let flag = |k: &str| requested.get(k).and_then(Value::as_bool).unwrap_or(false);
-        let caps = &self.inner.capabilities;
+        let caps = &self.state.capabilities;
         let list_changed = |cap: &str| {
             caps.get(cap)
                 .and_then(|c| c.get("listChanged"))
@@ -165,16 +165,16 @@ impl Server {
         Ok(Listener {
             id: call.id.clone(),
             filter,
-            events: self.events(),
-            shutdown: self.inner.shutdown.clone(),
-            server_info: self.inner.info_json.clone(),
-            metrics: Arc::clone(&self.inner.metrics),
-            _open: self.inner.metrics.stream_open(StreamKind::Listen),
+            events: self.state.events.subscribe(),
+            shutdown: self.state.shutdown.clone(),
+            server_info: self.state.info_json.clone(),
+            metrics: Arc::clone(&self.state.metrics),
+            _open: self.state.metrics.stream_open(StreamKind::Listen),
         })
     }
 }
 
-impl Server {
+impl Dispatcher {
     /// The `resourceSubscriptions` of a listen request, bounded like a
     /// legacy session's subscriptions.
     fn watched_uris(&self, requested: &Map<String, Value>) -> Result<Vec<String>, ProtocolError> {
@@ -189,7 +189,7 @@ impl Server {
             .unwrap_or_default();
         uris.sort();
         uris.dedup();
-        let max = self.inner.options.max_subscriptions_per_session;
+        let max = self.state.options.max_subscriptions_per_session;
         if uris.len() > max {
             return Err(super::resources::too_many_subscriptions(max));
         }

@@ -5,11 +5,14 @@
 //! the version, gates capabilities, routes, and shapes results.
 
 mod completion;
+mod forward;
 mod lifecycle;
 mod listen;
 mod mirrored;
 mod prompts;
 mod resources;
+mod task_methods;
+mod task_run;
 mod tools;
 
 use std::sync::Arc;
@@ -25,14 +28,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 pub use listen::Listener;
-pub(crate) use tools::tool_outcome;
 
 use crate::access::CallOutcome;
 use crate::context::RequestContext;
 use crate::observe::metrics::{self, CallNote};
-use crate::observe::trace;
-use crate::server::Server;
+use crate::observe::trace::{self, HttpTraceHeaders, SpanFacts};
 use crate::session::Session;
+use crate::state::State;
 
 /// Which wire a request arrived on, as the transport classified it.
 #[derive(Clone, Debug)]
@@ -79,6 +81,13 @@ pub enum Reply {
     Batch(Vec<Response>),
 }
 
+/// Request dispatch over the core state: every method handler of this
+/// module is a method of it. Cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub(crate) struct Dispatcher {
+    pub(crate) state: Arc<State>,
+}
+
 /// The per-request state dispatch handlers share.
 pub(crate) struct Call {
     pub(crate) id: RequestId,
@@ -93,22 +102,22 @@ pub(crate) struct Call {
 
 impl Call {
     /// Shapes a result map for this request's revision and wraps it.
-    pub(crate) fn finish(&self, server: &Server, result: Map<String, Value>) -> ResultPayload {
+    pub(crate) fn finish(&self, server: &Dispatcher, result: Map<String, Value>) -> ResultPayload {
         ResultPayload::Json(Value::Object(shape::finish_result(
             result,
             self.version,
-            Some(&server.inner.info_json),
+            Some(&server.state.info_json),
         )))
     }
 }
 
-impl Server {
+impl Dispatcher {
     /// Handles one request. Never fails: protocol errors become error
     /// responses with the request's id. Each request is counted (see
     /// [`crate::observe`]) and, when spans are on, traced.
-    pub async fn handle(&self, inbound: Inbound) -> Reply {
+    pub(crate) async fn handle(&self, inbound: Inbound) -> Reply {
         let started = Instant::now();
-        let metrics = &self.inner.metrics;
+        let metrics = &self.state.metrics;
         let _in_flight = metrics.in_flight();
         let method = metrics::method_index(&inbound.request.method);
         let id = inbound.request.id.clone();
@@ -120,7 +129,14 @@ impl Server {
                 return Reply::Response(Response::error(Some(id), e));
             }
         };
-        let span = trace::request_span(&call);
+        let span = trace::request_span(&SpanFacts {
+            method: &call.method,
+            params: &call.params,
+            version: call.version,
+            session: call.session.as_ref().map(|s| s.id()),
+            id: &call.id,
+            http: call.ctx.extension::<HttpTraceHeaders>(),
+        });
         let reply = self.run(&call).instrument(span.clone()).await;
         let (outcome, error) = match &reply {
             Reply::Response(r) => match &r.body {
@@ -168,10 +184,12 @@ impl Server {
             cancel,
             extensions,
         } = inbound;
-        let progress_token = meta::progress_token(&request.params);
+        // `_meta` is looked up once; every field below comes from it.
+        let meta = meta::meta_of(&request.params);
+        let progress_token = meta.and_then(meta::progress_token_in);
         let (version, session, caps, client_info, log_level) = match wire {
             Wire::Modern => {
-                let m = RequestMeta::from_params(&request.params)?;
+                let m = RequestMeta::from_meta(meta)?;
                 let version = ProtocolVersion::parse(&m.protocol_version)
                     .filter(|v| v.is_modern())
                     .ok_or_else(|| {
@@ -227,7 +245,7 @@ impl Server {
     async fn route(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
         let modern = call.version.is_modern();
         let gate = |cap: &str| {
-            if self.has_capability(cap) {
+            if self.state.has_capability(cap) {
                 Ok(())
             } else {
                 Err(ProtocolError::method_not_found(&call.method))
@@ -271,7 +289,7 @@ impl Server {
                 self.complete(call).await
             }
             "tasks/get" | "tasks/update" | "tasks/cancel"
-                if modern && self.inner.tasks.is_some() =>
+                if modern && self.state.tasks.is_some() =>
             {
                 self.task_method(call).await
             }

@@ -5,10 +5,10 @@ use mcpwire_protocol::{ProtocolError, cursor, shape};
 use serde_json::{Map, Value, json};
 
 use super::Call;
+use super::Dispatcher;
 use super::tools::{Next, cursor_param, invalid_cursor};
 use crate::prompt::PromptOutcome;
 use crate::request_state::Binding;
-use crate::server::Server;
 
 /// Cuts one page out of a small list; cursors carry the offset only.
 pub(super) fn page<T>(
@@ -32,7 +32,7 @@ pub(super) fn page<T>(
 
 /// Adds caching hints and the next cursor to a list result.
 pub(super) fn list_result(
-    server: &Server,
+    server: &Dispatcher,
     key: &str,
     items: Vec<Value>,
     next: Option<String>,
@@ -42,18 +42,18 @@ pub(super) fn list_result(
     if let Some(n) = next {
         result.insert("nextCursor".into(), json!(n));
     }
-    result.insert("ttlMs".into(), json!(server.inner.options.list_ttl_ms));
+    result.insert("ttlMs".into(), json!(server.state.options.list_ttl_ms));
     result.insert("cacheScope".into(), json!("public"));
     result
 }
 
-impl Server {
+impl Dispatcher {
     pub(super) fn list_prompts(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
-        let prompts = self.prompts();
+        let prompts = self.state.prompts();
         let (range, next) = page(
             &prompts,
             cursor_param(call)?,
-            self.inner.options.page_size,
+            self.state.options.page_size,
             "prompts/list",
         )?;
         let items = prompts[range]
@@ -77,7 +77,7 @@ impl Server {
                 "Invalid params: prompts/get needs a string \"name\".",
             ));
         };
-        let prompts = self.prompts();
+        let prompts = self.state.prompts();
         let Some(prompt) = prompts.iter().find(|p| p.definition.name == name).cloned() else {
             return Err(ProtocolError::invalid_params(format!(
                 "Invalid params: unknown prompt \"{name}\"; call prompts/list to see the prompts."

@@ -6,9 +6,9 @@ use mcpwire_protocol::jsonrpc::ResultPayload;
 use serde_json::{Map, Value, json};
 
 use super::Call;
+use super::Dispatcher;
 use super::prompts::{list_result, page};
 use super::tools::cursor_param;
-use crate::server::Server;
 
 fn uri_param(call: &Call) -> Result<&str, ProtocolError> {
     call.params
@@ -17,13 +17,13 @@ fn uri_param(call: &Call) -> Result<&str, ProtocolError> {
         .ok_or_else(|| ProtocolError::invalid_params("Invalid params: \"uri\" must be a string."))
 }
 
-impl Server {
+impl Dispatcher {
     pub(super) fn list_resources(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
-        let resources = self.resources();
+        let resources = self.state.resources();
         let (range, next) = page(
             &resources,
             cursor_param(call)?,
-            self.inner.options.page_size,
+            self.state.options.page_size,
             "resources/list",
         )?;
         let items = resources[range]
@@ -34,11 +34,11 @@ impl Server {
     }
 
     pub(super) fn list_templates(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
-        let templates = self.templates();
+        let templates = self.state.templates();
         let (range, next) = page(
             &templates,
             cursor_param(call)?,
-            self.inner.options.page_size,
+            self.state.options.page_size,
             "resources/templates/list",
         )?;
         let items = templates[range]
@@ -52,6 +52,7 @@ impl Server {
         let uri = uri_param(call)?;
         let ctx = call.ctx.clone();
         let contents = if let Some(r) = self
+            .state
             .resources()
             .iter()
             .find(|r| r.definition.uri == uri)
@@ -59,6 +60,7 @@ impl Server {
         {
             (r.read)(ctx, uri.to_owned(), Vec::new()).await?
         } else if let Some((t, vars)) = self
+            .state
             .templates()
             .iter()
             .find_map(|t| t.matches(uri).map(|v| (t.clone(), v)))
@@ -75,7 +77,7 @@ impl Server {
             "contents".into(),
             serde_json::to_value(contents).unwrap_or(json!([])),
         );
-        result.insert("ttlMs".into(), json!(self.inner.options.list_ttl_ms));
+        result.insert("ttlMs".into(), json!(self.state.options.list_ttl_ms));
         result.insert("cacheScope".into(), json!("public"));
         Ok(call.finish(self, result))
     }
@@ -89,7 +91,7 @@ impl Server {
                 if !self.resource_exists(uri) {
                     return Err(not_found(uri));
                 }
-                let max = self.inner.options.max_subscriptions_per_session;
+                let max = self.state.options.max_subscriptions_per_session;
                 if !s.subscribe(uri.to_owned(), max) {
                     return Err(too_many_subscriptions(max));
                 }
@@ -102,8 +104,15 @@ impl Server {
 
     /// Whether a resource or a template answers to `uri`.
     fn resource_exists(&self, uri: &str) -> bool {
-        self.resources().iter().any(|r| r.definition.uri == uri)
-            || self.templates().iter().any(|t| t.matches(uri).is_some())
+        self.state
+            .resources()
+            .iter()
+            .any(|r| r.definition.uri == uri)
+            || self
+                .state
+                .templates()
+                .iter()
+                .any(|t| t.matches(uri).is_some())
     }
 }
 

@@ -12,6 +12,8 @@ use std::time::{Instant, SystemTime};
 use mcpwire_protocol::model::Content;
 
 use super::Call;
+use super::Dispatcher;
+use super::task_run::{self as tasks, Launch, Mode};
 use crate::access::{
     AuditRecord, CallOutcome, ClientAddress, LIMIT_TIMEOUT, LimitFuture, Permit, Principal,
     caller_key, json_is_clean, redact_arguments, sanitize_text, sanitize_value, strip_fields,
@@ -19,8 +21,6 @@ use crate::access::{
 use crate::context::RequestContext;
 use crate::registry::RegisteredTool;
 use crate::request_state::Binding;
-use crate::server::Server;
-use crate::tasks::{self, Launch, Mode};
 use crate::tool::{CallToolResult, InputRequired, ToolError, ToolOutcome};
 
 /// How many times the legacy bridge re-invokes a handler before giving up.
@@ -54,20 +54,20 @@ pub(super) fn invalid_cursor(method: &str) -> ProtocolError {
     ))
 }
 
-impl Server {
+impl Dispatcher {
     pub(super) fn list_tools(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
         let cursor = cursor_param(call)?;
-        let set = self.tool_set();
-        if self.inner.access.enforce_scopes {
+        let set = self.state.tool_set();
+        if self.state.access.enforce_scopes {
             let principal = call.ctx.extension::<Principal>();
             let page = set
-                .filtered_page(cursor, call.version, &self.inner.list_policy, |t| {
+                .filtered_page(cursor, call.version, &self.state.list_policy, |t| {
                     t.tool.policy.visible_to(principal)
                 })
                 .ok_or_else(|| invalid_cursor("tools/list"))?;
             return Ok(call.finish(self, page));
         }
-        set.page(cursor, call.version, &self.inner.list_policy)
+        set.page(cursor, call.version, &self.state.list_policy)
             .map(ResultPayload::Raw)
             .ok_or_else(|| invalid_cursor("tools/list"))
     }
@@ -78,7 +78,7 @@ impl Server {
         let mut draft = AuditDraft::default();
         let result = self.call_tool_checked(call, &mut draft).await;
         call.note.set_tool_error(draft.tool_error);
-        let Some(sink) = &self.inner.audit else {
+        let Some(sink) = &self.state.audit else {
             return result;
         };
         let Some(tool) = draft.tool else {
@@ -151,11 +151,14 @@ impl Server {
         let (tool, arguments) = self.resolve(call, draft)?;
         let name = tool.tool.definition.name.as_str();
         let no_arguments = Map::new();
-        let args = arguments.as_object().unwrap_or(&no_arguments);
+        let args = arguments
+            .and_then(Value::as_object)
+            .unwrap_or(&no_arguments);
         self.authorize(call, &tool, args)?;
         let mode = tasks::mode(self, &call.ctx, &tool)?;
         let permit = self.limit(call, &tool).await?;
-        let violations = tool.input.violations(&arguments);
+        let empty = Value::Object(Map::new());
+        let violations = tool.input.violations(arguments.unwrap_or(&empty));
         if !violations.is_empty() {
             let text = format!(
                 "Invalid arguments for tool \"{name}\": {}. Fix the arguments to match the tool's inputSchema and call it again.",
@@ -167,28 +170,28 @@ impl Server {
         self.execute(call, &tool, args, mode, permit, draft).await
     }
 
-    /// Resolve: the tool named by the call, and its arguments as a JSON
-    /// object (kept as a value so validation needs no copy).
-    fn resolve(
+    /// Resolve: the tool named by the call, and its arguments (borrowed
+    /// from the request, `None` when absent: validation needs no copy).
+    fn resolve<'c>(
         &self,
-        call: &Call,
+        call: &'c Call,
         draft: &mut AuditDraft,
-    ) -> Result<(Arc<RegisteredTool>, Value), ProtocolError> {
+    ) -> Result<(Arc<RegisteredTool>, Option<&'c Value>), ProtocolError> {
         let Some(name) = call.params.get("name").and_then(Value::as_str) else {
             return Err(ProtocolError::invalid_params(
                 "Invalid params: tools/call needs a string \"name\"; call tools/list to see the tools.",
             ));
         };
         let arguments = match call.params.get("arguments") {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(v @ Value::Object(_)) => v.clone(),
+            None | Some(Value::Null) => None,
+            Some(v @ Value::Object(_)) => Some(v),
             Some(_) => {
                 return Err(ProtocolError::invalid_params(
                     "Invalid params: \"arguments\" must be an object.",
                 ));
             }
         };
-        let set = self.tool_set();
+        let set = self.state.tool_set();
         let Some(tool) = set.get(name).cloned() else {
             // Audited as a protocol error under the name asked for (cut
             // and cleaned: it is the caller's text); its arguments are
@@ -212,9 +215,9 @@ impl Server {
             .with_data(json!({ "tool": name })));
         };
         draft.tool = Some(name.to_owned());
-        call.note.set_tool(&tool);
-        if self.inner.audit.is_some()
-            && let Some(args) = arguments.as_object()
+        call.note.set_tool(&tool.stats);
+        if self.state.audit.is_some()
+            && let Some(args) = arguments.and_then(Value::as_object)
         {
             draft.arguments = redact_arguments(args, &tool.tool.policy.redacted_arguments);
         }
@@ -228,7 +231,7 @@ impl Server {
         tool: &RegisteredTool,
         arguments: &Map<String, Value>,
     ) -> Result<(), ProtocolError> {
-        if !self.inner.access.enforce_scopes {
+        if !self.state.access.enforce_scopes {
             return Ok(());
         }
         let principal = call.ctx.extension::<Principal>();
@@ -259,7 +262,7 @@ impl Server {
         call: &Call,
         tool: &RegisteredTool,
     ) -> Result<Option<Permit>, ProtocolError> {
-        let access = &self.inner.access;
+        let access = &self.state.access;
         let name = tool.tool.definition.name.as_str();
         let rate = tool.tool.policy.rate_limit.or(access.rate_limit);
         if rate.is_none() && access.max_concurrent_calls.is_none() {
@@ -269,7 +272,7 @@ impl Server {
             call.ctx.extension::<Principal>(),
             call.ctx.extension::<ClientAddress>(),
         );
-        let limiter = &self.inner.limiter;
+        let limiter = &self.state.limiter;
         if let Some(limit) = rate
             && let Err(wait) = bounded(limiter.take(&caller, name, limit)).await?
         {
@@ -386,7 +389,7 @@ impl Server {
         };
         ctx.request_state = match call.params.get("requestState") {
             None | Some(Value::Null) => None,
-            Some(Value::String(token)) => Some(self.inner.signer.verify(token, binding)?),
+            Some(Value::String(token)) => Some(self.state.signer.verify(token, binding)?),
             Some(_) => {
                 return Err(ProtocolError::invalid_params(
                     "Invalid params: requestState must be the string the server returned.",
@@ -404,7 +407,7 @@ impl Server {
     ) -> Result<ToolOutcome, ProtocolError> {
         let name = &tool.tool.definition.name;
         let fut = tool.tool.handler.call(ctx, arguments);
-        let outcome = match self.inner.options.call_timeout {
+        let outcome = match self.state.options.call_timeout {
             Some(limit) => match tokio::time::timeout(limit, fut).await {
                 Ok(r) => r,
                 Err(_) => {
@@ -428,7 +431,7 @@ impl Server {
         tool: &RegisteredTool,
         mut result: CallToolResult,
     ) -> Result<CallToolResult, ProtocolError> {
-        let access = &self.inner.access;
+        let access = &self.state.access;
         // A schema derived from the output type holds by construction;
         // release builds trust it, debug builds (and tests) still check.
         let trusted = tool.tool.output_from_type && !cfg!(debug_assertions);
@@ -514,7 +517,7 @@ impl Server {
         result: &CallToolResult,
         trusted: bool,
     ) -> bool {
-        let access = &self.inner.access;
+        let access = &self.state.access;
         let redacts = access.enforce_scopes && {
             let principal = ctx.extension::<Principal>();
             tool.tool
@@ -537,14 +540,14 @@ impl Server {
     fn tool_result(&self, call: &Call, result: CallToolResult) -> ResultPayload {
         if let Some(text) = result.mirror_text() {
             let is_object = result.structured_is_object();
-            let info = Some(&self.inner.info_json);
+            let info = Some(&self.state.info_json);
             let finish = |text: &str| {
                 super::mirrored::payload(text, is_object, result.is_error, call.version, info)
             };
             let payload = match result.prepared() {
                 Some(shared) => {
                     let shape = super::mirrored::shape(call.version, is_object);
-                    shared.payload(shape, self.inner.id, finish)
+                    shared.payload(shape, self.state.id, finish)
                 }
                 None => finish(text),
             };
@@ -581,7 +584,7 @@ impl Server {
         if call.version.is_modern() {
             let requests = ir.wire_requests();
             let state = self
-                .inner
+                .state
                 .signer
                 .sign(binding, ir.state.as_ref().unwrap_or(&Value::Null));
             let mut result = Map::new();
@@ -605,7 +608,7 @@ impl Server {
                     outbound,
                     &r.method,
                     Value::Object(r.params.clone()),
-                    self.inner.options.peer_request_timeout,
+                    self.state.options.peer_request_timeout,
                     &ctx.cancel,
                 )
                 .await;

@@ -22,17 +22,18 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::Engine;
 use super::{Accepted, MessageLimits, Origin, Pending, too_large};
 use crate::dispatch::{Listener, Reply};
-use crate::server::Server;
-use crate::session::{Session, lock};
+use crate::session::Session;
+use crate::sync::lock;
 
 /// Requests one connection may have running at once.
 pub const MAX_IN_FLIGHT: usize = 64;
 
 /// A stream transport's connection; create one per client stream.
 pub struct Connection {
-    server: Server,
+    server: Arc<Engine>,
     /// The legacy session, once the client sent `initialize`.
     session: Mutex<Option<Arc<Session>>>,
     /// Requests being served, for `notifications/cancelled` (both wires).
@@ -58,8 +59,8 @@ impl std::fmt::Debug for Connection {
 
 impl Connection {
     /// A connection whose outgoing lines go to `out`.
-    pub fn new(
-        server: Server,
+    pub(crate) fn new(
+        server: Arc<Engine>,
         out: mpsc::Sender<String>,
         extensions: Arc<http::Extensions>,
         limits: MessageLimits,
@@ -148,6 +149,7 @@ impl Connection {
     pub(crate) fn open_session(&self, session: Arc<Session>) {
         *lock(&self.session) = Some(Arc::clone(&session));
         self.server
+            .dispatch
             .forward_to_session(session, self.out.clone(), self.closing.clone());
     }
 

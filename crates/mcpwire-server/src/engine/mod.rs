@@ -30,12 +30,55 @@ use serde_json::Value;
 
 pub use connection::{Connection, MAX_IN_FLIGHT};
 pub use pending::Pending;
-pub(crate) use replicas::Replicas;
 pub(crate) use wire::check_session_version;
 
+use self::replicas::Replicas;
 use crate::access::Principal;
-use crate::server::Server;
+use crate::dispatch::Dispatcher;
+use crate::events::ServerEvent;
+use crate::registry::RegistrationError;
 use crate::session::Session;
+use crate::shared::Shared;
+use crate::state::State;
+
+/// The engine: the core state, request dispatch over it, and (when
+/// replicated) the parts shared with other replicas, which only the engine
+/// touches. Applications and transports reach it through the
+/// [`Server`](crate::Server) facade.
+pub(crate) struct Engine {
+    pub(crate) state: Arc<State>,
+    pub(crate) dispatch: Dispatcher,
+    /// Sessions and events shared with other replicas, if any.
+    replicas: Option<Arc<Replicas>>,
+}
+
+impl Engine {
+    /// An engine over `state`, replicated through `shared` if given; starts
+    /// the task that hears the other replicas.
+    pub(crate) fn start(
+        state: Arc<State>,
+        shared: Option<Shared>,
+    ) -> Result<Arc<Self>, RegistrationError> {
+        let engine = Arc::new(Self {
+            dispatch: Dispatcher {
+                state: Arc::clone(&state),
+            },
+            state,
+            replicas: shared.map(Replicas::new).transpose()?,
+        });
+        engine.listen_to_replicas();
+        Ok(engine)
+    }
+
+    /// Publishes an event to every open subscription, on every replica
+    /// when replicated.
+    pub(crate) fn notify(&self, event: ServerEvent) {
+        if let Some(r) = &self.replicas {
+            r.publish_event(event.clone());
+        }
+        self.state.notify_local(event);
+    }
+}
 
 /// Size and nesting bounds of one message, set by the transport's config.
 #[derive(Clone, Copy, Debug)]
@@ -157,13 +200,13 @@ fn session_not_found() -> ProtocolError {
     .with_status(ErrorStatus::NotFound)
 }
 
-impl Server {
+impl Engine {
     /// Takes one message from a transport: checks its size and nesting,
     /// parses it, decides its wire and version, applies notifications,
     /// responses and `initialize` at once (so a later message always sees
     /// their effect), and returns requests ready to run. Never fails: bad
     /// input becomes an error [`Answer`].
-    pub async fn accept(&self, bytes: &[u8], origin: Origin<'_>) -> Accepted {
+    pub(crate) async fn accept(self: &Arc<Self>, bytes: &[u8], origin: Origin<'_>) -> Accepted {
         match self.accept_inner(bytes, &origin).await {
             Ok(a) => a,
             Err(answer) => Accepted::Answer(*answer),
@@ -171,7 +214,7 @@ impl Server {
     }
 
     async fn accept_inner(
-        &self,
+        self: &Arc<Self>,
         bytes: &[u8],
         origin: &Origin<'_>,
     ) -> Result<Accepted, Box<Answer>> {
@@ -209,12 +252,14 @@ impl Server {
                 if let Some(c) = origin.connection {
                     c.notification(&n);
                 }
-                self.handle_notification(&n, session.as_deref());
+                self.dispatch.handle_notification(&n, session.as_deref());
                 return Ok(Accepted::Taken);
             }
             Message::Response(r) => {
                 let session = looked.map_err(|e| bad(None, e))?;
-                if self.handle_peer_response(r.clone(), session.as_deref())
+                if self
+                    .dispatch
+                    .handle_peer_response(r.clone(), session.as_deref())
                     || origin.headers.is_none()
                 {
                     return Ok(Accepted::Taken);
@@ -237,7 +282,7 @@ impl Server {
     /// A JSON-RPC batch: legal only inside a 2025-03-26 session (the one
     /// revision that had them).
     fn accept_batch(
-        &self,
+        self: &Arc<Self>,
         items: Vec<Value>,
         origin: &Origin<'_>,
         looked: Looked,
@@ -253,7 +298,7 @@ impl Server {
             let e = ProtocolError::invalid_request("Invalid request: the batch is empty.");
             return Err(bad(None, e));
         }
-        let max = self.inner.options.max_batch_items;
+        let max = self.state.options.max_batch_items;
         if items.len() > max {
             let e = ProtocolError::invalid_request(format!(
                 "Invalid request: a batch may hold at most {max} messages; this one has {}. Send the rest in another batch.",
@@ -262,7 +307,7 @@ impl Server {
             return Err(bad(None, e));
         }
         Ok(Accepted::Request(Pending::batch(
-            self.clone(),
+            Arc::clone(self),
             items,
             session,
             origin,

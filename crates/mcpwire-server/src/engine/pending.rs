@@ -12,9 +12,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::Engine;
 use super::{Connection, Origin};
 use crate::dispatch::{Inbound, Reply, Wire};
-use crate::server::Server;
 use crate::session::Session;
 
 /// What runs.
@@ -30,7 +30,7 @@ enum Work {
 
 /// A request (or batch) ready to run; see [`Pending::serve`].
 pub struct Pending {
-    server: Server,
+    server: Arc<Engine>,
     work: Work,
     /// Values for handlers; the transport may add its own before serving.
     extensions: Arc<http::Extensions>,
@@ -47,7 +47,12 @@ impl std::fmt::Debug for Pending {
 }
 
 impl Pending {
-    pub(super) fn one(server: Server, request: Request, wire: Wire, origin: &Origin<'_>) -> Self {
+    pub(super) fn one(
+        server: Arc<Engine>,
+        request: Request,
+        wire: Wire,
+        origin: &Origin<'_>,
+    ) -> Self {
         Self {
             server,
             work: Work::One { request, wire },
@@ -57,7 +62,7 @@ impl Pending {
     }
 
     pub(super) fn batch(
-        server: Server,
+        server: Arc<Engine>,
         items: Vec<Value>,
         session: Arc<Session>,
         origin: &Origin<'_>,
@@ -157,7 +162,7 @@ impl Pending {
             cancel,
             extensions,
         };
-        let reply = server.handle(inbound).await;
+        let reply = server.dispatch.handle(inbound).await;
         drop(tracker);
         reply
     }
@@ -192,8 +197,10 @@ fn panicked(id: Option<RequestId>, panic: &(dyn std::any::Any + Send)) -> Respon
     )
 }
 
-/// Keeps a running request findable by `notifications/cancelled` (on its
-/// legacy session and on its stream connection) until dropped.
+/// Keeps a running request findable by `notifications/cancelled` until
+/// dropped: in one map, its stream connection's (which sees every
+/// notification on the stream, either wire), else its legacy session's
+/// (HTTP, where the notification arrives in another POST).
 struct Tracker {
     id: RequestId,
     session: Option<Arc<Session>>,
@@ -208,8 +215,8 @@ impl Tracker {
         cancel: &CancellationToken,
     ) -> Self {
         let session = match wire {
-            Wire::Legacy { session, .. } => session.clone(),
-            Wire::Modern => None,
+            Wire::Legacy { session, .. } if connection.is_none() => session.clone(),
+            _ => None,
         };
         if let Some(s) = &session {
             s.track(id.clone(), cancel.clone());
@@ -241,7 +248,7 @@ impl Drop for Tracker {
 /// responses are applied, and the responses come back in one list
 /// (empty when the batch held no requests).
 async fn serve_batch(
-    server: &Server,
+    server: &Engine,
     items: Vec<Value>,
     session: Arc<Session>,
     outbound: Option<mpsc::Sender<String>>,
@@ -270,11 +277,11 @@ async fn serve_batch(
                     cancel: CancellationToken::new(),
                     extensions: Arc::clone(&extensions),
                 };
-                running.push(isolate(id, server.handle(inbound)));
+                running.push(isolate(id, server.dispatch.handle(inbound)));
             }
-            Ok(Message::Notification(n)) => server.handle_notification(&n, Some(&session)),
+            Ok(Message::Notification(n)) => server.dispatch.handle_notification(&n, Some(&session)),
             Ok(Message::Response(r)) => {
-                server.handle_peer_response(r, Some(&session));
+                server.dispatch.handle_peer_response(r, Some(&session));
             }
         }
     }

@@ -11,9 +11,9 @@ use mcpwire_protocol::jsonrpc::{Message, PeerResponse};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
+use super::Engine;
 use crate::events::ServerEvent;
 use crate::registry::RegistrationError;
-use crate::server::{Server, ServerInner};
 use crate::session::Session;
 use crate::shared::{Admission, BoxFuture, BusMessage, Delivery, Envelope, SessionBounds, Shared};
 
@@ -120,38 +120,37 @@ fn too_many_sessions() -> ProtocolError {
     )
 }
 
-impl Server {
+impl Engine {
     /// Spawns the task that applies other replicas' messages.
-    pub(crate) fn started(self) -> Self {
-        if let (Some(r), Ok(rt)) = (&self.inner.replicas, tokio::runtime::Handle::try_current()) {
+    pub(super) fn listen_to_replicas(self: &Arc<Self>) {
+        if let (Some(r), Ok(rt)) = (&self.replicas, tokio::runtime::Handle::try_current()) {
             let rx = r.shared.bus.subscribe();
-            rt.spawn(pump(Arc::downgrade(&self.inner), rx));
-        } else if self.inner.replicas.is_some() {
+            rt.spawn(pump(Arc::downgrade(self), rx));
+        } else if self.replicas.is_some() {
             tracing::error!(
                 "a replicated server was built outside a Tokio runtime: it will not hear other replicas"
             );
         }
-        self
     }
 
     /// Looks up a legacy session: this replica's copy, or (replicated)
     /// the shared record, loaded into a local copy. `Ok(None)` for an
     /// unknown or expired id; an error if the shared store fails.
     pub async fn find_session(&self, id: &str) -> Result<Option<Arc<Session>>, ProtocolError> {
-        let Some(r) = &self.inner.replicas else {
-            return Ok(self.inner.sessions.get(id));
+        let Some(r) = &self.replicas else {
+            return Ok(self.state.sessions.get(id));
         };
-        let local = self.inner.sessions.peek(id);
+        let local = self.state.sessions.peek(id);
         if let Some(s) = &local
             && !s.needs_check(CHECK_INTERVAL)
         {
             s.touch();
             return Ok(local);
         }
-        let idle = self.inner.options.session_idle_timeout;
+        let idle = self.state.options.session_idle_timeout;
         let record = r.call("touch", r.shared.sessions.touch(id, idle)).await?;
         let Some(record) = record else {
-            if self.inner.sessions.remove(id) {
+            if self.state.sessions.remove(id) {
                 r.publish(BusMessage::SessionEnded { id: id.to_owned() })
                     .await;
             }
@@ -168,7 +167,7 @@ impl Server {
                     store_unavailable()
                 })?;
                 r.watch(&s);
-                self.inner.sessions.cache(Arc::new(s))
+                self.state.sessions.cache(Arc::new(s))
             }
         };
         session.set_checked(true);
@@ -179,16 +178,16 @@ impl Server {
     /// Keeps a session `initialize` just opened, within the (cluster-wide
     /// when replicated) bounds.
     pub(crate) async fn store_session(&self, session: &Arc<Session>) -> Result<(), ProtocolError> {
-        let Some(r) = &self.inner.replicas else {
+        let Some(r) = &self.replicas else {
             return self
-                .inner
+                .state
                 .sessions
                 .insert(Arc::clone(session))
                 .map_err(|()| too_many_sessions());
         };
         let bounds = SessionBounds {
-            max_sessions: self.inner.options.max_sessions,
-            idle_timeout: self.inner.options.session_idle_timeout,
+            max_sessions: self.state.options.max_sessions,
+            idle_timeout: self.state.options.session_idle_timeout,
             evictable_idle: EVICTABLE_IDLE,
         };
         let record = session.record();
@@ -199,11 +198,11 @@ impl Server {
             Admission::Full => Err(too_many_sessions()),
             Admission::Admitted { removed } => {
                 for id in removed {
-                    self.inner.sessions.remove(&id);
+                    self.state.sessions.remove(&id);
                     r.publish(BusMessage::SessionEnded { id }).await;
                 }
                 r.watch(session);
-                self.inner.sessions.cache(Arc::clone(session));
+                self.state.sessions.cache(Arc::clone(session));
                 Ok(())
             }
         }
@@ -212,8 +211,8 @@ impl Server {
     /// Ends a legacy session (on every replica when replicated); `false`
     /// if it did not exist.
     pub async fn end_session(&self, id: &str) -> Result<bool, ProtocolError> {
-        let local = self.inner.sessions.remove(id);
-        let Some(r) = &self.inner.replicas else {
+        let local = self.state.sessions.remove(id);
+        let Some(r) = &self.replicas else {
             return Ok(local);
         };
         let removed = r.call("remove", r.shared.sessions.remove(id)).await?;
@@ -226,7 +225,7 @@ impl Server {
     /// replicated server, it goes to the replica that sent the request.
     /// `false` when not replicated.
     pub(crate) async fn relay_peer_response(&self, session: &Session, r: &PeerResponse) -> bool {
-        let Some(replicas) = &self.inner.replicas else {
+        let Some(replicas) = &self.replicas else {
             return false;
         };
         let mut response = json!({ "jsonrpc": "2.0", "id": r.id.to_value() });
@@ -245,12 +244,12 @@ impl Server {
     /// Applies one message from another replica.
     async fn apply_message(&self, message: BusMessage) {
         match message {
-            BusMessage::Event { event } => self.notify_local(event),
+            BusMessage::Event { event } => self.state.notify_local(event),
             BusMessage::SessionEnded { id } => {
-                self.inner.sessions.remove(&id);
+                self.state.sessions.remove(&id);
             }
             BusMessage::SessionChanged { id } => {
-                if let Some(s) = self.inner.sessions.peek(&id) {
+                if let Some(s) = self.state.sessions.peek(&id) {
                     s.set_checked(false);
                     // Refresh now: a GET stream filters by subscriptions.
                     if let Err(e) = self.find_session(&id).await {
@@ -261,7 +260,7 @@ impl Server {
             BusMessage::PeerResponse { session, response } => {
                 let parsed = Message::from_value(response);
                 if let (Some(s), Ok(Message::Response(r))) =
-                    (self.inner.sessions.peek(&session), parsed)
+                    (self.state.sessions.peek(&session), parsed)
                 {
                     s.resolve(r);
                 }
@@ -273,20 +272,20 @@ impl Server {
     /// session copies check their record on next use.
     fn resync(&self) {
         tracing::info!("bus reconnected; refreshing lists and sessions");
-        self.inner.sessions.mark_all_stale();
+        self.state.sessions.mark_all_stale();
         for e in [
             ServerEvent::ToolsChanged,
             ServerEvent::PromptsChanged,
             ServerEvent::ResourcesChanged,
         ] {
-            self.notify_local(e);
+            self.state.notify_local(e);
         }
     }
 }
 
 /// Receives the bus until the server is dropped or shuts down.
-async fn pump(inner: Weak<ServerInner>, mut rx: tokio::sync::broadcast::Receiver<Delivery>) {
-    let Some(shutdown) = inner.upgrade().map(|i| i.shutdown.clone()) else {
+async fn pump(engine: Weak<Engine>, mut rx: tokio::sync::broadcast::Receiver<Delivery>) {
+    let Some(shutdown) = engine.upgrade().map(|e| e.state.shutdown.clone()) else {
         return;
     };
     loop {
@@ -294,9 +293,10 @@ async fn pump(inner: Weak<ServerInner>, mut rx: tokio::sync::broadcast::Receiver
             d = rx.recv() => d,
             _ = shutdown.cancelled() => return,
         };
-        let Some(inner) = inner.upgrade() else { return };
-        let server = Server { inner };
-        let Some(r) = server.inner.replicas.clone() else {
+        let Some(server) = engine.upgrade() else {
+            return;
+        };
+        let Some(r) = server.replicas.clone() else {
             return;
         };
         match delivery {

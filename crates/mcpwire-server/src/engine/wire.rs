@@ -16,10 +16,10 @@ use mcpwire_protocol::jsonrpc::ResultPayload;
 use mcpwire_protocol::{ProtocolError, ProtocolVersion, Request, Response, meta};
 use serde_json::{Map, Value};
 
+use super::Engine;
 use super::{Accepted, Answer, Looked, Origin, Pending, bad};
 use crate::access::{ClientAddress, Principal, caller_key};
 use crate::dispatch::Wire;
-use crate::server::Server;
 use crate::session::Session;
 
 /// Every version this server speaks, for -32022's `data.supported`.
@@ -28,17 +28,19 @@ fn unsupported(requested: &str) -> ProtocolError {
         .with_status(ErrorStatus::BadRequest)
 }
 
-impl Server {
+impl Engine {
     pub(super) async fn accept_request(
-        &self,
+        self: &Arc<Self>,
         request: Request,
         origin: &Origin<'_>,
         looked: Looked,
     ) -> Result<Accepted, Box<Answer>> {
         let id = Some(request.id.clone());
+        // `_meta`'s version is read here once; dispatch reads the rest.
+        let claimed = meta::claimed_version(&request.params);
         let wire = match origin.headers {
-            Some(headers) => self.http_wire(headers, &request, looked),
-            None => Ok(self.stream_wire(&request, origin)),
+            Some(headers) => self.http_wire(headers, &request, claimed, looked),
+            None => Ok(self.stream_wire(&request, claimed.is_some(), origin)),
         }
         .map_err(|e| bad(id.clone(), e))?;
         let wire = match wire {
@@ -58,7 +60,7 @@ impl Server {
             }
         };
         Ok(Accepted::Request(Pending::one(
-            self.clone(),
+            Arc::clone(self),
             request,
             wire,
             origin,
@@ -70,11 +72,12 @@ impl Server {
         &self,
         headers: &HeaderMap,
         request: &Request,
+        claimed: Option<&str>,
         looked: Looked,
     ) -> Result<Decided, ProtocolError> {
         let header_version = single(headers, headers::PROTOCOL_VERSION)?;
         let parsed = header_version.as_deref().map(ProtocolVersion::parse);
-        let claims_modern = meta::claimed_version(&request.params).is_some()
+        let claims_modern = claimed.is_some()
             || match parsed {
                 Some(Some(v)) => v.is_modern(),
                 Some(None) => !headers.contains_key(SESSION_ID),
@@ -85,7 +88,7 @@ impl Server {
             if let (Some(h), Some(None)) = (&header_version, parsed) {
                 return Err(unsupported(h));
             }
-            self.check_modern_headers(headers, request)?;
+            self.check_modern_headers(headers, request, claimed)?;
             return Ok(Decided::Wire(Wire::Modern));
         }
         let session = looked?;
@@ -108,8 +111,8 @@ impl Server {
 
     /// The wire of a message on a stream transport (no headers): the
     /// connection's history decides.
-    fn stream_wire(&self, request: &Request, origin: &Origin<'_>) -> Decided {
-        if meta::claimed_version(&request.params).is_some() {
+    fn stream_wire(&self, request: &Request, claims_modern: bool, origin: &Origin<'_>) -> Decided {
+        if claims_modern {
             return Decided::Wire(Wire::Modern);
         }
         if request.method == "initialize" {
@@ -132,17 +135,13 @@ impl Server {
         &self,
         headers: &HeaderMap,
         request: &Request,
+        claimed: Option<&str>,
     ) -> Result<(), ProtocolError> {
-        headers::check_standard(
-            headers,
-            &request.method,
-            &request.params,
-            meta::claimed_version(&request.params),
-        )?;
+        headers::check_standard(headers, &request.method, &request.params, claimed)?;
         if request.method == "tools/call"
             && let Some(name) = request.params.get("name").and_then(Value::as_str)
-            && let Some(params) = self.tool_header_params(name)
-            && !params.is_empty()
+            && let Some(tool) = self.state.tool_set().get(name)
+            && !tool.header_params.is_empty()
         {
             let empty = Map::new();
             let args = request
@@ -150,7 +149,7 @@ impl Server {
                 .get("arguments")
                 .and_then(Value::as_object)
                 .unwrap_or(&empty);
-            headers::check_params(headers, &params, args)?;
+            headers::check_params(headers, &tool.header_params, args)?;
         }
         Ok(())
     }
@@ -159,14 +158,14 @@ impl Server {
     /// per-caller rate limit on `initialize`, so one client cannot churn
     /// the session table.
     fn admit_session(&self, origin: &Origin<'_>) -> Result<(), ProtocolError> {
-        let Some(limit) = self.inner.options.initialize_rate else {
+        let Some(limit) = self.state.options.initialize_rate else {
             return Ok(());
         };
         let caller = caller_key(
             origin.extensions.get::<Principal>(),
             origin.extensions.get::<ClientAddress>(),
         );
-        self.inner
+        self.state
             .rate_limiter
             .check(&caller, "initialize", limit)
             .map_err(|wait| {
@@ -195,9 +194,16 @@ impl Server {
             return Answer::from_error(Some(request.id), e, false);
         }
         let owner = origin.principal().map(|p| p.subject.as_str());
-        let (session, response) = self
-            .initialize(&request, owner, origin.connection.is_none())
-            .await;
+        let (mut session, mut response) = self.dispatch.initialize(&request, owner);
+        // HTTP sessions live in the (maybe shared) table; a stream
+        // transport keeps its one session on the connection.
+        if origin.connection.is_none()
+            && let Some(s) = &session
+            && let Err(e) = self.store_session(s).await
+        {
+            session = None;
+            response = Response::error(Some(request.id.clone()), e);
+        }
         if let (Some(s), Some(c)) = (&session, origin.connection) {
             c.open_session(Arc::clone(s));
         }

@@ -8,12 +8,11 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+#[cfg(feature = "http")]
+use super::connections::ConnectionStats;
 use super::histogram::Histogram;
 use super::prometheus::Encoder;
 use crate::access::CallOutcome;
-use crate::registry::RegisteredTool;
-#[cfg(feature = "http")]
-use crate::transport::http::ConnectionStats;
 
 /// Methods with their own series; anything else is counted as `_OTHER`
 /// (the semantic conventions' value for an unknown method), so a client
@@ -61,14 +60,14 @@ impl OutcomeSeries {
 /// histogram: the tool it resolved to and whether the tool failed.
 #[derive(Default)]
 pub(crate) struct CallNote {
-    tool: OnceLock<Arc<RegisteredTool>>,
+    tool: OnceLock<Arc<OutcomeSeries>>,
     tool_error: AtomicBool,
 }
 
 impl CallNote {
-    /// The registered tool a `tools/call` named.
-    pub(crate) fn set_tool(&self, tool: &Arc<RegisteredTool>) {
-        let _ = self.tool.set(Arc::clone(tool));
+    /// The series of the registered tool a `tools/call` named.
+    pub(crate) fn set_tool(&self, series: &Arc<OutcomeSeries>) {
+        let _ = self.tool.set(Arc::clone(series));
     }
 
     /// The call's result has `isError: true`.
@@ -139,7 +138,7 @@ impl Metrics {
         elapsed: Duration,
     ) {
         let series = match note.tool.get() {
-            Some(tool) => &tool.stats,
+            Some(series) => series,
             None => &self.methods[method.min(METHODS.len() - 1)],
         };
         series.of(outcome).observe(elapsed);
@@ -204,7 +203,7 @@ impl Metrics {
     pub(crate) fn render_requests<'a>(
         &self,
         e: &mut Encoder,
-        tools: impl Iterator<Item = &'a RegisteredTool>,
+        tools: impl Iterator<Item = (&'a str, &'a OutcomeSeries)>,
     ) {
         const NAME: &str = "mcp_server_operation_duration_seconds";
         e.family(
@@ -221,13 +220,13 @@ impl Metrics {
                 }
             }
         }
-        for tool in tools {
+        for (name, stats) in tools {
             for outcome in CallOutcome::ALL {
-                let s = tool.stats.of(outcome).snapshot();
+                let s = stats.of(outcome).snapshot();
                 if s.count > 0 {
                     let labels = [
                         ("mcp_method_name", "tools/call"),
-                        ("gen_ai_tool_name", tool.tool.definition.name.as_str()),
+                        ("gen_ai_tool_name", name),
                         ("outcome", outcome.as_str()),
                     ];
                     e.histogram(NAME, &labels, &s);

@@ -12,6 +12,8 @@
 //! - [`LogThrottle`]: a failure repeated on every request logged once per
 //!   period, with a count.
 
+#[cfg(feature = "http")]
+pub(crate) mod connections;
 pub(crate) mod histogram;
 pub(crate) mod metrics;
 pub(crate) mod prometheus;
@@ -19,31 +21,11 @@ pub(crate) mod readiness;
 pub(crate) mod throttle;
 pub(crate) mod trace;
 
+#[cfg(feature = "http")]
+pub use connections::ConnectionStats;
 pub use histogram::{BOUNDS_MICROS, Histogram, Snapshot};
 pub use metrics::{Collector, Metrics};
 pub use prometheus::{CONTENT_TYPE, Encoder, Label};
 pub use readiness::{CheckFuture, NotReady, READY_CACHE, READY_TIMEOUT, Readiness, ReadinessCheck};
 pub use throttle::{LOG_EVERY, LogThrottle};
 pub use trace::{AdoptParent, HttpTraceHeaders, TraceContext, enable_request_spans, spans_enabled};
-
-use std::sync::Arc;
-
-use crate::server::Server;
-
-impl Server {
-    /// The server's counters (add application series with
-    /// [`Metrics::add_collector`]).
-    pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.inner.metrics
-    }
-
-    /// Every series in the Prometheus text format.
-    pub fn render_metrics(&self) -> String {
-        let mut e = Encoder::default();
-        let tools = self.tool_set();
-        let m = &self.inner.metrics;
-        m.render_requests(&mut e, tools.tools.iter().map(AsRef::as_ref));
-        m.render_rest(&mut e, self.inner.sessions.len());
-        e.finish()
-    }
-}

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use crate::server::Server;
+use tokio_util::sync::CancellationToken;
 
 /// How long a readiness result is reused.
 pub const READY_CACHE: Duration = Duration::from_secs(1);
@@ -47,17 +47,18 @@ pub enum NotReady {
 /// The server's readiness: not while shutting down, else the
 /// application's check, cached; concurrent callers share one check.
 pub struct Readiness {
-    server: Server,
+    shutdown: CancellationToken,
     check: Option<Arc<dyn ReadinessCheck>>,
     /// The last result and when it was taken; also serialises checks.
     last: Mutex<Option<(Instant, Result<(), NotReady>)>>,
 }
 
 impl Readiness {
-    /// Readiness of `server`, with the application's `check` if any.
-    pub fn new(server: Server, check: Option<Arc<dyn ReadinessCheck>>) -> Self {
+    /// Readiness of the server whose [`shutdown_token`](crate::Server::shutdown_token)
+    /// is `shutdown`, with the application's `check` if any.
+    pub fn new(shutdown: CancellationToken, check: Option<Arc<dyn ReadinessCheck>>) -> Self {
         Self {
-            server,
+            shutdown,
             check,
             last: Mutex::new(None),
         }
@@ -66,7 +67,7 @@ impl Readiness {
     /// `Err` with the reason when requests cannot be served now.
     pub async fn ready(&self) -> Result<(), NotReady> {
         // Not cached: the orchestrator must see this on its next probe.
-        if self.server.shutdown_token().is_cancelled() {
+        if self.shutdown.is_cancelled() {
             return Err(NotReady::ShuttingDown);
         }
         let Some(check) = &self.check else {
@@ -98,6 +99,7 @@ impl Readiness {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Server;
 
     struct Down;
 
@@ -113,7 +115,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_check_is_reported_with_its_reason() {
-        let r = Readiness::new(server(), Some(Arc::new(Down)));
+        let r = Readiness::new(server().shutdown_token(), Some(Arc::new(Down)));
         let e = r.ready().await.expect_err("not ready");
         assert_eq!(e, NotReady::Check("database unreachable".to_owned()));
         assert_eq!(e.to_string(), "database unreachable");
@@ -122,7 +124,7 @@ mod tests {
     #[tokio::test]
     async fn shutting_down_wins_over_the_check() {
         let s = server();
-        let r = Readiness::new(s.clone(), None);
+        let r = Readiness::new(s.shutdown_token(), None);
         assert_eq!(r.ready().await, Ok(()));
         s.shutdown();
         assert_eq!(r.ready().await, Err(NotReady::ShuttingDown));

@@ -13,12 +13,23 @@
 
 use std::sync::OnceLock;
 
-use mcpwire_protocol::ProtocolError;
-use serde_json::Value;
+use mcpwire_protocol::{ProtocolError, ProtocolVersion, RequestId};
+use serde_json::{Map, Value};
 use tracing::Span;
 
 use crate::access::CallOutcome;
-use crate::dispatch::Call;
+
+/// What a request span is named and attributed after: plain values, so
+/// tracing knows nothing of dispatch.
+pub(crate) struct SpanFacts<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) params: &'a Map<String, Value>,
+    pub(crate) version: ProtocolVersion,
+    pub(crate) session: Option<&'a str>,
+    pub(crate) id: &'a RequestId,
+    /// The HTTP request's trace headers, when it came over HTTP.
+    pub(crate) http: Option<&'a HttpTraceHeaders>,
+}
 
 /// W3C trace context of one request: from its `params._meta`
 /// (`traceparent`, `tracestate`, `baggage`, reserved by the 2026-07-28
@@ -77,11 +88,11 @@ impl HttpTraceHeaders {
 }
 
 /// The SERVER span of one request, or [`Span::none`] when spans are off.
-pub(crate) fn request_span(call: &Call) -> Span {
+pub(crate) fn request_span(call: &SpanFacts<'_>) -> Span {
     let Some(adopt) = ADOPT.get() else {
         return Span::none();
     };
-    let target = match call.method.as_str() {
+    let target = match call.method {
         "tools/call" | "prompts/get" => call
             .params
             .get("name")
@@ -92,7 +103,7 @@ pub(crate) fn request_span(call: &Call) -> Span {
     let tool = (call.method == "tools/call").then_some(target).flatten();
     let name = match target {
         Some(t) => format!("{} {t}", call.method),
-        None => call.method.clone(),
+        None => call.method.to_owned(),
     };
     let span = tracing::info_span!(
         target: "mcpwire_server::request",
@@ -104,7 +115,7 @@ pub(crate) fn request_span(call: &Call) -> Span {
         "gen_ai.prompt.name" = (call.method == "prompts/get").then_some(target).flatten(),
         "gen_ai.operation.name" = tool.map(|_| "execute_tool"),
         "mcp.protocol.version" = call.version.as_str(),
-        "mcp.session.id" = call.session.as_ref().map(|s| s.id()),
+        "mcp.session.id" = call.session,
         "jsonrpc.request.id" = %call.id,
         "error.type" = tracing::field::Empty,
         "rpc.response.status_code" = tracing::field::Empty,
@@ -112,7 +123,7 @@ pub(crate) fn request_span(call: &Call) -> Span {
         otel.status_description = tracing::field::Empty,
     );
     let from_meta = call.params.get("_meta").and_then(meta_context);
-    let http = call.ctx.extension::<HttpTraceHeaders>();
+    let http = call.http;
     let cx = from_meta.or_else(|| {
         http.map(|h| TraceContext {
             traceparent: &h.traceparent,

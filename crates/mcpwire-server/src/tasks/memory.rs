@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use super::backend::{Settled, TaskBackend, TaskBackendError, TaskFuture, TaskRecord, TaskStatus};
-use crate::session::lock;
+use crate::sync::lock;
 
 struct Entry {
     record: TaskRecord,

@@ -46,16 +46,13 @@
 
 mod backend;
 mod memory;
-mod methods;
-mod run;
 mod store;
 
 use std::time::Duration;
 
 pub use backend::{Settled, TaskBackend, TaskBackendError, TaskFuture, TaskRecord, TaskStatus};
 pub use memory::MemoryTasks;
-pub(crate) use run::{Launch, Mode, TaskSlot, call_as_task, mode};
-pub(crate) use store::TaskStore;
+pub(crate) use store::{Lookup, TaskStore, unavailable};
 
 /// How often a running task re-reads its record when the backend does not
 /// signal changes: the most a cancel sent to another replica waits.

@@ -21,7 +21,7 @@ use tokio::io::{
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{Connection, MessageLimits};
+use crate::engine::MessageLimits;
 use crate::server::Server;
 
 #[cfg(target_os = "linux")]
@@ -120,7 +120,7 @@ where
         max_bytes: config.max_message_bytes,
         max_depth: config.max_json_depth,
     };
-    let conn = Connection::new(server, out, Arc::clone(&config.extensions), limits);
+    let conn = server.connection(out, Arc::clone(&config.extensions), limits);
     let mut lines = LineReader::new(BufReader::new(reader), config.max_message_bytes);
     tokio::pin!(shutdown);
     loop {

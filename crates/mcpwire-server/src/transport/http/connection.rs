@@ -32,10 +32,10 @@ use tokio_util::sync::CancellationToken;
 use super::activity::{Activity, Expiry, InFlight, TrackedBody, TrackedIo};
 use super::config::ConnectionLimits;
 use super::drain;
-use super::listener::ConnectionStats;
 use super::probes::PROBE_PATHS;
 use super::reply::error_response;
-use crate::session::lock;
+use crate::observe::ConnectionStats;
+use crate::sync::lock;
 
 /// How long a connection asked to close when idle may take to do so.
 const IDLE_CLOSE_GRACE: Duration = Duration::from_secs(1);

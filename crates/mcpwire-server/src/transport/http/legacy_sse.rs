@@ -24,7 +24,7 @@ use super::reply::{add_error_headers, error_response, message_event, sse_respons
 use super::stream_slots::hold;
 use crate::access::Principal;
 use crate::engine::Connection;
-use crate::session::lock;
+use crate::sync::lock;
 
 /// Where the `endpoint` event sends clients.
 pub(crate) const MESSAGES_PATH: &str = "/messages";
@@ -80,12 +80,9 @@ pub(crate) async fn open(
     };
     let owner = extensions.get::<Principal>().map(|p| p.subject.clone());
     let (tx, rx) = mpsc::channel::<String>(64);
-    let connection = Connection::new(
-        state.server.clone(),
-        tx,
-        Arc::new(extensions),
-        state.limits(),
-    );
+    let connection = state
+        .server
+        .connection(tx, Arc::new(extensions), state.limits());
     {
         let mut map = lock(&state.sse.map);
         if map.len() >= state.server.options().max_sessions {

@@ -38,11 +38,12 @@ use axum::routing::{get, post as route_post};
 use tokio::net::TcpListener;
 
 pub use config::{ConnectionLimits, HttpConfig};
-pub use listener::{ConnectionStats, serve_with};
+pub use listener::serve_with;
 pub use probes::{metrics_router, probe_router};
 
 use crate::access::{ClientAddress, Principal, caller_key};
 use crate::engine::MessageLimits;
+pub use crate::observe::ConnectionStats;
 use crate::server::Server;
 
 /// Shared by every request handler.

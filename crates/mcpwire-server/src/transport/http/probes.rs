@@ -30,7 +30,7 @@ pub fn probe_router(server: Server, check: Option<Arc<dyn ReadinessCheck>>) -> R
     Router::new()
         .route(PROBE_PATHS[0], get(healthz))
         .route(PROBE_PATHS[1], get(readyz))
-        .with_state(Arc::new(Readiness::new(server, check)))
+        .with_state(Arc::new(Readiness::new(server.shutdown_token(), check)))
 }
 
 /// `/metrics`. Mount it where only the scraper can reach it.

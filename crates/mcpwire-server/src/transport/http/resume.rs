@@ -37,7 +37,7 @@ use http::{HeaderValue, StatusCode, header};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::session::lock;
+use crate::sync::lock;
 
 /// The reconnection delay suggested to clients (`retry:`).
 pub(crate) const RETRY: Duration = Duration::from_millis(1000);

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use super::resume::EventStore;
-use crate::session::{Session, lock};
+use crate::session::Session;
+use crate::sync::lock;
 
 /// HTTP state of one session.
 #[derive(Default)]

@@ -4,16 +4,15 @@ use mcpwire_protocol::ProtocolError;
 use mcpwire_protocol::jsonrpc::ResultPayload;
 use serde_json::{Map, Value};
 
-use super::run::{declares_extension, missing_extension};
-use super::store::Lookup;
+use super::task_run::{declares_extension, missing_extension};
+use super::{Call, Dispatcher};
 use crate::access::Principal;
-use crate::dispatch::Call;
-use crate::server::Server;
+use crate::tasks::Lookup;
 
-impl Server {
+impl Dispatcher {
     /// Serves the three task methods (modern wire, tasks enabled).
     pub(crate) async fn task_method(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
-        let Some(store) = &self.inner.tasks else {
+        let Some(store) = &self.state.tasks else {
             return Err(ProtocolError::method_not_found(&call.method));
         };
         if !declares_extension(&call.ctx) {

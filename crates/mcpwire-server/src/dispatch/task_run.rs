@@ -1,7 +1,9 @@
 //! Running a `tools/call` as a task: creation, the background runner, and
 //! input rounds inside the task.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -11,12 +13,11 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::backend::TaskStatus;
-use super::{EXTENSION_ID, TaskStore, TaskSupport, WATCH_INTERVAL};
+use super::Dispatcher;
 use crate::access::Principal;
-use crate::context::RequestContext;
+use crate::context::{RequestContext, TaskHandle};
 use crate::registry::RegisteredTool;
-use crate::server::Server;
+use crate::tasks::{EXTENSION_ID, TaskStatus, TaskStore, TaskSupport, WATCH_INTERVAL};
 use crate::tool::ToolOutcome;
 
 /// How many input rounds without any request a task may go through.
@@ -49,13 +50,13 @@ pub(crate) fn missing_extension(message: impl Into<String>) -> ProtocolError {
 /// Decides how a call runs; a task-required tool called without the
 /// extension on the modern wire is refused with -32021.
 pub(crate) fn mode(
-    server: &Server,
+    server: &Dispatcher,
     ctx: &RequestContext,
     tool: &RegisteredTool,
 ) -> Result<Mode, ProtocolError> {
     let support = tool.tool.task_support;
     if support == TaskSupport::Forbidden
-        || server.inner.tasks.is_none()
+        || server.state.tasks.is_none()
         || !ctx.protocol_version().is_modern()
     {
         return Ok(Mode::Sync);
@@ -150,6 +151,16 @@ impl TaskSlot {
     }
 }
 
+impl TaskHandle for TaskSlot {
+    fn id(&self) -> Option<&str> {
+        TaskSlot::id(self)
+    }
+
+    fn start(&self) -> Pin<Box<dyn Future<Output = Result<(), ProtocolError>> + Send + '_>> {
+        Box::pin(TaskSlot::start(self))
+    }
+}
+
 /// Follows the task's shared record while its handler runs here: fires
 /// the handler's token when the task was cancelled (on any replica) or
 /// expired, and wakes a parked runner once its input round is answered.
@@ -191,14 +202,14 @@ async fn watch(slot: Arc<TaskSlot>, stop: CancellationToken) {
 /// task (answer with `CreateTaskResult`) or finished without one.
 /// `permit` (a concurrency slot) is held until the handler is done.
 pub(crate) async fn call_as_task<P: Send + 'static>(
-    server: &Server,
+    server: &Dispatcher,
     ctx: RequestContext,
     tool: Arc<RegisteredTool>,
     arguments: Map<String, Value>,
     permit: P,
     defer: bool,
 ) -> Result<Launch, ProtocolError> {
-    let Some(store) = server.inner.tasks.clone() else {
+    let Some(store) = server.state.tasks.clone() else {
         return Err(ProtocolError::internal(
             "Internal error: tasks are not enabled on this server.",
         ));
@@ -216,7 +227,7 @@ pub(crate) async fn call_as_task<P: Send + 'static>(
     let request_cancel = ctx.cancel.clone();
     let mut run_ctx = ctx;
     run_ctx.cancel = run_cancel.clone();
-    run_ctx.task = Some(Arc::clone(&slot));
+    run_ctx.task = Some(Arc::clone(&slot) as Arc<dyn TaskHandle>);
     if !defer {
         slot.start().await?;
     }
@@ -272,7 +283,7 @@ async fn start_after(grace: Duration, slot: Arc<TaskSlot>, cancel: CancellationT
 /// The background runner: calls the handler (again after each answered
 /// input round) and records the outcome on the task.
 async fn drive<P: Send + 'static>(
-    server: Server,
+    server: Dispatcher,
     tool: Arc<RegisteredTool>,
     ctx: RequestContext,
     arguments: Map<String, Value>,
@@ -294,7 +305,7 @@ enum Step {
 }
 
 async fn rounds(
-    server: Server,
+    server: Dispatcher,
     tool: Arc<RegisteredTool>,
     mut ctx: RequestContext,
     arguments: Map<String, Value>,
@@ -309,7 +320,7 @@ async fn rounds(
         let mut call = std::pin::pin!(call);
         let outcome = tokio::select! {
             r = &mut call => match r {
-                Ok(r) => crate::dispatch::tool_outcome(&name, r),
+                Ok(r) => super::tools::tool_outcome(&name, r),
                 Err(_) => {
                     tracing::error!(tool = %name, "tool handler panicked");
                     Err(ProtocolError::internal(format!(
@@ -340,7 +351,7 @@ async fn rounds(
 /// Records a handler's outcome on the task; for an input request, parks
 /// the task and waits for the answers.
 async fn record(
-    server: &Server,
+    server: &Dispatcher,
     tool: &RegisteredTool,
     ctx: &RequestContext,
     slot: &TaskSlot,
@@ -412,7 +423,7 @@ async fn wait_for_answers(
         Ok(true) => {}
         Ok(false) => return None,
         Err(e) => {
-            store.fail(id, &super::store::unavailable(&e)).await;
+            store.fail(id, &crate::tasks::unavailable(&e)).await;
             return None;
         }
     }

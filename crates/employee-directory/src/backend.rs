@@ -11,7 +11,8 @@ use crate::sqlite::{self, SqliteBackend};
 
 pub(crate) enum Backend {
     Sqlite(SqliteBackend),
-    Postgres(PostgresBackend),
+    /// Boxed: its pool and watcher make it much larger than the SQLite one.
+    Postgres(Box<PostgresBackend>),
 }
 
 impl Backend {
@@ -26,9 +27,9 @@ impl Backend {
             ));
         }
         if postgres::is_url(url) {
-            return Ok(Backend::Postgres(
+            return Ok(Backend::Postgres(Box::new(
                 PostgresBackend::open(url.trim(), options).await?,
-            ));
+            )));
         }
         Err(DirectoryError::UnsupportedUrl {
             url: url.to_string(),

@@ -65,7 +65,7 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use error::{DirectoryError, UnavailableReason};
 pub use model::*;
 pub use options::{
-    DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_BUSY_TIMEOUT, DEFAULT_DATABASE_URL, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_STATEMENT_TIMEOUT, DirectoryOptions,
 };
 pub use read_cache::{Cached, DEFAULT_CACHE_BYTES};

@@ -66,3 +66,7 @@ impl Default for DirectoryOptions {
         }
     }
 }
+
+/// The database every command uses when none is given: a SQLite file in
+/// the working directory.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://employees.db";

@@ -44,7 +44,7 @@ fn largest_first(counts: BTreeMap<&str, u32>) -> Vec<GroupCount> {
         })
         .collect();
     // Stable: equal counts stay in value order.
-    out.sort_by(|a, b| b.count.cmp(&a.count));
+    out.sort_by_key(|b| std::cmp::Reverse(b.count));
     if out.len() > MAX_GROUPS {
         // The tail folds into one entry, so the counts still add up to the
         // roster's total and the answer stays small at any company size.

@@ -8,9 +8,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use mcpwire_server::access::CallOutcome;
 
 use crate::audit::{DEFAULT_RETENTION, Retention};
+use crate::catalog::command::ToolsArgs;
 
-/// The serve defaults, shared by `audit --database`.
-pub(crate) const DEFAULT_DATABASE: &str = "sqlite://employees.db";
+/// The serve defaults, shared by every subcommand's `--database`.
+pub(crate) use employee_directory::DEFAULT_DATABASE_URL as DEFAULT_DATABASE;
 
 /// An HR directory served to language models over the Model Context Protocol.
 ///
@@ -103,81 +104,6 @@ pub struct RestoreArgs {
     /// The backup file to restore from (written by `backup`).
     #[arg(long, value_name = "FILE")]
     pub from: PathBuf,
-}
-
-/// Flags of `tools`.
-#[derive(Debug, Args)]
-pub struct ToolsArgs {
-    /// Database URL, as given to the server: sqlite://PATH or postgres://….
-    #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE, global = true)]
-    pub database: String,
-
-    /// PostgreSQL: the role custom tools' statements run as (created with
-    /// SELECT on the directory tables when the user may; see the README).
-    #[arg(long, env = "EMPLOYEE_MCP_CUSTOM_READER_ROLE", default_value = crate::custom::postgres::DEFAULT_READER_ROLE, global = true)]
-    pub custom_reader_role: String,
-
-    /// Who makes the change, for the catalogue's history (default: the OS
-    /// user, from USER or LOGNAME).
-    #[arg(long, global = true)]
-    pub actor: Option<String>,
-
-    /// What to do.
-    #[command(subcommand)]
-    pub action: ToolsAction,
-}
-
-/// The `tools` actions.
-#[derive(Clone, Debug, Subcommand)]
-pub enum ToolsAction {
-    /// Every tool, built-in and custom, with its state and last change.
-    List {
-        /// JSON lines instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Serve a tool again.
-    Enable {
-        /// Tool name.
-        name: String,
-    },
-    /// Stop serving a tool (calls already running finish).
-    Disable {
-        /// Tool name.
-        name: String,
-    },
-    /// Check a definition file and add its tools; nothing changes if any
-    /// check fails.
-    Add {
-        /// The TOML definition file.
-        #[arg(long)]
-        file: PathBuf,
-        /// Most custom tools the catalogue may hold.
-        #[arg(long, env = "EMPLOYEE_MCP_MAX_CUSTOM_TOOLS", default_value_t = crate::catalog::DEFAULT_MAX_CUSTOM_TOOLS)]
-        max_custom_tools: usize,
-    },
-    /// Remove a custom tool.
-    Remove {
-        /// Tool name.
-        name: String,
-    },
-    /// Print a custom tool's stored definition.
-    Show {
-        /// Tool name.
-        name: String,
-    },
-    /// Check a definition file against the database without changing anything.
-    Validate {
-        /// The TOML definition file.
-        #[arg(long)]
-        file: PathBuf,
-    },
-    /// The newest changes to the catalogue (JSON lines), oldest first.
-    History {
-        /// Most changes to print.
-        #[arg(long, default_value_t = 50)]
-        limit: u32,
-    },
 }
 
 /// Flags of the server.

@@ -9,7 +9,7 @@ use employee_directory::exchange::{
     self, DEFAULT_MAX_ROW_BYTES, ExchangeError, Format, ImportOptions, ImportReport, Mode,
 };
 
-use crate::cli::DEFAULT_DATABASE;
+use employee_directory::DEFAULT_DATABASE_URL as DEFAULT_DATABASE;
 
 /// File format flag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

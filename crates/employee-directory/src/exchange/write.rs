@@ -12,7 +12,7 @@ use super::{ExchangeError, Format};
 /// A writer of one entity file.
 pub enum RowWriter {
     /// CSV with a header row.
-    Csv(csv::Writer<BufWriter<File>>),
+    Csv(Box<csv::Writer<BufWriter<File>>>),
     /// One JSON object per line.
     Jsonl(BufWriter<File>),
 }
@@ -31,7 +31,7 @@ impl RowWriter {
                 let mut w = csv::Writer::from_writer(out);
                 w.write_record(entity.columns.iter().map(|c| c.name))
                     .map_err(|e| ExchangeError::csv(path, e))?;
-                Ok(RowWriter::Csv(w))
+                Ok(RowWriter::Csv(Box::new(w)))
             }
             Format::Jsonl => Ok(RowWriter::Jsonl(out)),
         }

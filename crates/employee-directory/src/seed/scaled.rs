@@ -336,7 +336,8 @@ impl Generator {
             .enumerate()
             .map(|(i, s)| (*s, (1000.0 / (i as f64 + 1.0).powf(1.5)) as u32))
             .collect();
-        *self.rng.weighted(&weighted)
+        let &picked = self.rng.weighted(&weighted);
+        picked
     }
 }
 

@@ -225,9 +225,10 @@ impl Pool {
             let _permit = permit;
             let mut pooled = pool.checkout(mode)?;
             let result = work(&mut pooled.conn).map_err(|e| pool.explain(e));
-            // The bootstrap's connection is closed: the file is pinned
-            // after it, and every later one is opened through the pin.
-            if mode == Open::Existing {
+            // The bootstrap's connection to a file is closed: the file is
+            // pinned after it, and every later one is opened through the
+            // pin. The in-memory database lives only in its one connection.
+            if mode == Open::Existing || matches!(pool.target, Target::Memory) {
                 pool.checkin(pooled);
             }
             result

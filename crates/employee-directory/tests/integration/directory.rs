@@ -712,7 +712,7 @@ async fn reopening_a_file_neither_reseeds_nor_remigrates() {
         .unwrap();
     assert_eq!(
         (count, marker.as_str()),
-        (4, "marker"),
+        (7, "marker"),
         "migrations ran again"
     );
     let mode: String = conn

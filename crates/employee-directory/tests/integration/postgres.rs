@@ -32,7 +32,7 @@ async fn replicas_starting_together_seed_once() {
         assert_eq!(d.ping().await.unwrap(), health);
     }
     // One seed: no duplicated rows anywhere.
-    assert_eq!(psql(&url, "SELECT COUNT(*) FROM schema_migrations"), "4");
+    assert_eq!(psql(&url, "SELECT COUNT(*) FROM schema_migrations"), "7");
     assert_eq!(
         psql(&url, "SELECT COUNT(*) FROM directory_meta"),
         "2",
@@ -69,7 +69,7 @@ async fn reopening_neither_reseeds_nor_remigrates() {
             &url,
             "SELECT COUNT(*) || ' ' || MIN(applied_at)::date FROM schema_migrations"
         ),
-        "4 2000-01-01",
+        "7 2000-01-01",
         "migrations ran again"
     );
 }

@@ -3,16 +3,91 @@
 //! who made it and bumps the generation the servers poll.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use employee_directory::{Directory, SystemClock};
+use clap::{Args, Subcommand};
+use employee_directory::{DEFAULT_DATABASE_URL, Directory, SystemClock};
 use serde_json::json;
 
 use super::{Store, store};
-use crate::cli::{ToolsAction, ToolsArgs};
 use crate::custom::Checked;
 use crate::custom::spec::{self, ToolSpec};
+
+/// Flags of `tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// Database URL, as given to the server: sqlite://PATH or postgres://….
+    #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE_URL, global = true)]
+    pub database: String,
+
+    /// PostgreSQL: the role custom tools' statements run as (created with
+    /// SELECT on the directory tables when the user may; see the README).
+    #[arg(long, env = "EMPLOYEE_MCP_CUSTOM_READER_ROLE", default_value = crate::custom::postgres::DEFAULT_READER_ROLE, global = true)]
+    pub custom_reader_role: String,
+
+    /// Who makes the change, for the catalogue's history (default: the OS
+    /// user, from USER or LOGNAME).
+    #[arg(long, global = true)]
+    pub actor: Option<String>,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub action: ToolsAction,
+}
+
+/// The `tools` actions.
+#[derive(Clone, Debug, Subcommand)]
+pub enum ToolsAction {
+    /// Every tool, built-in and custom, with its state and last change.
+    List {
+        /// JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Serve a tool again.
+    Enable {
+        /// Tool name.
+        name: String,
+    },
+    /// Stop serving a tool (calls already running finish).
+    Disable {
+        /// Tool name.
+        name: String,
+    },
+    /// Check a definition file and add its tools; nothing changes if any
+    /// check fails.
+    Add {
+        /// The TOML definition file.
+        #[arg(long)]
+        file: PathBuf,
+        /// Most custom tools the catalogue may hold.
+        #[arg(long, env = "EMPLOYEE_MCP_MAX_CUSTOM_TOOLS", default_value_t = crate::catalog::DEFAULT_MAX_CUSTOM_TOOLS)]
+        max_custom_tools: usize,
+    },
+    /// Remove a custom tool.
+    Remove {
+        /// Tool name.
+        name: String,
+    },
+    /// Print a custom tool's stored definition.
+    Show {
+        /// Tool name.
+        name: String,
+    },
+    /// Check a definition file against the database without changing anything.
+    Validate {
+        /// The TOML definition file.
+        #[arg(long)]
+        file: PathBuf,
+    },
+    /// The newest changes to the catalogue (JSON lines), oldest first.
+    History {
+        /// Most changes to print.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+}
 
 /// Who makes a change: `--actor`, else the OS user.
 pub fn actor(explicit: Option<&str>) -> String {

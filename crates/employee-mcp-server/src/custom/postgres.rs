@@ -28,7 +28,7 @@ pub const DEFAULT_READER_ROLE: &str = "employee_mcp_reader";
 
 /// The directory's tables: the only ones the reader role may read (a unit
 /// test keeps this list equal to the directory's migrations).
-pub const DIRECTORY_TABLES: [&str; 12] = [
+pub const DIRECTORY_TABLES: [&str; 17] = [
     "departments",
     "teams",
     "locations",
@@ -41,6 +41,11 @@ pub const DIRECTORY_TABLES: [&str; 12] = [
     "leave_balances",
     "directory_meta",
     "directory_generation",
+    "import_history",
+    "report_bands",
+    "report_days",
+    "report_headcount",
+    "report_salaries",
 ];
 
 /// Functions a custom statement may not call: they write, take locks, or

@@ -68,7 +68,11 @@ async fn deleted_database_withholds_answers_and_a_copy_put_back_is_refused() {
     let call = json!({"name": "get-employee-details", "arguments": {"employeeId": "AliceJohnson"}});
     let reply = server.modern("tools/call", call.clone()).await;
     assert_eq!(reply.error_code(), -32603, "{}", reply.text);
-    assert!(reply.error_message().contains("audit trail"), "{}", reply.text);
+    assert!(
+        reply.error_message().contains("audit trail"),
+        "{}",
+        reply.text
+    );
     assert!(!path.exists(), "the server recreated the database file");
     // Still serving: other requests are answered.
     let list = server.modern("tools/list", json!({})).await;

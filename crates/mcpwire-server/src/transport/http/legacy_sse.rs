@@ -76,7 +76,7 @@ pub(crate) async fn open(
     let id = URL_SAFE_NO_PAD.encode(raw);
     let slot = match state.stream_slot(&extensions, None) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let owner = extensions.get::<Principal>().map(|p| p.subject.clone());
     let (tx, rx) = mpsc::channel::<String>(64);

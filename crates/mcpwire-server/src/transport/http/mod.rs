@@ -61,19 +61,20 @@ pub(crate) struct AppState {
 
 impl AppState {
     /// A slot for one more long-lived stream of the request's caller (the
-    /// rate limiter's key), or the 429 to send instead.
+    /// rate limiter's key), or the 429 to send instead (boxed: a refusal is
+    /// the rare path and should not widen every `Result`).
     pub(crate) fn stream_slot(
         &self,
         extensions: &http::Extensions,
         id: Option<mcpwire_protocol::RequestId>,
-    ) -> Result<stream_slots::StreamSlot, Response> {
+    ) -> Result<stream_slots::StreamSlot, Box<Response>> {
         let caller = caller_key(
             extensions.get::<Principal>(),
             extensions.get::<ClientAddress>(),
         );
         self.streams.acquire(caller).map_err(|refused| {
             tracing::debug!(?refused, "long-lived stream refused");
-            refused.response(&self.config, id)
+            Box::new(refused.response(&self.config, id))
         })
     }
 

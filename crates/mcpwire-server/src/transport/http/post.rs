@@ -161,7 +161,7 @@ async fn run(
             match state.stream_slot(extensions, Some(listener.id().clone())) {
                 Ok(slot) => stream_slots::hold(listen_stream(&state, listener, guard), slot),
                 // Dropping the listener ends its subscription.
-                Err(refused) => refused,
+                Err(refused) => *refused,
             }
         }
         Responded::Other(r) => r,

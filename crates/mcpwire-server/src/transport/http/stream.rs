@@ -108,7 +108,7 @@ pub(crate) async fn get(
         };
         let slot = match state.stream_slot(&extensions, None) {
             Ok(s) => s,
-            Err(r) => return r,
+            Err(r) => return *r,
         };
         let connection = record.attach();
         let r = resume::response(record, cursor, connection, session.closed_token(), false);
@@ -116,7 +116,7 @@ pub(crate) async fn get(
     }
     let slot = match state.stream_slot(&extensions, None) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let (tx, rx) = mpsc::channel::<String>(64);
     if !http.open_standalone(tx.clone()) {

@@ -1,7 +1,7 @@
 //! The server: [`ServerBuilder`] puts the core state together, and
 //! [`Server`] is the facade transports and applications hold. Every
 //! method here delegates to the layer that does the work: the catalogue
-//! and counters ([`crate::state`]), the engine's front door
+//! and counters (the private `state` module), the engine's front door
 //! ([`crate::engine`]) and request dispatch. It knows nothing about HTTP or
 //! stdio.
 

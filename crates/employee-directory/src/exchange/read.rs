@@ -189,12 +189,19 @@ impl RowReader {
                 map,
                 record,
             } => {
+                let start = reader.position().byte();
                 self.meter
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .row_start = reader.position().byte();
+                    .row_start = start;
                 match reader.read_byte_record(record) {
                     Ok(false) => return None,
+                    // The meter bounds memory (a row plus one read buffer);
+                    // the exact length is checked once the row is parsed.
+                    Ok(true) if reader.position().byte() - start > self.max_row_bytes as u64 => {
+                        let line = record.position().map_or(0, |p| p.line());
+                        Err(self.problem(line, None, too_long(self.max_row_bytes)))
+                    }
                     Ok(true) => csv_row(&self.file, entity, map, record),
                     Err(e) => {
                         self.done = true;

@@ -11,7 +11,8 @@ use crate::seed::{self, SeedData};
 
 type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
 
-/// Seeds the database if it has no employees yet; returns whether it did.
+/// Seeds the database if it holds no directory rows at all (see the SQLite
+/// twin); returns whether it did.
 /// The caller holds the bootstrap lock, so the check and the inserts cannot
 /// race another server; a failure rolls everything back.
 pub(crate) async fn seed_if_empty(
@@ -19,9 +20,9 @@ pub(crate) async fn seed_if_empty(
     demo_employees: Option<u32>,
 ) -> Result<bool, DirectoryError> {
     let row = tx
-        .query_one("SELECT EXISTS (SELECT 1 FROM employees)", &[])
+        .query_one(seed::ANY_ROWS_SQL, &[])
         .await
-        .map_err(DirectoryError::pg("count employees"))?;
+        .map_err(DirectoryError::pg("look for existing rows"))?;
     if row.get::<_, bool>(0) {
         return Ok(false);
     }

@@ -27,6 +27,13 @@ pub const MAX_DEMO_EMPLOYEES: u32 = scaled::MAX_EMPLOYEES;
 
 /// Bump when the generated content changes.
 pub(crate) const SEED_VERSION: &str = "1";
+
+/// True when any table the seed fills already has a row (one query, the same
+/// on both backends): only a database with none of them gets the demo.
+pub(crate) const ANY_ROWS_SQL: &str = "SELECT EXISTS (SELECT 1 FROM employees)
+    OR EXISTS (SELECT 1 FROM departments) OR EXISTS (SELECT 1 FROM teams)
+    OR EXISTS (SELECT 1 FROM locations) OR EXISTS (SELECT 1 FROM roles)
+    OR EXISTS (SELECT 1 FROM skills)";
 /// Company name used in employment histories.
 pub(crate) const COMPANY: &str = "Acme Corp";
 const EMAIL_DOMAIN: &str = "acmecorp.com";

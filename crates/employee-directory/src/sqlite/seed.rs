@@ -5,7 +5,9 @@ use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 use crate::error::DirectoryError;
 use crate::seed::{self, SeedData};
 
-/// Seeds the database if it has no employees yet. Returns whether it did.
+/// Seeds the database if it holds no directory rows at all (a database
+/// started empty and then given only some entities by an import is the
+/// user's, not a demo to fill in). Returns whether it did.
 ///
 /// Runs in one immediate transaction: the emptiness check and the inserts are
 /// atomic, so concurrent openers cannot seed twice and a failure leaves the
@@ -17,10 +19,10 @@ pub(crate) fn seed_if_empty(
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(DirectoryError::db("begin seed transaction"))?;
-    let existing: i64 = tx
-        .query_row("SELECT COUNT(*) FROM employees", [], |row| row.get(0))
-        .map_err(DirectoryError::db("count employees"))?;
-    if existing > 0 {
+    let existing: bool = tx
+        .query_row(seed::ANY_ROWS_SQL, [], |row| row.get(0))
+        .map_err(DirectoryError::db("look for existing rows"))?;
+    if existing {
         return Ok(false);
     }
     let started = std::time::Instant::now();

@@ -36,7 +36,7 @@ pub fn tool(directory: Directory, task_grace: Duration) -> Tool {
         o.remove("title");
         o.insert("type".into(), "object".into());
     }
-    Tool::builder("generate-employee-report")
+    let builder = Tool::builder("generate-employee-report")
         .title("Workforce report")
         .description(
             concat!(
@@ -60,10 +60,15 @@ pub fn tool(directory: Directory, task_grace: Duration) -> Tool {
         // A client that speaks the tasks extension gets a task only if the
         // report is still running after the grace period (reports read
         // aggregates and take milliseconds; see README "Tasks").
-        .task_support(TaskSupport::Optional)
-        .task_after(task_grace)
-        .state(directory)
-        .handler(report)
+        .task_support(TaskSupport::Optional);
+    // Zero grace: a task from the start, as before the grace existed (a
+    // zero-length race against a millisecond report would be a coin toss).
+    let builder = if task_grace.is_zero() {
+        builder
+    } else {
+        builder.task_after(task_grace)
+    };
+    builder.state(directory).handler(report)
 }
 
 async fn report(directory: Directory, input: Input) -> ToolResult<SharedOutput<Report>> {

@@ -141,9 +141,10 @@ async fn adding_a_file_makes_tools_callable_and_announces_list_changed_case(back
     assert_eq!(hires["annotations"]["readOnlyHint"], true);
     assert_eq!(hires["inputSchema"]["required"], json!(["since"]));
     let row_schema = &hires["outputSchema"]["properties"]["rows"]["items"];
+    // Nullable, published as an `anyOf` every client accepts.
     assert_eq!(
-        row_schema["properties"]["startDate"]["type"],
-        json!(["string", "null"])
+        row_schema["properties"]["startDate"]["anyOf"],
+        json!([{"type": "string"}, {"type": "null"}])
     );
 
     let result = server

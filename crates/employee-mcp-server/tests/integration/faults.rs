@@ -51,7 +51,7 @@ async fn tools_list_publishes_only_standard_formats() {
         .expect("list-department-employees is listed");
     let limit = &department["inputSchema"]["properties"]["limit"];
     assert_eq!(limit["minimum"], 1, "{limit}");
-    assert_eq!(limit["maximum"], 1000, "{limit}");
+    assert_eq!(limit["maximum"], 500, "{limit}");
 }
 
 /// The audit trail lives in the same file: once it is gone, no call can

@@ -3,7 +3,7 @@
 //!
 //! This file only moves bytes: a bounded line reader, a single writer task
 //! that owns stdout (so lines never interleave), and the signals that stop
-//! it. Everything else is the engine's [`Connection`]: lines are taken in
+//! it. Everything else is the engine's [`Connection`](crate::engine::Connection): lines are taken in
 //! order (an `initialize` is in effect before the next line is read),
 //! requests run concurrently.
 //!

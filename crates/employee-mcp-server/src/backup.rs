@@ -155,6 +155,10 @@ fn replace_rows(conn: &mut Connection) -> Result<String, String> {
     let mut lines = Vec::new();
     for (table, before) in replaced.iter().zip(before) {
         let columns = columns(&tx, table).map_err(failed)?;
+        // Emptied again: the report aggregates are filled by triggers as
+        // employees go back in, and then take the backup's exact rows.
+        tx.execute(&format!("DELETE FROM main.\"{table}\""), [])
+            .map_err(failed)?;
         tx.execute(
             &format!(
                 "INSERT INTO main.\"{table}\" ({columns}) SELECT {columns} FROM backup.\"{table}\""
@@ -207,11 +211,18 @@ fn check_directory(conn: &Connection, schema: &str, path: &Path) -> Result<u32, 
     version.ok_or_else(|| not("its migrations table is empty".to_owned()))
 }
 
-/// Tables of `schema`, in creation order, without SQLite's own.
+/// Tables of `schema`, in creation order, without SQLite's own and
+/// without virtual tables and their shadow tables: those (the FTS5 skill
+/// index) are kept in step by triggers on the tables they index, and their
+/// internal rows must never be copied or deleted by hand.
 fn tables(conn: &Connection, schema: &str) -> rusqlite::Result<Vec<String>> {
     let mut stmt = conn.prepare(&format!(
-        "SELECT name FROM {schema}.sqlite_master WHERE type = 'table' \
-         AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+        "SELECT t.name FROM {schema}.sqlite_master t WHERE t.type = 'table' \
+         AND t.name NOT LIKE 'sqlite_%' AND t.sql NOT LIKE 'CREATE VIRTUAL TABLE%' \
+         AND NOT EXISTS (SELECT 1 FROM {schema}.sqlite_master v \
+             WHERE v.type = 'table' AND v.sql LIKE 'CREATE VIRTUAL TABLE%' \
+             AND substr(t.name, 1, length(v.name) + 1) = v.name || '_') \
+         ORDER BY t.rowid"
     ))?;
     stmt.query_map([], |r| r.get(0))?.collect()
 }

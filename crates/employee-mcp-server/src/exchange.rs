@@ -54,6 +54,19 @@ pub struct ExportArgs {
     /// File format.
     #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
     pub format: FormatArg,
+
+    /// When the database does not exist yet: create it with a generated
+    /// company of exactly N people (as the server's `--demo-employees`)
+    /// and export that, e.g. to try an import at a given size. Ignored for
+    /// a database that already has directory rows.
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(
+            i64::from(employee_directory::MIN_DEMO_EMPLOYEES)..=i64::from(employee_directory::MAX_DEMO_EMPLOYEES)
+        )
+    )]
+    pub demo_employees: Option<u32>,
 }
 
 /// Flags of `import`.
@@ -102,9 +115,14 @@ pub struct ImportArgs {
 
 /// The `export` subcommand.
 pub async fn export(args: &ExportArgs) -> Result<(), String> {
-    let written = exchange::export(&args.database, &args.out, args.format.into())
-        .await
-        .map_err(|e| e.to_string())?;
+    let written = exchange::export(
+        &args.database,
+        &args.out,
+        args.format.into(),
+        args.demo_employees,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     let total: u64 = written.iter().map(|(_, n)| n).sum();
     for (entity, n) in &written {
         println!("{entity}: {n} rows");

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 use clap::ValueEnum;
 use serde::Serialize;
 
+use crate::company::{Cache, Company};
 use crate::procstat::ProcStat;
-use crate::stats::LatencySummary;
+use crate::stats::{LatencySummary, median};
 use crate::wire::{CallError, McpClient, Op, Session, Wire};
 
 /// A request mix to benchmark.
@@ -26,12 +27,20 @@ pub enum Workload {
     Team,
     /// `search-employees-by-skill` only.
     Search,
+    /// `search-employees-by-skill` with a one-letter substring (`"o"`).
+    SearchLetter,
     /// `get-compensation-info` only.
     Compensation,
     /// `check-leave-balance` only.
     Leave,
-    /// `generate-employee-report` only.
+    /// `generate-employee-report` only (the headcount report).
     Report,
+    /// The headcount report, under its own label.
+    ReportHeadcount,
+    /// The turnover report.
+    ReportTurnover,
+    /// The compensation report.
+    ReportCompensation,
     /// Round-robin over `tools/list` and the eight tools.
     Mixed,
     /// `stub-typed` only: the stub server's typed handler (`--handlers`).
@@ -62,12 +71,20 @@ impl Workload {
         Self::STUBS.contains(&self)
     }
 
-    /// Label used in the table and JSON output.
+    /// Label used in the table and JSON output: the tool's name, or for
+    /// a workload calling a tool with other arguments than its default
+    /// one, the workload's own name.
     pub fn label(self) -> &'static str {
-        match self.single() {
-            Some(Op::ListTools) => "tools/list",
-            Some(op) => op.tool().unwrap_or("?"),
-            None => "mixed",
+        match self {
+            Workload::SearchLetter => "search-letter",
+            Workload::ReportHeadcount => "report-headcount",
+            Workload::ReportTurnover => "report-turnover",
+            Workload::ReportCompensation => "report-compensation",
+            _ => match self.single() {
+                Some(Op::ListTools) => "tools/list",
+                Some(op) => op.tool().unwrap_or("?"),
+                None => "mixed",
+            },
         }
     }
 
@@ -80,9 +97,12 @@ impl Workload {
             Workload::Tenure => Op::Tenure,
             Workload::Team => Op::Team,
             Workload::Search => Op::SearchBySkill,
+            Workload::SearchLetter => Op::SearchLetter,
             Workload::Compensation => Op::Compensation,
             Workload::Leave => Op::Leave,
-            Workload::Report => Op::Report,
+            Workload::Report | Workload::ReportHeadcount => Op::Report,
+            Workload::ReportTurnover => Op::ReportTurnover,
+            Workload::ReportCompensation => Op::ReportCompensation,
             Workload::StubTyped => Op::StubTyped,
             Workload::StubRaw => Op::StubRaw,
             Workload::Mixed => return None,
@@ -140,12 +160,24 @@ pub struct CellResult {
     /// `requests_per_s` as a fraction of the ceiling's at the same wire and
     /// concurrency, when the ceiling was measured.
     pub ceiling_ratio: Option<f64>,
+    /// Median size of the successful answers' HTTP bodies, in bytes.
+    pub answer_bytes: Option<u64>,
+    /// Largest successful answer's HTTP body, in bytes.
+    pub answer_max_bytes: Option<u64>,
+    /// With `--employees`: the company the server was seeded with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub company: Option<Company>,
+    /// With `--employees` or `--cache`: the directory cache setting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<Cache>,
 }
 
 /// What one worker gathered during a phase.
 #[derive(Default)]
 struct WorkerTally {
     latencies_ns: Vec<u64>,
+    /// Body size of each successful answer.
+    body_bytes: Vec<u64>,
     requests: u64,
     errors: u64,
     first_error: Option<String>,
@@ -206,9 +238,11 @@ pub async fn run_cell(
     futures_util::future::join_all(sessions.iter().map(|s| client.close(s))).await;
 
     let mut all = Vec::with_capacity(tallies.iter().map(|t| t.latencies_ns.len()).sum());
+    let mut sizes = Vec::with_capacity(all.capacity());
     let (mut requests, mut errors, mut first_error) = (0, 0, None);
     for t in tallies {
         all.extend_from_slice(&t.latencies_ns);
+        sizes.extend_from_slice(&t.body_bytes);
         requests += t.requests;
         errors += t.errors;
         first_error = first_error.or(t.first_error);
@@ -242,6 +276,10 @@ pub async fn run_cell(
             .map(|kib| kib as f64 / 1024.0),
         aux_cpu_us_per_call,
         ceiling_ratio: None,
+        answer_bytes: median(&mut sizes),
+        answer_max_bytes: sizes.iter().max().copied(),
+        company: None,
+        cache: None,
     })
 }
 
@@ -268,9 +306,11 @@ async fn run_phase(
                     let outcome = client.call(&session, op).await;
                     tally.requests += 1;
                     match outcome {
-                        Ok(took) => tally
-                            .latencies_ns
-                            .push(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX)),
+                        Ok(reply) => {
+                            let ns = u64::try_from(reply.latency.as_nanos()).unwrap_or(u64::MAX);
+                            tally.latencies_ns.push(ns);
+                            tally.body_bytes.push(reply.body_bytes);
+                        }
                         Err(e) => {
                             tally.errors += 1;
                             if tally.first_error.is_none() {

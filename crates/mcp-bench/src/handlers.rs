@@ -120,6 +120,10 @@ mod tests {
             peak_rss_mib: None,
             aux_cpu_us_per_call: None,
             ceiling_ratio: None,
+            answer_bytes: None,
+            answer_max_bytes: None,
+            company: None,
+            cache: None,
         }
     }
 

@@ -5,8 +5,10 @@
 mod bench;
 mod ceiling;
 mod cluster;
+mod company;
 mod handlers;
 mod procstat;
+mod scale;
 mod server;
 mod sse;
 mod stats;
@@ -24,6 +26,7 @@ use reqwest::Url;
 use serde::Serialize;
 
 use bench::{CellResult, Stop, Workload};
+use company::{Cache, Company};
 use procstat::ProcStat;
 use server::ServerGuard;
 use wire::{McpClient, Wire};
@@ -183,6 +186,33 @@ struct Args {
     /// Internal: act as the line-echo child of the stdio mode.
     #[arg(long, hide = true)]
     echo_child: bool,
+
+    /// Company sizes to measure, comma separated: `demo` (the ~1,400-person
+    /// demo) or a number of people (33 to 1,000,000). For each size the
+    /// bench starts a server on a fresh SQLite file seeded with
+    /// `--demo-employees N`, runs every cell, and stops it; with more than
+    /// one size a summary compares them.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        value_parser = company::parse_company,
+        conflicts_with_all = ["url", "cluster", "database", "handlers", "stdio"]
+    )]
+    employees: Vec<Company>,
+
+    /// Directory cache settings to measure, comma separated: `off` starts
+    /// the server with `--directory-cache-mib 0`, `on` with its default
+    /// [default: on]. Each setting gets its own server (and, with
+    /// --employees, its own freshly seeded database).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_enum,
+        value_delimiter = ',',
+        conflicts_with_all = ["url", "cluster", "handlers", "stdio"]
+    )]
+    cache: Vec<Cache>,
 }
 
 /// The stdio round-trip mode: in each round the echo ceiling, every
@@ -305,6 +335,9 @@ struct Report<'a> {
     /// `--handlers`: typed over raw per wire and concurrency.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     handlers: &'a [handlers::Ratio],
+    /// `--employees` / `--cache`: the servers started and the summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scale: Option<&'a scale::ScaleReport>,
 }
 
 async fn run(args: Args) -> ExitCode {
@@ -342,6 +375,9 @@ fn aux_of(pids: &[u32]) -> Option<ProcStat> {
     (!pids.is_empty()).then(|| ProcStat::group(pids.to_vec(), true))
 }
 
+/// How long a started server may take to seed its database and answer.
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Starts the server (or uses `--url`) and waits until it answers.
 async fn start_server(args: &Args) -> Result<Target, Box<dyn std::error::Error>> {
     let wire = args.wires.first().copied().unwrap_or(Wire::Modern);
@@ -353,21 +389,31 @@ async fn start_server(args: &Args) -> Result<Target, Box<dyn std::error::Error>>
             aux_pids: args.aux_pid.clone(),
         }),
     };
-    if let Some(ext) = external {
-        let client = McpClient::new(ext.url.clone(), wire, args.timeout)?;
-        // Fail fast on a wrong URL or wire instead of timing a stream of errors.
-        server::probe(&client)
-            .await
-            .map_err(|e| format!("preflight against {} failed: {e}", ext.url))?;
-        let process =
-            (!ext.server_pids.is_empty()).then(|| ProcStat::group(ext.server_pids, false));
-        return Ok(Target {
-            url: ext.url,
-            process,
-            aux: aux_of(&ext.aux_pids),
-            _guard: None,
-        });
-    }
+    let Some(ext) = external else {
+        return spawn_server(args, &[], READY_TIMEOUT).await;
+    };
+    let client = McpClient::new(ext.url.clone(), wire, args.timeout)?;
+    // Fail fast on a wrong URL or wire instead of timing a stream of errors.
+    server::probe(&client)
+        .await
+        .map_err(|e| format!("preflight against {} failed: {e}", ext.url))?;
+    let process = (!ext.server_pids.is_empty()).then(|| ProcStat::group(ext.server_pids, false));
+    Ok(Target {
+        url: ext.url,
+        process,
+        aux: aux_of(&ext.aux_pids),
+        _guard: None,
+    })
+}
+
+/// Starts `--server-bin` with the lifted limits, `--server-arg`s and
+/// `extra` arguments, and waits up to `ready_timeout` until it answers.
+async fn spawn_server(
+    args: &Args,
+    extra: &[String],
+    ready_timeout: Duration,
+) -> Result<Target, Box<dyn std::error::Error>> {
+    let wire = args.wires.first().copied().unwrap_or(Wire::Modern);
     let bin = server::locate_binary(args.server_bin.as_deref())?;
     eprintln!("starting {} …", bin.display());
     let mut server_args: Vec<String> = Vec::new();
@@ -375,9 +421,10 @@ async fn start_server(args: &Args) -> Result<Target, Box<dyn std::error::Error>>
         server_args.extend(LIFTED_LIMITS.iter().map(|s| (*s).to_owned()));
     }
     server_args.extend(args.server_args.iter().cloned());
+    server_args.extend(extra.iter().cloned());
     let mut guard = ServerGuard::spawn(&bin, &server_args, args.database.as_deref())?;
     // First start seeds the database, which can take a while.
-    guard.wait_ready(wire, Duration::from_secs(120)).await?;
+    guard.wait_ready(wire, ready_timeout).await?;
     eprintln!("server ready at {}", guard.url);
     Ok(Target {
         url: guard.url.clone(),
@@ -424,20 +471,28 @@ struct Run<'a> {
     args: &'a Args,
     stop: Stop,
     workloads: Vec<Workload>,
-    server: Target,
     ceiling: Option<Target>,
     /// Name of the server's rows.
     label: &'static str,
+}
+
+/// What the run measures: one server, or a server per point of the
+/// company-size axis.
+enum Subject {
+    Server(Box<Target>),
+    Scale(scale::Axis),
 }
 
 /// Runs all cells; `Ok(false)` means some requests failed.
 async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
     let workloads = workloads(&args)?;
     let first_wire = args.wires.first().copied().unwrap_or(Wire::Modern);
-    let server = if args.handlers {
-        start_self(ServerGuard::spawn_stubs, first_wire).await?
-    } else {
-        start_server(&args).await?
+    let subject = match scale::Axis::from_args(&args)? {
+        Some(axis) => Subject::Scale(axis),
+        None if args.handlers => Subject::Server(Box::new(
+            start_self(ServerGuard::spawn_stubs, first_wire).await?,
+        )),
+        None => Subject::Server(Box::new(start_server(&args).await?)),
     };
     let ceiling = if args.no_ceiling {
         None
@@ -458,7 +513,6 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
         args: &args,
         stop,
         workloads,
-        server,
         ceiling,
         label,
     };
@@ -469,11 +523,12 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
     } else {
         Box::new(std::io::stdout())
     };
-    run.print_header(&mut out)?;
-    let mut results = Vec::new();
-    for &wire in &args.wires {
-        results.extend(run.wire(wire, &mut out).await?);
-    }
+    let url = match &subject {
+        Subject::Server(server) => server.url.to_string(),
+        Subject::Scale(_) => "(a server per company size and cache setting)".to_owned(),
+    };
+    run.print_header(&mut out, &url)?;
+    let (results, scale) = run.all_cells(&subject, &mut out).await?;
     let ratios = handlers::ratios(&results);
     for ratio in &ratios {
         writeln!(out, "{}", ratio.line())?;
@@ -485,7 +540,7 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
     }
     if args.json {
         let report = Report {
-            url: run.server.url.to_string(),
+            url,
             duration_s: match stop {
                 Stop::After(d) => Some(d.as_secs_f64()),
                 Stop::Requests(_) => None,
@@ -494,6 +549,7 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
             warmup_s: args.warmup.as_secs_f64(),
             results: &results,
             handlers: &ratios,
+            scale: scale.as_ref(),
         };
         println!("{}", serde_json::to_string_pretty(&report)?);
     }
@@ -501,8 +557,32 @@ async fn run_inner(args: Args) -> Result<bool, Box<dyn std::error::Error>> {
 }
 
 impl Run<'_> {
+    /// Every cell of the run: per wire the ceiling, then the server; or
+    /// the company-size axis with its report.
+    async fn all_cells(
+        &self,
+        subject: &Subject,
+        out: &mut Box<dyn Write>,
+    ) -> Result<(Vec<CellResult>, Option<scale::ScaleReport>), Box<dyn std::error::Error>> {
+        match subject {
+            Subject::Server(server) => {
+                let mut results = Vec::new();
+                for &wire in &self.args.wires {
+                    results.extend(self.ceiling(wire, out).await?);
+                    let cells = self.server_cells(wire, server, &results, out).await?;
+                    results.extend(cells);
+                }
+                Ok((results, None))
+            }
+            Subject::Scale(axis) => {
+                let (results, report) = scale::run(self, axis, out).await?;
+                Ok((results, Some(report)))
+            }
+        }
+    }
+
     /// The line naming the run, then the table header.
-    fn print_header(&self, out: &mut Box<dyn Write>) -> std::io::Result<()> {
+    fn print_header(&self, out: &mut Box<dyn Write>, url: &str) -> std::io::Result<()> {
         let stop_desc = match self.stop {
             Stop::After(d) => format!("{}s/cell", d.as_secs_f64()),
             Stop::Requests(n) => format!("{n} requests/cell"),
@@ -514,7 +594,7 @@ impl Run<'_> {
         writeln!(
             out,
             "mcp-bench  url={}  {}  warmup={}s  client threads={}",
-            self.server.url,
+            url,
             stop_desc,
             self.args.warmup.as_secs_f64(),
             threads,
@@ -522,38 +602,53 @@ impl Run<'_> {
         writeln!(out, "{}", header())
     }
 
-    /// One wire: the ceiling at every concurrency (unless skipped), then
-    /// the server's cells, each row printed as it finishes.
-    async fn wire(
+    /// The ceiling at every concurrency over `wire` (none when skipped),
+    /// each row printed as it finishes.
+    async fn ceiling(
         &self,
         wire: Wire,
         out: &mut Box<dyn Write>,
     ) -> Result<Vec<CellResult>, Box<dyn std::error::Error>> {
+        let Some(ceiling) = &self.ceiling else {
+            return Ok(Vec::new());
+        };
         let (args, stop) = (self.args, self.stop);
+        let client = McpClient::new(ceiling.url.clone(), wire, args.timeout)?;
         let mut results = Vec::new();
-        let mut ceiling_rps = Vec::new();
-        if let Some(ceiling) = &self.ceiling {
-            let client = McpClient::new(ceiling.url.clone(), wire, args.timeout)?;
-            for &concurrency in &args.concurrency {
-                let mut cell =
-                    measure(&client, Workload::Details, concurrency, args, stop, ceiling).await?;
-                cell.target = "ceiling";
-                ceiling_rps.push((concurrency, cell.requests_per_s));
-                report_cell(out, &cell)?;
-                results.push(cell);
-            }
-        }
-        let client = McpClient::new(self.server.url.clone(), wire, args.timeout)?;
-        let cells = handlers::cell_order(&self.workloads, &args.concurrency, args.handlers);
-        for (workload, concurrency) in cells {
+        for &concurrency in &args.concurrency {
             let mut cell =
-                measure(&client, workload, concurrency, args, stop, &self.server).await?;
+                measure(&client, Workload::Details, concurrency, args, stop, ceiling).await?;
+            cell.target = "ceiling";
+            report_cell(out, &cell)?;
+            results.push(cell);
+        }
+        Ok(results)
+    }
+
+    /// The server's cells over `wire`, each row printed as it finishes,
+    /// with its share of the matching cell in `ceilings` (the ceiling at
+    /// the same wire and concurrency) when there is one.
+    async fn server_cells(
+        &self,
+        wire: Wire,
+        server: &Target,
+        ceilings: &[CellResult],
+        out: &mut Box<dyn Write>,
+    ) -> Result<Vec<CellResult>, Box<dyn std::error::Error>> {
+        let (args, stop) = (self.args, self.stop);
+        let client = McpClient::new(server.url.clone(), wire, args.timeout)?;
+        let cells = handlers::cell_order(&self.workloads, &args.concurrency, args.handlers);
+        let mut results = Vec::new();
+        for (workload, concurrency) in cells {
+            let mut cell = measure(&client, workload, concurrency, args, stop, server).await?;
             cell.target = self.label;
-            cell.ceiling_ratio = ceiling_rps
+            cell.ceiling_ratio = ceilings
                 .iter()
-                .find(|(c, _)| *c == concurrency)
-                .filter(|(_, rps)| *rps > 0.0)
-                .map(|(_, rps)| cell.requests_per_s / rps);
+                .find(|c| {
+                    c.target == "ceiling" && c.wire == wire && c.concurrency == cell.concurrency
+                })
+                .filter(|c| c.requests_per_s > 0.0)
+                .map(|c| cell.requests_per_s / c.requests_per_s);
             report_cell(out, &cell)?;
             results.push(cell);
         }
@@ -598,9 +693,10 @@ fn report_cell(out: &mut Box<dyn Write>, cell: &CellResult) -> std::io::Result<(
     Ok(())
 }
 
+/// The table's header line.
 fn header() -> String {
     format!(
-        "{:<8} {:<6} {:<26} {:>4} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>6}",
+        "{:<8} {:<6} {:<26} {:>4} {:>9} {:>6} {:>8} {:>8} {:>8} {:>9} {:>8} {:>7} {:>7} {:>6}",
         "target",
         "wire",
         "workload",
@@ -610,6 +706,7 @@ fn header() -> String {
         "p50 ms",
         "p99 ms",
         "max ms",
+        "answer B",
         "cpu µs",
         "aux µs",
         "rss MiB",
@@ -617,6 +714,7 @@ fn header() -> String {
     )
 }
 
+/// One cell as a table row.
 fn row(c: &CellResult) -> String {
     let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
     let opt = |v: Option<f64>, digits: usize| {
@@ -624,7 +722,7 @@ fn row(c: &CellResult) -> String {
     };
     let l = c.latency;
     format!(
-        "{:<8} {:<6} {:<26} {:>4} {:>9.0} {:>6} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>6}",
+        "{:<8} {:<6} {:<26} {:>4} {:>9.0} {:>6} {:>8} {:>8} {:>8} {:>9} {:>8} {:>7} {:>7} {:>6}",
         c.target,
         c.wire.name(),
         c.workload,
@@ -634,6 +732,8 @@ fn row(c: &CellResult) -> String {
         ms(l.map(|l| l.p50_ms)),
         ms(l.map(|l| l.p99_ms)),
         ms(l.map(|l| l.max_ms)),
+        c.answer_bytes
+            .map_or_else(|| "-".to_owned(), |b| b.to_string()),
         opt(c.cpu_us_per_call, 0),
         opt(c.aux_cpu_us_per_call, 0),
         opt(c.peak_rss_mib, 1),

@@ -22,6 +22,13 @@ pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     Some(sorted[rank.clamp(1, n) - 1])
 }
 
+/// The median (nearest rank) of `samples`, sorting them in place; `None`
+/// when there are none.
+pub fn median(samples: &mut [u64]) -> Option<u64> {
+    samples.sort_unstable();
+    percentile(samples, 50.0)
+}
+
 /// Latency summary of one cell, in milliseconds for readability.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct LatencySummary {

@@ -64,12 +64,21 @@ pub enum Op {
     Team,
     /// `search-employees-by-skill {"skill":"Go"}` (about 39 KB).
     SearchBySkill,
+    /// `search-employees-by-skill {"skill":"o"}`: a one-letter substring
+    /// that matches much of the skill catalogue.
+    SearchLetter,
     /// `get-compensation-info {"role":"Software Engineer","level":"senior"}`.
     Compensation,
     /// `check-leave-balance {"employeeId":"AliceJohnson","leaveType":"annual"}`.
     Leave,
     /// `generate-employee-report {"reportType":"headcount"}`.
     Report,
+    /// `generate-employee-report {"reportType":"turnover"}`.
+    ReportTurnover,
+    /// `generate-employee-report {"reportType":"compensation"}` (needs
+    /// `hr:reports` and `hr:compensation` when scopes are enforced; a
+    /// server without authentication grants every scope).
+    ReportCompensation,
     /// `stub-typed {"employeeId":"AliceJohnson"}` (stub server only).
     StubTyped,
     /// `stub-raw {"employeeId":"AliceJohnson"}` (stub server only).
@@ -93,10 +102,10 @@ impl Op {
             Op::Department => "list-department-employees",
             Op::Tenure => "calculate-employee-tenure",
             Op::Team => "get-team-members",
-            Op::SearchBySkill => "search-employees-by-skill",
+            Op::SearchBySkill | Op::SearchLetter => "search-employees-by-skill",
             Op::Compensation => "get-compensation-info",
             Op::Leave => "check-leave-balance",
-            Op::Report => "generate-employee-report",
+            Op::Report | Op::ReportTurnover | Op::ReportCompensation => "generate-employee-report",
             Op::StubTyped => crate::stubs::TYPED,
             Op::StubRaw => crate::stubs::RAW,
         })
@@ -119,9 +128,12 @@ impl Op {
             Op::Department => json!({ "departmentId": "engineering" }),
             Op::Team => json!({ "teamId": "backend" }),
             Op::SearchBySkill => json!({ "skill": "Go" }),
+            Op::SearchLetter => json!({ "skill": "o" }),
             Op::Compensation => json!({ "role": "Software Engineer", "level": "senior" }),
             Op::Leave => json!({ "employeeId": "AliceJohnson", "leaveType": "annual" }),
             Op::Report => json!({ "reportType": "headcount" }),
+            Op::ReportTurnover => json!({ "reportType": "turnover" }),
+            Op::ReportCompensation => json!({ "reportType": "compensation" }),
         }
     }
 }
@@ -246,9 +258,9 @@ impl McpClient {
 
     /// Sends one request for `op` and waits for its JSON-RPC response.
     /// Returns the latency (from just before building the request to the
-    /// moment the response was parsed) only for a successful, non-`isError`
-    /// result.
-    pub async fn call(&self, session: &Session, op: Op) -> Result<Duration, CallError> {
+    /// moment the response was parsed) and the answer's size only for a
+    /// successful, non-`isError` result.
+    pub async fn call(&self, session: &Session, op: Op) -> Result<Reply, CallError> {
         let start = Instant::now();
         let id = self.fresh_id();
         let mut params = serde_json::Map::new();
@@ -307,18 +319,28 @@ impl McpClient {
     }
 }
 
+/// A successful answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    /// From just before the request was built until its response was parsed.
+    pub latency: Duration,
+    /// Bytes of the HTTP body read up to and including the response: the
+    /// whole body of a JSON answer, the events up to ours on an SSE stream.
+    pub body_bytes: u64,
+}
+
 /// How long to keep reading an SSE stream after our response arrived, so the
 /// connection can go back to the keep-alive pool once the server ends it.
 const SSE_DRAIN_LIMIT: Duration = Duration::from_millis(250);
 
 /// Reads the JSON-RPC response to request `id` from a plain JSON or an SSE
 /// body and classifies it; on success, the time from `start` until it was
-/// parsed. Non-2xx statuses become [`CallError::Status`].
+/// parsed and the body's size. Non-2xx statuses become [`CallError::Status`].
 async fn read_response(
     resp: reqwest::Response,
     id: u64,
     start: Instant,
-) -> Result<Duration, CallError> {
+) -> Result<Reply, CallError> {
     if !resp.status().is_success() {
         return Err(status_error(resp).await);
     }
@@ -331,37 +353,52 @@ async fn read_response(
                     snippet(&String::from_utf8_lossy(&bytes))
                 ))
             })?;
-            outcome.map(|()| start.elapsed())
+            outcome.map(|()| Reply {
+                latency: start.elapsed(),
+                body_bytes: bytes.len() as u64,
+            })
         }
-        Some("text/event-stream") => {
-            // Stream the body: the latency ends at our response even if the
-            // server sends more (or keeps the stream open) after it.
-            let mut parser = SseParser::new();
-            let mut stream = resp.bytes_stream();
-            while let Some(chunk) = stream.next().await {
-                if let Some(outcome) = find_response(parser.push(&chunk?), id) {
-                    let latency = start.elapsed();
-                    // Read to the end (bounded) so hyper can reuse the
-                    // connection: dropping an unfinished body closes it.
-                    let _ = tokio::time::timeout(SSE_DRAIN_LIMIT, async {
-                        while let Some(Ok(_)) = stream.next().await {}
-                    })
-                    .await;
-                    return outcome.map(|()| latency);
-                }
-            }
-            let latency = start.elapsed();
-            find_response(parser.finish(), id)
-                .ok_or_else(|| {
-                    CallError::Protocol(format!("SSE stream ended without a response to id {id}"))
-                })?
-                .map(|()| latency)
-        }
+        Some("text/event-stream") => read_sse(resp, id, start).await,
         other => Err(CallError::Protocol(format!(
             "unexpected Content-Type {:?}",
             other.unwrap_or("<none>")
         ))),
     }
+}
+
+/// The SSE half of [`read_response`]. The body is streamed: the latency
+/// ends at our response even if the server sends more (or keeps the stream
+/// open) after it.
+async fn read_sse(resp: reqwest::Response, id: u64, start: Instant) -> Result<Reply, CallError> {
+    let mut parser = SseParser::new();
+    let mut stream = resp.bytes_stream();
+    let mut body_bytes = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        body_bytes += chunk.len() as u64;
+        if let Some(outcome) = find_response(parser.push(&chunk), id) {
+            let latency = start.elapsed();
+            // Read to the end (bounded) so hyper can reuse the
+            // connection: dropping an unfinished body closes it.
+            let _ = tokio::time::timeout(SSE_DRAIN_LIMIT, async {
+                while let Some(Ok(_)) = stream.next().await {}
+            })
+            .await;
+            return outcome.map(|()| Reply {
+                latency,
+                body_bytes,
+            });
+        }
+    }
+    let latency = start.elapsed();
+    find_response(parser.finish(), id)
+        .ok_or_else(|| {
+            CallError::Protocol(format!("SSE stream ended without a response to id {id}"))
+        })?
+        .map(|()| Reply {
+            latency,
+            body_bytes,
+        })
 }
 
 /// The outcome of the first event payload that is the JSON-RPC response to

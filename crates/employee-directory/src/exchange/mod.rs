@@ -207,11 +207,24 @@ fn target(url: &str) -> Result<Target, ExchangeError> {
     .into())
 }
 
-/// Creates and migrates the database if needed, with the demo company
-/// (export: as the server would) or empty (import).
-async fn prepare(url: &str, demo_data: bool) -> Result<(), ExchangeError> {
+/// What a database that does not exist yet is created with.
+#[derive(Clone, Copy, Debug)]
+enum Fill {
+    /// Nothing: an import fills it.
+    Empty,
+    /// The demo company (of this many people; `None`: the default demo).
+    Demo(Option<u32>),
+}
+
+/// Creates and migrates the database if needed, filled as `fill` says.
+async fn prepare(url: &str, fill: Fill) -> Result<(), ExchangeError> {
+    let (demo_data, demo_employees) = match fill {
+        Fill::Empty => (false, None),
+        Fill::Demo(n) => (true, n),
+    };
     let options = DirectoryOptions {
         demo_data,
+        demo_employees,
         cache_bytes: 0,
         ..DirectoryOptions::default()
     };
@@ -222,14 +235,17 @@ async fn prepare(url: &str, demo_data: bool) -> Result<(), ExchangeError> {
 /// Writes every entity of the directory at `url` into `dir` (created if
 /// missing), one file per entity; returns the rows written per entity. A
 /// database that does not exist yet is created as the server would (with
-/// the demo company), so a new user can start from the demo's files.
+/// the demo company of `demo_employees` people, default the ~1,400-person
+/// demo), so a new user can start from the demo's files and a benchmark
+/// can write a company of any size.
 pub async fn export(
     url: &str,
     dir: &Path,
     format: Format,
+    demo_employees: Option<u32>,
 ) -> Result<Vec<(&'static str, u64)>, ExchangeError> {
     let target = target(url)?;
-    prepare(url, true).await?;
+    prepare(url, Fill::Demo(demo_employees)).await?;
     std::fs::create_dir_all(dir).map_err(|e| ExchangeError::io(dir, e))?;
     match target {
         Target::Sqlite(path) => {
@@ -247,7 +263,7 @@ pub async fn export(
 pub async fn import(url: &str, options: &ImportOptions) -> Result<ImportReport, ExchangeError> {
     let target = target(url)?;
     let sources = read::sources(&options.dir, options.format)?;
-    prepare(url, false).await?;
+    prepare(url, Fill::Empty).await?;
     match target {
         Target::Sqlite(path) => {
             let options = options.clone();

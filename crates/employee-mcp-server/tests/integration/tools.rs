@@ -101,9 +101,11 @@ async fn get_employee_details_and_follow_the_ids(backend: Backend) {
     let team_id = john["teamId"].as_str().unwrap();
     let team = ok_structured(
         &server
-            .call_tool("get-team-members", json!({"teamId": team_id}))
+            .call_tool("get-team-members", json!({"teamId": team_id, "limit": 250}))
             .await,
     );
+    // One page holds the whole team at the largest limit.
+    assert!(team.get("nextCursor").is_none_or(Value::is_null), "{team}");
     let members = ids(&team["members"], "employeeId");
     assert!(members.contains(&"JohnDoe".to_owned()), "{members:?}");
     assert_eq!(members[0], "AliceJohnson", "manager first");

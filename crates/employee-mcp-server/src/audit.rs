@@ -44,11 +44,13 @@ use writer::{Message, Writer};
 
 use crate::audit_stats::AuditStats;
 
-/// How long a write waits for another writer (the directory's seeding, or
-/// a second server on the same file) before failing. Shorter than
+/// How long a write waits for another writer (the directory's seeding, an
+/// `import` applying its rows — seconds at 100,000 employees — or a second
+/// server on the same file) before failing: as long as a caller can wait,
+/// so an import delays answers instead of failing them. Shorter than
 /// [`COMMIT_TIMEOUT`], so a locked database fails the batch in the writer
 /// rather than leaving it to finish after the callers gave up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+const BUSY_TIMEOUT: Duration = Duration::from_secs(9);
 
 /// Longest a call waits for its record's commit before it is answered
 /// with an error ("audit trail unavailable").

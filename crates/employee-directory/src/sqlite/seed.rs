@@ -16,6 +16,26 @@ pub(crate) fn seed_if_empty(
     conn: &mut Connection,
     demo_employees: Option<u32>,
 ) -> Result<bool, DirectoryError> {
+    // Foreign keys are checked once, before commit, not per row: with
+    // deferred violations outstanding (heads inserted before their people)
+    // SQLite scans employees.manager_id for every new employee (its index
+    // is unusable under the parent key's NOCASE), quadratic in N. The
+    // pragma cannot change inside a transaction, hence here.
+    conn.pragma_update(None, "foreign_keys", false)
+        .map_err(DirectoryError::db("pause foreign keys"))?;
+    let seeded = seed_in_transaction(conn, demo_employees);
+    let restored = conn
+        .pragma_update(None, "foreign_keys", true)
+        .map_err(DirectoryError::db("restore foreign keys"));
+    let seeded = seeded?;
+    restored?;
+    Ok(seeded)
+}
+
+fn seed_in_transaction(
+    conn: &mut Connection,
+    demo_employees: Option<u32>,
+) -> Result<bool, DirectoryError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(DirectoryError::db("begin seed transaction"))?;
@@ -34,6 +54,16 @@ pub(crate) fn seed_if_empty(
             [n.to_string()],
         )
         .map_err(|e| DirectoryError::Seed(e.to_string()))?;
+    }
+    let violations: i64 = tx
+        .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+            r.get(0)
+        })
+        .map_err(DirectoryError::db("check foreign keys"))?;
+    if violations > 0 {
+        return Err(DirectoryError::Seed(format!(
+            "the generated company has {violations} broken references"
+        )));
     }
     tx.commit()
         .map_err(|e| DirectoryError::Seed(format!("commit failed: {e}")))?;

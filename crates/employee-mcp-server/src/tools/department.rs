@@ -26,6 +26,11 @@ pub(crate) const DEFAULT_LIMIT: u32 = 25;
 /// Largest page a caller may ask for.
 pub(crate) const MAX_LIMIT: u32 = 500;
 
+/// Teams an answer names: a department of 100,000 people has thousands
+/// (170 KB of names), so the answer lists the first ones by id and says how
+/// many there are; the summary counts people by team.
+pub(crate) const TEAMS_LISTED: usize = 50;
+
 /// Arguments of list-department-employees.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -48,8 +53,11 @@ pub struct Input {
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RosterPage {
-    /// The department.
+    /// The department; its `teams` lists at most 50 teams (by id).
     pub department: DepartmentSummary,
+    /// Number of teams in the department (more than `department.teams` lists
+    /// when it has over 50; `teamId` narrows the roster to any of them).
+    pub team_count: u32,
     /// Date tenure is computed at.
     pub as_of: NaiveDate,
     /// Number of active employees matching (the whole department, or the team).
@@ -110,9 +118,17 @@ async fn roster(directory: Directory, input: Input) -> ToolResult<SharedOutput<R
             let Some(t) = teams.iter().find(|t| {
                 t.team_id.eq_ignore_ascii_case(team) || t.name.eq_ignore_ascii_case(team)
             }) else {
-                let list: Vec<&str> = teams.iter().map(|t| t.team_id.as_str()).collect();
+                let list: Vec<&str> = teams
+                    .iter()
+                    .take(TEAMS_LISTED)
+                    .map(|t| t.team_id.as_str())
+                    .collect();
+                let more = match teams.len().saturating_sub(TEAMS_LISTED) {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
+                };
                 return Err(ToolError::execution(format!(
-                    "Department \"{department_id}\" has no team \"{team}\". Its teams: {}.",
+                    "Department \"{department_id}\" has no team \"{team}\". Its teams: {}{more}.",
                     list.join(", ")
                 )));
             };
@@ -144,8 +160,14 @@ async fn roster(directory: Directory, input: Input) -> ToolResult<SharedOutput<R
 
 /// The answer for one page of `roster` (whose list holds `total` rows).
 fn page_of(roster: &DepartmentRoster, total: u32, page: Page<'_, RosterEntry>) -> RosterPage {
+    let listed = roster.department.teams.len().min(TEAMS_LISTED);
+    let department = DepartmentSummary {
+        teams: roster.department.teams[..listed].to_vec(),
+        ..roster.department.clone()
+    };
     RosterPage {
-        department: roster.department.clone(),
+        team_count: u32::try_from(roster.department.teams.len()).unwrap_or(u32::MAX),
+        department,
         as_of: roster.as_of,
         total,
         summary: roster.summary.clone(),

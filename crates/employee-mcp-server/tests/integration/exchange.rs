@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::common::{BIN, Server, TIMEOUT, TempDb, temp_path};
+use crate::common::{self, BIN, Server, TIMEOUT, TempDb, temp_path};
 
 /// Runs the binary with `args`: (success, stdout, stderr).
 fn cli(args: &[&str]) -> (bool, String, String) {
@@ -194,6 +194,41 @@ async fn round_trip_answers_every_tool_the_same() {
     for (x, y) in from_a.iter().zip(&from_b) {
         assert_eq!(x, y);
     }
+}
+
+/// The demo exported from SQLite, imported into an empty PostgreSQL
+/// database: the same files come back out, and a server on PostgreSQL
+/// answers every tool as the server on the original SQLite file does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_trip_through_postgres_answers_every_tool_the_same() {
+    let original = TempDb::seeded();
+    let dir = export(&original);
+    let url = tokio::task::spawn_blocking(common::pg::fresh_database)
+        .await
+        .expect("create a database");
+    let copy = TempDb::postgres_at(&url);
+    let (success, out, err) = import(&copy, &dir, &[]);
+    assert!(success, "{err}");
+    assert!(
+        out.contains("employees: 1407 added, 0 updated, 0 unchanged, 0 removed"),
+        "{out}"
+    );
+    assert_eq!(contents(&export(&copy)), contents(&dir));
+    let lifted = [
+        "--rate-limit-burst",
+        "100000",
+        "--rate-limit-per-minute",
+        "100000",
+    ];
+    let a = Server::start_on(original.share(), &lifted).await;
+    let b = Server::start_on_postgres(&url, &lifted).await;
+    let (from_a, from_b) = (answers(&a, &dir).await, answers(&b, &dir).await);
+    assert!(from_a.len() > 60);
+    for (x, y) in from_a.iter().zip(&from_b) {
+        assert_eq!(x, y);
+    }
+    drop(b);
+    common::pg::drop_database(&url);
 }
 
 #[test]

@@ -231,6 +231,50 @@ async fn round_trip_through_postgres_answers_every_tool_the_same() {
     common::pg::drop_database(&url);
 }
 
+/// An import into a cluster's PostgreSQL database reaches every replica:
+/// each had the old answer cached, and each answers from the new data
+/// (the generation's NOTIFY empties every replica's cache; docs/import.md
+/// gives the delay measured, well under a second).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_replica_of_a_cluster_answers_an_import() {
+    let cluster = common::cluster::Cluster::start(2, &[]);
+    let db = TempDb::postgres_at(&cluster.database);
+    let dir = export(&db);
+    let mut employees = rows(&dir, "employees.csv");
+    let id = employees[1][0].clone();
+    let details = |v: &Value| v.to_string().contains("+1-555-9999");
+    for replica in &cluster.replicas {
+        let before = replica
+            .call_tool("get-employee-details", json!({"employeeId": id}))
+            .await;
+        assert!(!details(&before), "{before}");
+    }
+    employees[1][4] = "+1-555-9999".into();
+    let changed = temp_path("phone-pg", "d");
+    std::fs::create_dir_all(&changed).expect("mkdir");
+    csv_row::write(&changed.join("employees.csv"), &employees);
+    let (success, out, err) = import(&db, &changed, &[]);
+    assert!(success, "{err}");
+    assert!(out.contains("employees: 0 added, 1 updated"), "{out}");
+    let deadline = Instant::now() + TIMEOUT;
+    for replica in &cluster.replicas {
+        loop {
+            let after = replica
+                .call_tool("get-employee-details", json!({"employeeId": id}))
+                .await;
+            if details(&after) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replica {} never answered the import: {after}",
+                replica.addr
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}
+
 #[test]
 fn merge_replace_and_dry_run_count_and_dry_run_changes_nothing() {
     let db = TempDb::seeded();

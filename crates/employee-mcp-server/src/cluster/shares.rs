@@ -233,7 +233,15 @@ impl Shares {
             if let Some(share) = held.get_mut(&caller) {
                 // Calls may have ended meanwhile; none started beyond it.
                 share.claimed = granted;
-                if share.claimed == 0 && share.running == 0 {
+                // Forgotten only when no call waits on its resize lock
+                // (ours and the share's are the two references): a waiter
+                // holding the old lock and a new call making a new one
+                // would resize side by side, and the later would set
+                // `claimed` below what the earlier had started.
+                if share.claimed == 0
+                    && share.running == 0
+                    && Arc::strong_count(&share.resizing) <= 2
+                {
                     held.remove(&caller);
                 }
             }

@@ -7,6 +7,32 @@ use std::collections::BTreeMap;
 
 use crate::model::CompensationRow;
 
+/// The people the aggregates count wrongly for the date `at`: counted
+/// (no termination date) but not started yet, as `{columns}, {minus}`, and
+/// not counted (a termination date) but still employed, as
+/// `{columns}, {plus}`. Standard SQL: both backends use it.
+pub(crate) fn corrections(columns: &str, minus: &str, plus: &str, at: &str) -> String {
+    format!(
+        "SELECT {columns}, {minus} FROM employees
+         WHERE termination_date IS NULL AND start_date > {at}
+         UNION ALL
+         SELECT {columns}, {plus} FROM employees
+         WHERE termination_date >= {at} AND start_date <= {at}"
+    )
+}
+
+/// A `WITH pop AS (…)` of the people employed on `at` (the backend's
+/// parameter, e.g. `?1` or `$1::date`) per headcount group, as
+/// (department_id, location_id, employment_type, office_type, n) rows; a
+/// person still counts on their last day.
+pub(crate) fn headcount_pop(at: &str) -> String {
+    let columns = "department_id, location_id, employment_type, office_type";
+    format!(
+        "WITH pop AS (SELECT {columns}, n FROM report_headcount UNION ALL {})",
+        corrections(columns, "-1", "1", at)
+    )
+}
+
 /// `n` people of a group earning `salary` (`n` may be negative while a
 /// group's corrections are added up; only the total counts).
 pub(crate) struct SalaryCount {

@@ -13,7 +13,7 @@ use tokio_postgres::Row;
 
 use super::queries::{row_opt, rows};
 use super::row::{count, get};
-use crate::aggregate::{BandSum, SalaryCount, compensation_rows};
+use crate::aggregate::{self, BandSum, SalaryCount, compensation_rows, corrections};
 use crate::error::DirectoryError;
 use crate::lookup::{
     employment_label, level_label, office_label, percent, turnover_report, turnover_row,
@@ -24,29 +24,6 @@ use crate::model::{
 };
 
 type Result<T> = std::result::Result<T, DirectoryError>;
-
-/// The people the aggregates count wrongly for the date `at`: counted (no
-/// termination date) but not started yet, as `{columns}, {minus}`, and not
-/// counted but still employed, as `{columns}, {plus}`.
-fn corrections(columns: &str, minus: &str, plus: &str, at: &str) -> String {
-    format!(
-        "SELECT {columns}, {minus} FROM employees
-         WHERE termination_date IS NULL AND start_date > {at}
-         UNION ALL
-         SELECT {columns}, {plus} FROM employees
-         WHERE termination_date >= {at} AND start_date <= {at}"
-    )
-}
-
-/// Employed on `$1` per headcount group; a person still counts on their
-/// last day.
-fn headcount_pop() -> String {
-    let columns = "department_id, location_id, employment_type, office_type";
-    format!(
-        "WITH pop AS (SELECT {columns}, n FROM report_headcount UNION ALL {})",
-        corrections(columns, "-1", "1", "$1::date")
-    )
-}
 
 pub(crate) async fn report(
     c: &ClientWrapper,
@@ -61,7 +38,7 @@ pub(crate) async fn report(
 }
 
 async fn headcount(c: &ClientWrapper, today: NaiveDate) -> Result<HeadcountReport> {
-    let pop = headcount_pop();
+    let pop = aggregate::headcount_pop("$1::date");
     let total = format!("{pop} SELECT COALESCE(SUM(n), 0)::bigint FROM pop");
     let departments = format!(
         "{pop} SELECT d.id, d.name, COALESCE(SUM(p.n), 0)::bigint

@@ -281,9 +281,9 @@ impl Generator {
         }
     }
 
-    fn run(mut self) -> Result<SeedData, String> {
-        self.reference_data();
-
+    /// The CEO and the executive office (the same at every company size);
+    /// returns the CEO's id.
+    fn executive_office(&mut self) -> Result<String, String> {
         let ceo_id = self.person(
             &Placement {
                 department: &EXECUTIVE_DEPARTMENT,
@@ -310,6 +310,13 @@ impl Generator {
             description: EXECUTIVE_DEPARTMENT.description,
             head_id: ceo_id.clone(),
         });
+        Ok(ceo_id)
+    }
+
+    fn run(mut self) -> Result<SeedData, String> {
+        self.reference_data();
+
+        let ceo_id = self.executive_office()?;
 
         for dept in DEPARTMENTS {
             let mut pool = vec!["Leadership", "Budgeting"];

@@ -12,12 +12,12 @@
 
 use chrono::Days;
 
-use super::catalog::{self, DEPARTMENTS, DepartmentDef, EXECUTIVE_DEPARTMENT, TEAMS, TeamDef};
+use super::catalog::{self, DEPARTMENTS, DepartmentDef, TEAMS, TeamDef};
 use super::{
     DepartmentRow, Generator, IC_LEVELS, PersonSpec, Placement, SeedData, TERMINATED_SHARE,
     TeamRow, Track, alice_johnson, anchor_date, john_doe, ymd,
 };
-use crate::model::{EmploymentType, Level, OfficeType, TerminationReason};
+use crate::model::{EmploymentType, Level, TerminationReason};
 
 /// Fewest people a scaled company has: a CEO, eight heads and a team of
 /// three in each department.
@@ -62,32 +62,7 @@ impl Generator {
         }
         self.long_tail_skills = true;
         self.reference_data();
-        let ceo_id = self.person(
-            &Placement {
-                department: &EXECUTIVE_DEPARTMENT,
-                team: None,
-                team_id: None,
-                role: EXECUTIVE_DEPARTMENT.head_role,
-                track: Track::Executive,
-                level: Level::Executive,
-                manager_id: None,
-                skill_pool: vec!["Leadership", "Public Speaking", "Budgeting", "Negotiation"],
-            },
-            PersonSpec {
-                name: Some(("Margaret", "Chen")),
-                start: Some(ymd(2012, 2, 6)),
-                location: Some("San Francisco"),
-                employment_type: Some(EmploymentType::FullTime),
-                office_type: Some(OfficeType::OnSite),
-                ..PersonSpec::default()
-            },
-        )?;
-        self.data.departments.push(DepartmentRow {
-            id: EXECUTIVE_DEPARTMENT.id,
-            name: EXECUTIVE_DEPARTMENT.name,
-            description: EXECUTIVE_DEPARTMENT.description,
-            head_id: ceo_id.clone(),
-        });
+        let ceo_id = self.executive_office()?;
         for (dept, share) in DEPARTMENTS.iter().zip(shares(employees - 1)) {
             self.scaled_department(dept, &ceo_id, share)?;
         }

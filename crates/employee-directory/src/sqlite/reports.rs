@@ -9,7 +9,7 @@ use chrono::{Months, NaiveDate};
 use rusqlite::{Connection, params};
 
 use super::row::{CachedRow, count};
-use crate::aggregate::{BandSum, SalaryCount, compensation_rows};
+use crate::aggregate::{self, BandSum, SalaryCount, compensation_rows, corrections};
 use crate::error::DirectoryError;
 use crate::lookup::{
     employment_label, level_label, office_label, percent, turnover_report, turnover_row,
@@ -20,31 +20,6 @@ use crate::model::{
 };
 
 type Result<T> = std::result::Result<T, DirectoryError>;
-
-/// The people the aggregates count wrongly for the date `at`: counted
-/// (no termination date) but not started yet, as `{columns}, {minus}`, and
-/// not counted (a termination date) but still employed, as
-/// `{columns}, {plus}`.
-fn corrections(columns: &str, minus: &str, plus: &str, at: &str) -> String {
-    format!(
-        "SELECT {columns}, {minus} FROM employees
-         WHERE termination_date IS NULL AND start_date > {at}
-         UNION ALL
-         SELECT {columns}, {plus} FROM employees
-         WHERE termination_date >= {at} AND start_date <= {at}"
-    )
-}
-
-/// Employed on `?1` per headcount group, as (department_id, location_id,
-/// employment_type, office_type, n) rows; a person still counts on their
-/// last day.
-fn headcount_pop() -> String {
-    let columns = "department_id, location_id, employment_type, office_type";
-    format!(
-        "WITH pop AS (SELECT {columns}, n FROM report_headcount UNION ALL {})",
-        corrections(columns, "-1", "1", "?1")
-    )
-}
 
 pub(crate) fn report(conn: &Connection, kind: ReportType, today: NaiveDate) -> Result<Report> {
     Ok(match kind {
@@ -58,7 +33,10 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
     let as_of = today.to_string();
     let total: u32 = conn
         .cached_row(
-            &format!("{} SELECT COALESCE(SUM(n), 0) FROM pop", headcount_pop()),
+            &format!(
+                "{} SELECT COALESCE(SUM(n), 0) FROM pop",
+                aggregate::headcount_pop("?1")
+            ),
             [&as_of],
             |row| count(row, 0),
         )
@@ -91,7 +69,7 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
             "{} SELECT d.id, d.name, COALESCE(SUM(p.n), 0)
              FROM departments d LEFT JOIN pop p ON p.department_id = d.id
              GROUP BY d.id ORDER BY 3 DESC, d.name",
-            headcount_pop()
+            aggregate::headcount_pop("?1")
         ),
         &|k| k.to_string(),
     )?;
@@ -101,7 +79,7 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
             "{} SELECT l.city, l.region, l.country, SUM(p.n)
              FROM pop p JOIN locations l ON l.id = p.location_id
              GROUP BY l.id HAVING SUM(p.n) > 0 ORDER BY SUM(p.n) DESC, l.city, l.id",
-            headcount_pop()
+            aggregate::headcount_pop("?1")
         ))
         .map_err(DirectoryError::db("headcount by location"))?;
     let by_location = stmt
@@ -122,7 +100,7 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
         format!(
             "{} SELECT employment_type, NULL, SUM(n) FROM pop
              GROUP BY 1 HAVING SUM(n) > 0 ORDER BY 3 DESC, 1",
-            headcount_pop()
+            aggregate::headcount_pop("?1")
         ),
         &|k| EmploymentType::parse(k).map_or_else(|| k.to_string(), employment_label),
     )?;
@@ -130,7 +108,7 @@ fn headcount(conn: &Connection, today: NaiveDate) -> Result<HeadcountReport> {
         format!(
             "{} SELECT office_type, NULL, SUM(n) FROM pop
              GROUP BY 1 HAVING SUM(n) > 0 ORDER BY 3 DESC, 1",
-            headcount_pop()
+            aggregate::headcount_pop("?1")
         ),
         &|k| OfficeType::parse(k).map_or_else(|| k.to_string(), office_label),
     )?;

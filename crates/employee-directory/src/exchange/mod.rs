@@ -245,7 +245,13 @@ pub async fn export(
     demo_employees: Option<u32>,
 ) -> Result<Vec<(&'static str, u64)>, ExchangeError> {
     let target = target(url)?;
-    prepare(url, Fill::Demo(demo_employees)).await?;
+    // Only a database that does not exist yet gets the demo: an existing
+    // one (e.g. created empty by an import that was refused) is the user's.
+    let fill = match &target {
+        Target::Sqlite(path) if path.exists() => Fill::Empty,
+        _ => Fill::Demo(demo_employees),
+    };
+    prepare(url, fill).await?;
     std::fs::create_dir_all(dir).map_err(|e| ExchangeError::io(dir, e))?;
     match target {
         Target::Sqlite(path) => {

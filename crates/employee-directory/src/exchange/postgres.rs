@@ -4,6 +4,7 @@
 //! same set-based statements as SQLite; other sessions see the old data
 //! until it commits, then all of it.
 
+use crate::postgres::row::get;
 use std::path::Path;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -111,7 +112,7 @@ pub async fn export(
             let row = row.map_err(pg("export row"))?;
             values.clear();
             for (i, c) in entity.columns.iter().enumerate() {
-                values.push(value(c.kind, row.get(i)));
+                values.push(value(c.kind, get(&row, i)?));
             }
             out.row(&file, entity, &values)?;
             n += 1;
@@ -135,13 +136,12 @@ async fn load_known(client: &Client) -> Result<Known, ExchangeError> {
         let rows = client.query(&sql, &[]).await.map_err(pg("read keys"))?;
         let set = known.keys.entry(entity.name).or_default();
         for row in rows {
-            let parts: Vec<String> = entity
-                .key
-                .iter()
-                .enumerate()
-                .map(|(i, &k)| validate::normalize(entity.columns[k].kind, row.get(i)))
-                .collect();
-            set.insert(parts.join("\u{1f}"));
+            let mut parts = Vec::with_capacity(entity.key.len());
+            for (i, &k) in entity.key.iter().enumerate() {
+                let text: String = get(&row, i)?;
+                parts.push(validate::normalize(entity.columns[k].kind, &text));
+            }
+            set.insert(parts.join(validate::KEY_SEPARATOR));
         }
     }
     let rows = client
@@ -149,8 +149,8 @@ async fn load_known(client: &Client) -> Result<Known, ExchangeError> {
         .await
         .map_err(pg("read managers"))?;
     for row in rows {
-        let id: String = row.get(0);
-        let manager: Option<String> = row.get(1);
+        let id: String = get(&row, 0)?;
+        let manager: Option<String> = get(&row, 1)?;
         known.managers.insert(
             validate::normalize(Kind::Text, &id),
             manager.map(|m| validate::normalize(Kind::Text, &m)),
@@ -359,21 +359,20 @@ pub async fn history(url: &str, limit: u32) -> Result<Vec<ImportRecord>, Exchang
         }
         Err(e) => return Err(pg("read import history")(e)),
     };
-    Ok(rows
-        .iter()
+    rows.iter()
         .map(|r| {
-            record::record(
-                r.get(0),
+            Ok(record::record(
+                get(r, 0)?,
                 [
-                    r.get(1),
-                    r.get(2),
-                    r.get(3),
-                    r.get(4),
-                    r.get(5),
-                    r.get(6),
-                    r.get(7),
+                    get(r, 1)?,
+                    get(r, 2)?,
+                    get(r, 3)?,
+                    get(r, 4)?,
+                    get(r, 5)?,
+                    get(r, 6)?,
+                    get(r, 7)?,
                 ],
-            )
+            ))
         })
-        .collect())
+        .collect()
 }

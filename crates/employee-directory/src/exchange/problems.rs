@@ -6,6 +6,19 @@ use std::fmt;
 /// Most problems kept (and printed); the rest are only counted.
 pub const MAX_REPORTED: usize = 100;
 
+/// Longest reason kept, in characters (the rest becomes "…").
+const MAX_REASON_CHARS: usize = 400;
+/// Longest column name kept, in characters.
+const MAX_COLUMN_CHARS: usize = 80;
+
+/// Cuts `text` to `max` characters, marking the cut.
+fn shorten(text: &mut String, max: usize) {
+    if let Some((at, _)) = text.char_indices().nth(max) {
+        text.truncate(at);
+        text.push('…');
+    }
+}
+
 /// One thing wrong with an input file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -43,9 +56,15 @@ pub struct Problems {
 
 impl Problems {
     /// Records a problem.
-    pub fn push(&mut self, problem: Problem) {
+    pub fn push(&mut self, mut problem: Problem) {
         self.total += 1;
         if self.first.len() < MAX_REPORTED {
+            // A reason may quote a cell or a header of up to a row's size:
+            // kept and printed short.
+            shorten(&mut problem.reason, MAX_REASON_CHARS);
+            if let Some(column) = problem.column.as_mut() {
+                shorten(column, MAX_COLUMN_CHARS);
+            }
             self.first.push(problem);
         }
     }
@@ -63,5 +82,24 @@ impl Problems {
     /// Whether none was found.
     pub fn is_empty(&self) -> bool {
         self.total == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_cell_quoted_in_a_reason_is_kept_short() {
+        let mut problems = Problems::default();
+        let cell = "é".repeat(1_000_000);
+        problems.at("skills.csv", 2, Some(&cell), format!("bad value {cell:?}"));
+        let kept = &problems.first[0];
+        assert_eq!(kept.reason.chars().count(), MAX_REASON_CHARS + 1);
+        assert!(kept.reason.ends_with('…'));
+        assert_eq!(
+            kept.column.as_deref().map(|c| c.chars().count()),
+            Some(MAX_COLUMN_CHARS + 1)
+        );
     }
 }

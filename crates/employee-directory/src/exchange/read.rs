@@ -390,14 +390,16 @@ fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Re
     if n == 0 {
         return Ok(Line::Eof);
     }
-    if buf.last() == Some(&b'\n') {
+    let ended = buf.last() == Some(&b'\n');
+    if ended {
         buf.pop();
         if buf.last() == Some(&b'\r') {
             buf.pop();
         }
     }
     if buf.len() > max {
-        if !buf.ends_with(b"\n") {
+        // A line cut short by the bound: skip to its end (not into the next).
+        if !ended {
             skip_line(reader)?;
         }
         return Ok(Line::TooLong);
@@ -468,4 +470,26 @@ pub fn values(entity: &Entity, row: &RawRow) -> Option<Vec<super::value::Value>>
             Some(text) => super::value::parse(column.kind, text).ok(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_just_over_the_bound_does_not_swallow_the_next() {
+        // "abcde\n" is 5 bytes over a bound of 4 and ends in a newline.
+        let mut reader = io::Cursor::new(b"abcde\n{}\n".to_vec());
+        let mut buf = Vec::new();
+        assert!(matches!(
+            read_line(&mut reader, &mut buf, 4),
+            Ok(Line::TooLong)
+        ));
+        assert!(matches!(
+            read_line(&mut reader, &mut buf, 4),
+            Ok(Line::Text)
+        ));
+        assert_eq!(buf, b"{}");
+        assert!(matches!(read_line(&mut reader, &mut buf, 4), Ok(Line::Eof)));
+    }
 }

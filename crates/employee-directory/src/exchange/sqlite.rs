@@ -122,7 +122,7 @@ fn load_known(conn: &Connection) -> Result<Known, ExchangeError> {
                 };
                 parts.push(validate::normalize(entity.columns[k].kind, &text));
             }
-            set.insert(parts.join("\u{1f}"));
+            set.insert(parts.join(validate::KEY_SEPARATOR));
         }
     }
     let mut stmt = conn
@@ -381,6 +381,17 @@ pub fn history(path: &Path, limit: u32) -> Result<Vec<super::ImportRecord>, Exch
         return Ok(Vec::new());
     }
     let conn = open(path)?;
+    // A file of an older schema (or not a directory) has had no import.
+    let recorded: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'import_history')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(db("read import history"))?;
+    if !recorded {
+        return Ok(Vec::new());
+    }
     let sql = format!(
         "SELECT id, {} FROM (SELECT * FROM import_history ORDER BY id DESC LIMIT ?1) ORDER BY id",
         record::INSERT_COLUMNS

@@ -23,29 +23,33 @@ pub struct Known {
     pub managers: HashMap<String, Option<String>>,
 }
 
-/// A key as compared: text ignores case (ids are case-insensitive).
+/// One key part as compared, in its parsed form (" 7" is 7; "Junior" is
+/// junior; text ignores case), the same for file cells, references and
+/// database keys; `None` when the text does not parse (reported apart).
+fn key_part(kind: Kind, text: &str) -> Option<String> {
+    Some(match value::parse(kind, text).ok()? {
+        Value::Text(s) => s.to_lowercase(),
+        Value::Int(n) => n.to_string(),
+        other => format!("{other:?}"),
+    })
+}
+
+/// A key or reference as compared ([`key_part`]; text that does not parse
+/// is only trimmed and lowered, so it matches nothing it should not).
 pub fn normalize(kind: Kind, text: &str) -> String {
-    match kind {
-        Kind::Int | Kind::Days => text.trim().to_string(),
-        _ => text.trim().to_lowercase(),
-    }
+    key_part(kind, text).unwrap_or_else(|| text.trim().to_lowercase())
 }
 
 fn key_of(entity: &Entity, cells: &[Option<String>]) -> Option<String> {
     let mut parts = Vec::with_capacity(entity.key.len());
     for &k in entity.key {
-        let column = &entity.columns[k];
-        let text = cells[k].as_deref()?;
-        // Keys compare in their parsed form (" 7" is 7; "Junior" is junior).
-        let parsed = match value::parse(column.kind, text).ok()? {
-            Value::Text(s) => s.to_lowercase(),
-            Value::Int(n) => n.to_string(),
-            other => format!("{other:?}"),
-        };
-        parts.push(parsed);
+        parts.push(key_part(entity.columns[k].kind, cells[k].as_deref()?)?);
     }
-    Some(parts.join("\u{1f}"))
+    Some(parts.join(KEY_SEPARATOR))
 }
+
+/// Joins the parts of a composite key.
+pub const KEY_SEPARATOR: &str = "\u{1f}";
 
 /// What validation learnt: the problems, and per file its rows and digest.
 #[derive(Debug, Default)]
@@ -243,7 +247,7 @@ fn check_row(
                 Some(column),
                 format!(
                     "duplicate id {:?} (first on line {first})",
-                    key.replace('\u{1f}', "/")
+                    key.replace(KEY_SEPARATOR, "/")
                 ),
             );
             seen.insert(h.finish(), first);
@@ -306,7 +310,7 @@ fn check_rules(
                 );
             }
             if let (Value::Int(role), Value::Text(level)) = (get("roleId"), get("level")) {
-                let band = format!("{role}\u{1f}{level}");
+                let band = format!("{role}{KEY_SEPARATOR}{level}");
                 if !resolve.exists("compensation_bands", &band) {
                     let reason = format!(
                         "role {role} has no compensation band at level {level} ({})",

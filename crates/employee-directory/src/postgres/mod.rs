@@ -10,7 +10,7 @@ mod migrate;
 mod pool;
 mod queries;
 mod reports;
-mod row;
+pub(crate) mod row;
 mod seed;
 mod watch;
 

@@ -14,6 +14,7 @@
 //! takes to arrive (sub-millisecond on a local network); a call that
 //! starts after the announcement arrived sees the change.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -30,6 +31,11 @@ const POLL: Duration = Duration::from_secs(5);
 
 /// Longest wait for the poll's answer before the connection is given up.
 const POLL_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Announcements queued between the connection and the follower. Anyone
+/// may `NOTIFY` the channel; past this the payloads are dropped and the
+/// follower rereads the counter instead (one read covers them all).
+const QUEUED: usize = 256;
 
 /// Waits between reconnection attempts, doubling up to the last.
 const BACKOFF: [Duration; 4] = [
@@ -138,14 +144,20 @@ async fn listen_once(
     watched: &Watched,
 ) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = config.connect(NoTls).await?;
-    let (tx, mut announced) = mpsc::unbounded_channel();
+    let (tx, mut announced) = mpsc::channel(QUEUED);
+    let missed = Arc::new(AtomicBool::new(false));
+    let missed_by_driver = Arc::clone(&missed);
     // The connection delivers announcements only to whoever polls it.
     let driver = tokio::spawn(async move {
         loop {
             match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
                 Some(Ok(AsyncMessage::Notification(n))) => {
-                    if tx.send(n.payload().to_owned()).is_err() {
-                        return Ok(());
+                    match tx.try_send(n.payload().to_owned()) {
+                        Ok(()) => {}
+                        Err(mpsc::error::TrySendError::Full(_)) => {
+                            missed_by_driver.store(true, Ordering::Relaxed);
+                        }
+                        Err(mpsc::error::TrySendError::Closed(_)) => return Ok(()),
                     }
                 }
                 Some(Ok(_)) => {}
@@ -154,7 +166,7 @@ async fn listen_once(
             }
         }
     });
-    let result = follow(&client, watched, &mut announced).await;
+    let result = follow(&client, watched, &mut announced, &missed).await;
     driver.abort();
     result
 }
@@ -162,7 +174,8 @@ async fn listen_once(
 async fn follow(
     client: &Client,
     watched: &Watched,
-    announced: &mut mpsc::UnboundedReceiver<String>,
+    announced: &mut mpsc::Receiver<String>,
+    missed: &AtomicBool,
 ) -> Result<(), tokio_postgres::Error> {
     // Read after LISTEN: a change committed before is in this read, one
     // committed after is announced.
@@ -184,9 +197,14 @@ async fn follow(
                     return Ok(()); // The connection ended.
                 };
                 match payload.parse::<i64>() {
-                    Ok(generation) => watched.advance(generation),
-                    // Not ours: reread to be sure.
-                    Err(_) => watched.set(Some(read(client).await?)),
+                    Ok(generation) if !missed.swap(false, Ordering::Relaxed) => {
+                        watched.advance(generation);
+                    }
+                    // Not ours, or some were dropped: reread to be sure.
+                    _ => match tokio::time::timeout(POLL_TIMEOUT, read(client)).await {
+                        Ok(stamp) => watched.set(Some(stamp?)),
+                        Err(_) => return Ok(()), // Unresponsive: start afresh.
+                    },
                 }
             }
             _ = poll.tick() => {

@@ -533,7 +533,12 @@ pub struct ConnectionArgs {
     /// Most long-lived streams (subscriptions/listen, legacy GET streams,
     /// GET /sse) open at once, all clients together; further ones get 429.
     /// Default: half of --max-connections, so requests always find room.
-    #[arg(long, env = "EMPLOYEE_MCP_MAX_STREAMS", value_name = "N")]
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_MAX_STREAMS",
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
     pub max_streams: Option<u64>,
 
     /// Most long-lived streams one client (token subject, else client

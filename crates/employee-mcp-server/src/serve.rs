@@ -193,7 +193,10 @@ async fn on_http(
             .oauth
             .as_ref()
             .map(auth::OAuth::resource_metadata_url),
-        max_streams: to_usize(conn.max_streams.unwrap_or(conn.max_connections / 2)),
+        max_streams: to_usize(
+            conn.max_streams
+                .unwrap_or((conn.max_connections / 2).max(1)),
+        ),
         max_streams_per_caller: to_usize(conn.max_streams_per_caller),
         ..HttpConfig::default()
     };

@@ -210,6 +210,11 @@ impl Shares {
     /// with nothing running), then keeps every share alive for a TTL.
     pub async fn maintain(&self) -> Result<(), LimitError> {
         let now = Instant::now();
+        // Entries left with nothing claimed or running (a resize that
+        // failed or granted nothing, e.g. during an outage): one per caller
+        // ever seen otherwise.
+        lock(&self.held)
+            .retain(|_, s| s.claimed > 0 || s.running > 0 || Arc::strong_count(&s.resizing) > 1);
         let idle: Vec<(String, usize, Arc<tokio::sync::Mutex<()>>)> = lock(&self.held)
             .iter()
             .filter(|(_, s)| s.claimed > s.running && now >= s.grown + SHRINK_AFTER)

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
-use super::limits::{CancelOnDrop, Limits};
+use super::limits::Limits;
 use super::spec::{DefinitionError, ToolSpec};
 use super::sql;
 use super::sqlite::{OutColumn, Query, RunError};
@@ -489,18 +489,11 @@ impl Executor {
         query: Query,
     ) -> Result<(Vec<Value>, bool), RunError> {
         let timeout_ms = u64::try_from(query.timeout.as_millis()).unwrap_or(u64::MAX);
-        let mut client = self.pool.get().await.map_err(|e| match e {
+        let client = self.pool.get().await.map_err(|e| match e {
             deadpool_postgres::PoolError::Timeout(_) => RunError::Busy,
             e => RunError::Database(e.to_string()),
         })?;
-        let token = client.cancel_token();
-        let guard = CancelOnDrop::new(move || {
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(async move {
-                    let _ = token.cancel_query(tokio_postgres::NoTls).await;
-                });
-            }
-        });
+        let mut running = Running(Some(client));
         let call = Call {
             role: &self.role,
             types: spec_types,
@@ -509,8 +502,8 @@ impl Executor {
             timeout_ms,
             max_bytes: self.limits.max_result_bytes,
         };
-        let result = call.fetch(&mut client).await;
-        guard.disarm();
+        let result = call.fetch(running.client()).await;
+        running.finish();
         result.map_err(|e| match e {
             Fetch::TooLarge => RunError::TooLarge(self.limits.max_result_bytes),
             Fetch::Postgres(e) => classify(&e, timeout_ms),
@@ -553,6 +546,43 @@ struct Call<'a> {
     query: &'a Query,
     timeout_ms: u64,
     max_bytes: usize,
+}
+
+/// A pooled connection running a custom statement. Dropped before
+/// [`Running::finish`] (the call timed out or was cancelled), it cancels the
+/// statement and leaves the pool: returned at once, the backend would be
+/// handed to the next call while the cancel request is still on its way,
+/// and the cancel would stop that other caller's statement.
+struct Running(Option<deadpool_postgres::Object>);
+
+impl Running {
+    fn client(&mut self) -> &mut deadpool_postgres::Object {
+        // Only `finish` and `drop` empty it, and both consume `self`.
+        self.0
+            .as_mut()
+            .expect("the connection is held until the call ends")
+    }
+
+    /// The statement ended: the connection goes back to the pool.
+    fn finish(mut self) {
+        drop(self.0.take());
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let Some(client) = self.0.take() else {
+            return;
+        };
+        let token = client.cancel_token();
+        let detached = deadpool_postgres::Object::take(client);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = token.cancel_query(tokio_postgres::NoTls).await;
+                drop(detached);
+            });
+        }
+    }
 }
 
 impl Call<'_> {

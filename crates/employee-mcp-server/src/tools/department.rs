@@ -29,7 +29,7 @@ pub(crate) const MAX_LIMIT: u32 = 500;
 /// Teams an answer names: a department of 100,000 people has thousands
 /// (170 KB of names), so the answer lists the first ones by id and says how
 /// many there are; the summary counts people by team.
-pub(crate) const TEAMS_LISTED: usize = 50;
+pub(crate) const TEAMS_LISTED: usize = super::IDS_LISTED;
 
 /// Arguments of list-department-employees.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -105,7 +105,7 @@ async fn roster(directory: Directory, input: Input) -> ToolResult<SharedOutput<R
         return Err(ToolError::execution(format!(
             "No department \"{}\". Valid department ids: {}.",
             input.department_id,
-            list.join(", ")
+            super::some_of(&list, super::IDS_LISTED)
         )));
     };
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
@@ -118,18 +118,10 @@ async fn roster(directory: Directory, input: Input) -> ToolResult<SharedOutput<R
             let Some(t) = teams.iter().find(|t| {
                 t.team_id.eq_ignore_ascii_case(team) || t.name.eq_ignore_ascii_case(team)
             }) else {
-                let list: Vec<&str> = teams
-                    .iter()
-                    .take(TEAMS_LISTED)
-                    .map(|t| t.team_id.as_str())
-                    .collect();
-                let more = match teams.len().saturating_sub(TEAMS_LISTED) {
-                    0 => String::new(),
-                    n => format!(" and {n} more"),
-                };
+                let list: Vec<&str> = teams.iter().map(|t| t.team_id.as_str()).collect();
                 return Err(ToolError::execution(format!(
-                    "Department \"{department_id}\" has no team \"{team}\". Its teams: {}{more}.",
-                    list.join(", ")
+                    "Department \"{department_id}\" has no team \"{team}\". Its teams: {}.",
+                    super::some_of(&list, TEAMS_LISTED)
                 )));
             };
             team_members = roster
@@ -161,9 +153,14 @@ async fn roster(directory: Directory, input: Input) -> ToolResult<SharedOutput<R
 /// The answer for one page of `roster` (whose list holds `total` rows).
 fn page_of(roster: &DepartmentRoster, total: u32, page: Page<'_, RosterEntry>) -> RosterPage {
     let listed = roster.department.teams.len().min(TEAMS_LISTED);
+    let d = &roster.department;
     let department = DepartmentSummary {
-        teams: roster.department.teams[..listed].to_vec(),
-        ..roster.department.clone()
+        department_id: d.department_id.clone(),
+        name: d.name.clone(),
+        description: d.description.clone(),
+        head: d.head.clone(),
+        head_id: d.head_id.clone(),
+        teams: d.teams[..listed].to_vec(),
     };
     RosterPage {
         team_count: u32::try_from(roster.department.teams.len()).unwrap_or(u32::MAX),

@@ -83,6 +83,21 @@ where
 /// A directory failure as the model sees it: the details (with the file
 /// path) go to the operator's log, the model gets a message without server
 /// paths that says whether retrying can help.
+/// Ids named in an error message or an answer: at most this many, so the
+/// text grows with the question, not with the company (a company of
+/// 100,000 people has thousands of teams).
+pub(crate) const IDS_LISTED: usize = 50;
+
+/// The first `max` of `ids`, comma separated, and how many more there are:
+/// "a, b, c and 9,530 more".
+pub(crate) fn some_of<S: AsRef<str>>(ids: &[S], max: usize) -> String {
+    let listed: Vec<&str> = ids.iter().take(max).map(AsRef::as_ref).collect();
+    match ids.len().saturating_sub(max) {
+        0 => listed.join(", "),
+        more => format!("{} and {more} more", listed.join(", ")),
+    }
+}
+
 pub(crate) fn unavailable(error: DirectoryError) -> ToolError {
     tracing::error!(%error, "directory query failed");
     ToolError::execution(unavailable_message(error.unavailable_reason()))
@@ -135,3 +150,16 @@ pub(crate) async fn unknown_employee(directory: &Directory, id: &str) -> ToolErr
 /// Input constraint shared by every id-like argument: short, printable, no
 /// control characters.
 pub(crate) const ID_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9 .@'_-]*$";
+
+#[cfg(test)]
+mod tests {
+    use super::some_of;
+
+    #[test]
+    fn ids_are_listed_up_to_the_bound_then_counted() {
+        let ids: Vec<String> = (0..5).map(|i| format!("t{i}")).collect();
+        assert_eq!(some_of(&ids, 5), "t0, t1, t2, t3, t4");
+        assert_eq!(some_of(&ids, 2), "t0, t1 and 3 more");
+        assert_eq!(some_of::<String>(&[], 2), "");
+    }
+}

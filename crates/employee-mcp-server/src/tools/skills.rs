@@ -89,7 +89,7 @@ async fn search(directory: Directory, input: Input) -> ToolResult<SharedOutput<S
         return Err(ToolError::execution(format!(
             "No employee has a skill matching \"{}\". Known skills: {}.",
             input.skill,
-            skills.join(", ")
+            super::some_of(&skills, 2 * super::IDS_LISTED)
         )));
     }
     let query = input.skill.trim().to_lowercase();

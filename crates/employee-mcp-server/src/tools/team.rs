@@ -86,7 +86,7 @@ async fn team_members(directory: Directory, input: Input) -> ToolResult<SharedOu
         return Err(ToolError::execution(format!(
             "No team \"{}\". Valid team ids: {}.",
             input.team_id,
-            list.join(", ")
+            super::some_of(&list, super::IDS_LISTED)
         )));
     };
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;

@@ -665,3 +665,27 @@ async fn http_sse_transport_serves_the_whole_flow() {
     let status = post_message(&addr, "/messages?sessionId=nope", &list).await;
     assert_eq!(status, 404);
 }
+
+/// GET and DELETE with a repeated `Mcp-Session-Id` are bad requests (400
+/// and a JSON-RPC error), not a method the endpoint does not allow (405).
+#[tokio::test]
+async fn a_repeated_session_id_on_get_or_delete_is_a_bad_request() {
+    let server = Server::start().await;
+    for method in ["GET", "DELETE"] {
+        let headers: [(&str, &[u8]); 3] = [
+            ("Accept", b"text/event-stream"),
+            ("Mcp-Session-Id", b"one"),
+            ("Mcp-Session-Id", b"two"),
+        ];
+        let reply = common::http_request(&server.addr, method, &headers, None)
+            .await
+            .expect("request");
+        assert_eq!(reply.status, 400, "{method}: {}", reply.text);
+        assert!(reply.text.contains("\"error\""), "{method}: {}", reply.text);
+    }
+    let alone: [(&str, &[u8]); 1] = [("Accept", b"text/event-stream")];
+    let reply = common::http_request(&server.addr, "DELETE", &alone, None)
+        .await
+        .expect("request");
+    assert_eq!(reply.status, 405, "{}", reply.text);
+}

@@ -17,6 +17,16 @@ use super::stream_slots::hold;
 use crate::access::Principal;
 use crate::engine::check_session_version;
 
+/// The request's session id: without one, GET and DELETE are not allowed
+/// here (405); a repeated or malformed one is a bad request (400).
+fn session_id(headers: &http::HeaderMap) -> Result<String, Box<Response>> {
+    match single(headers, SESSION_ID) {
+        Ok(Some(id)) => Ok(id),
+        Ok(None) => Err(Box::new(method_not_allowed())),
+        Err(e) => Err(Box::new(error_response(StatusCode::BAD_REQUEST, None, e))),
+    }
+}
+
 fn method_not_allowed() -> Response {
     let mut r = error_response(
         StatusCode::METHOD_NOT_ALLOWED,
@@ -70,8 +80,9 @@ pub(crate) async fn get(
 ) -> Response {
     let (parts, _) = request.into_parts();
     let headers = parts.headers;
-    let Ok(Some(id)) = single(&headers, SESSION_ID) else {
-        return method_not_allowed();
+    let id = match session_id(&headers) {
+        Ok(id) => id,
+        Err(r) => return *r,
     };
     let mut extensions = parts.extensions;
     add_client_address(&state, &mut extensions, &headers);
@@ -145,8 +156,9 @@ pub(crate) async fn delete(
     request: axum::extract::Request,
 ) -> Response {
     let (parts, _) = request.into_parts();
-    let Ok(Some(id)) = single(&parts.headers, SESSION_ID) else {
-        return method_not_allowed();
+    let id = match session_id(&parts.headers) {
+        Ok(id) => id,
+        Err(r) => return *r,
     };
     let subject = parts
         .extensions

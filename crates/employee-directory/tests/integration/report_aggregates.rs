@@ -306,6 +306,9 @@ async fn reports_follow_every_change(kind: Kind) {
     ];
     for (what, sql) in changes {
         db.execute(&sql);
+        // The change came on another connection: on PostgreSQL the cache
+        // follows it through an announcement that may lag the commit.
+        dir.sync().await.unwrap();
         assert_reports_match(&dir, &db, what).await;
         assert_aggregates_rebuild(&db, what);
     }

@@ -177,25 +177,31 @@ impl Directory {
         dispatch!(self, db => db.employee(id))
     }
 
-    /// Active employees of a department, by id (`engineering`) or name
-    /// (`Engineering`), with tenure as of today.
+    /// Every active employee of a department, by id (`engineering`) or
+    /// name (`Engineering`), with tenure as of today: one page as large as
+    /// the department. A client reading a large department pages with
+    /// [`Directory::department_page`].
     pub async fn department_employees(
         &self,
         department_id: &str,
     ) -> Result<Option<DepartmentRoster>, DirectoryError> {
-        self.department_employees_cached(department_id)
+        self.department_page(department_id, &RosterQuery::first(u32::MAX))
             .await
             .map(Cached::into_owned)
     }
 
-    /// [`Directory::department_employees`], shared (see
-    /// [`Directory::employee_cached`]).
-    pub async fn department_employees_cached(
+    /// One page of a department's active employees, with counts over the
+    /// whole department: the rows after `q.after` in roster order (see
+    /// [`page_order::roster_key`]), at most `q.limit`, narrowed to the team
+    /// `q.team` names. The cost follows the page, not the department.
+    /// Shared like [`Directory::employee_cached`].
+    pub async fn department_page(
         &self,
         department_id: &str,
+        q: &RosterQuery,
     ) -> Result<Cached<Option<DepartmentRoster>>, DirectoryError> {
-        let (id, today) = (department_id.to_string(), self.today());
-        dispatch!(self, db => db.department_roster(id, today))
+        let (id, q, today) = (department_id.to_string(), q.clone(), self.today());
+        dispatch!(self, db => db.department_roster(id, q, today))
     }
 
     /// How long an employee has been with the company as of today (or until

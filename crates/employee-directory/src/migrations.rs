@@ -38,6 +38,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(5, "0005_report_aggregates.sql"),
     migration!(6, "0006_skill_search.sql"),
     migration!(7, "0007_generation_notify.sql"),
+    migration!(8, "0008_roster_paging.sql"),
 ];
 
 /// The schema version this build migrates to.

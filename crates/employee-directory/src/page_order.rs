@@ -1,27 +1,63 @@
 //! The order of every list a client can page through, and its keys.
 //!
-//! Rosters and skill matches are sorted here, in Rust, after the query, so
-//! both backends return the same order whatever their collations. Every
+//! Department rosters are read in this order by the database, a page at a
+//! time, in an order both backends index the same way (bytes, not
+//! collations). Team rosters and skill matches are sorted here, in Rust,
+//! after the query, so both backends return the same order whatever their
+//! collations. Every
 //! key ends with the employee id (unique), so "the rows after this key" is
 //! well defined even after the directory changed between two pages: a
 //! client paging with the key of the last row it saw (a keyset cursor)
 //! gets every row that stayed exactly once, rows added after its position
 //! and none added before it.
 
-use crate::model::{Level, RosterEntry, SkillMatch, TeamMember};
+use crate::model::{Level, RosterEntry, RosterPosition, SkillMatch, TeamMember};
 
 /// A row's position in its list: rows compare as their keys do.
 pub type SortKey = Vec<String>;
 
-/// Position in a department roster: the head (no team) first, then by
-/// team, name and id.
+/// Position in a department roster: people outside any team (the head)
+/// first, then by team id and employee id. The backends read pages in
+/// this order with an index (ids compare as stored bytes, employee ids
+/// ASCII-lowercased), so a page costs the same in any size of department.
 pub fn roster_key(e: &RosterEntry) -> SortKey {
-    vec![
-        flag(e.team.is_some()),
-        lower(e.team.as_deref().unwrap_or_default()),
-        lower(&e.name),
-        lower(&e.employee_id),
-    ]
+    roster_position(e).key()
+}
+
+/// The position of a roster row.
+pub fn roster_position(e: &RosterEntry) -> RosterPosition {
+    RosterPosition {
+        team_id: e.team_id.clone(),
+        employee_id: e.employee_id.to_ascii_lowercase(),
+    }
+}
+
+impl RosterPosition {
+    /// The position as a sort key (what a cursor carries).
+    pub fn key(&self) -> SortKey {
+        vec![
+            flag(self.team_id.is_some()),
+            self.team_id.clone().unwrap_or_default(),
+            self.employee_id.clone(),
+        ]
+    }
+
+    /// The position a [`RosterPosition::key`] was made from; `None` for a
+    /// key of another shape.
+    pub fn from_key(key: &[String]) -> Option<RosterPosition> {
+        let [flag, team, id] = key else {
+            return None;
+        };
+        let team_id = match flag.as_str() {
+            "0" if team.is_empty() => None,
+            "1" => Some(team.clone()),
+            _ => return None,
+        };
+        Some(RosterPosition {
+            team_id,
+            employee_id: id.clone(),
+        })
+    }
 }
 
 /// Position in a team roster: the manager first, then by level (highest
@@ -59,10 +95,6 @@ pub fn match_rank(query: &str, skill: &str) -> u8 {
     } else {
         2
     }
-}
-
-pub(crate) fn sort_roster(rows: &mut [RosterEntry]) {
-    rows.sort_by_cached_key(roster_key);
 }
 
 pub(crate) fn sort_members(rows: &mut [TeamMember]) {

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use chrono::NaiveDate;
 use serde::Serialize;
 
-use crate::model::{LeaveType, Level, ReportType, SkillSearch};
+use crate::model::{LeaveType, Level, ReportType, RosterQuery, SkillSearch};
 
 /// Default budget of the cache, in estimated bytes held (four per byte of
 /// an answer's JSON): the whole seeded directory's profiles (about
@@ -50,7 +50,7 @@ pub(crate) struct Stamp {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum Key {
     Employee(String),
-    Department(String, NaiveDate),
+    Department(String, RosterQuery, NaiveDate),
     Tenure(String, NaiveDate),
     Team(String),
     Skill(String, u32),
@@ -65,7 +65,6 @@ impl Key {
     fn weight(&self) -> usize {
         let text = match self {
             Key::Employee(s)
-            | Key::Department(s, _)
             | Key::Tenure(s, _)
             | Key::Team(s)
             | Key::Skill(s, _)
@@ -73,6 +72,12 @@ impl Key {
             | Key::RoleLevels(s)
             | Key::Leave(s, _, _) => s.len(),
             Key::Report(..) => 0,
+            Key::Department(s, q, _) => {
+                let after = q.after.as_ref().map_or(0, |p| {
+                    p.employee_id.len() + p.team_id.as_ref().map_or(0, String::len)
+                });
+                s.len() + q.team.as_ref().map_or(0, String::len) + after
+            }
         };
         text + 64
     }

@@ -35,6 +35,28 @@ pub(crate) fn summarize<'a>(rows: impl IntoIterator<Item = Counted<'a>>) -> Rost
     }
 }
 
+/// The same counts from a database's groups: people per team name, and per
+/// level and location together.
+pub(crate) fn summarize_groups<'a>(
+    teams: impl IntoIterator<Item = (Option<&'a str>, u32)>,
+    places: impl IntoIterator<Item = (Level, &'a str, u32)>,
+) -> RosterSummary {
+    let (mut by_team, mut levels, mut locations) =
+        (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    for (team, n) in teams {
+        *by_team.entry(team.unwrap_or(NO_TEAM)).or_insert(0u32) += n;
+    }
+    for (level, place, n) in places {
+        *levels.entry(level.as_str()).or_insert(0u32) += n;
+        *locations.entry(place).or_insert(0u32) += n;
+    }
+    RosterSummary {
+        by_team: largest_first(by_team),
+        by_level: largest_first(levels),
+        by_location: largest_first(locations),
+    }
+}
+
 fn largest_first(counts: BTreeMap<&str, u32>) -> Vec<GroupCount> {
     let mut out: Vec<GroupCount> = counts
         .into_iter()

@@ -16,8 +16,9 @@ pub use enums::{
     ReportType, TerminationReason,
 };
 pub use org::{
-    DepartmentRoster, DepartmentSummary, GroupCount, Health, RosterEntry, RosterSummary,
-    SkillMatch, SkillMatchKind, SkillSearch, TeamMember, TeamRef, TeamRoster, TeamSummary,
+    DepartmentRoster, DepartmentSummary, GroupCount, Health, RosterEntry, RosterPosition,
+    RosterQuery, RosterSummary, SkillMatch, SkillMatchKind, SkillSearch, TEAMS_LISTED, TeamMember,
+    TeamRef, TeamRoster, TeamSummary,
 };
 pub use pay::{CompensationBand, LeaveBalance, SalaryStats};
 pub use report::{

@@ -86,20 +86,69 @@ pub struct RosterSummary {
     pub by_location: Vec<GroupCount>,
 }
 
-/// Active employees of one department.
+/// Where a roster page starts: after this row (see
+/// [`crate::page_order`]). Any value is a valid position, so a position
+/// taken from a client cannot make a query fail.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RosterPosition {
+    /// The row's team id; `None` for people outside any team (they come
+    /// first).
+    pub team_id: Option<String>,
+    /// The row's employee id, ASCII-lowercased (ids are unique ignoring
+    /// case, and both backends order them so).
+    pub employee_id: String,
+}
+
+/// Which page of a department roster to read.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RosterQuery {
+    /// Only this team of the department (id or name, any case).
+    pub team: Option<String>,
+    /// Rows after this position; `None` for the first page.
+    pub after: Option<RosterPosition>,
+    /// Most rows in the page.
+    pub limit: u32,
+}
+
+impl RosterQuery {
+    /// The first `limit` rows of the whole department.
+    pub fn first(limit: u32) -> RosterQuery {
+        RosterQuery {
+            team: None,
+            after: None,
+            limit,
+        }
+    }
+}
+
+/// Teams a roster answer names (by id): a department of a 100,000-person
+/// company has thousands; `teamCount` says how many there are.
+pub const TEAMS_LISTED: u32 = 50;
+
+/// Active employees of one department: counts over all of them and one
+/// page of rows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DepartmentRoster {
-    /// The department.
+    /// The department; `teams` lists its first 50 teams by id.
     pub department: DepartmentSummary,
+    /// Number of teams in the department.
+    pub team_count: u32,
+    /// The team the page is narrowed to; absent for the whole department,
+    /// and when the team asked for is not one of the department's.
+    pub team: Option<TeamRef>,
     /// Date tenure is computed at.
     pub as_of: NaiveDate,
-    /// Number of active employees listed.
+    /// Active employees in the list (the department, or the team).
+    pub total: u32,
+    /// Number of active employees in this page.
     pub count: u32,
     /// Counts by team, level and location over the whole department.
     pub summary: RosterSummary,
-    /// Active employees, the head first, then by team and name (see
-    /// [`crate::page_order`]).
+    /// True when rows follow this page.
+    pub more: bool,
+    /// This page's rows: the people outside any team (the head) first, then
+    /// by team id and employee id (see [`crate::page_order`]).
     pub employees: Vec<RosterEntry>,
 }
 

@@ -10,6 +10,7 @@ mod migrate;
 mod pool;
 mod queries;
 mod reports;
+mod roster;
 pub(crate) mod row;
 mod seed;
 mod watch;
@@ -20,7 +21,7 @@ use tracing::Instrument;
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::model::{
     CompensationBand, DepartmentRoster, EmployeeDetails, Health, LeaveBalance, LeaveType, Level,
-    Report, ReportType, SkillSearch, TeamRoster, Tenure,
+    Report, ReportType, RosterQuery, SkillSearch, TeamRoster, Tenure,
 };
 use crate::options::DirectoryOptions;
 use crate::read_cache::{Cached, Key, ReadCache, Stamp, found_skill};
@@ -179,9 +180,10 @@ impl PostgresBackend {
     pub(crate) async fn department_roster(
         &self,
         id: String,
+        q: RosterQuery,
         today: NaiveDate,
     ) -> Result<Cached<Option<DepartmentRoster>>, DirectoryError> {
-        cached!(self, Key::Department(id.clone(), today), Option::is_some, c => queries::department_roster(c, &id, today))
+        cached!(self, Key::Department(id.clone(), q.clone(), today), Option::is_some, c => roster::department_roster(c, &id, &q, today))
     }
 
     pub(crate) async fn tenure(

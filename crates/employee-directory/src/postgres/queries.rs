@@ -17,14 +17,13 @@ use crate::error::DirectoryError;
 use crate::ids::{compact, slugify};
 use crate::lookup::{like_pattern, strip_level_prefix};
 use crate::model::{
-    CompensationBand, DepartmentRoster, DepartmentSummary, EmployeeDetails, EmployeeSkill,
-    EmploymentStatus, EmploymentType, Health, HistoryEntry, HistoryEvent, LeaveBalance, LeaveType,
-    Level, OfficeType, RosterEntry, SalaryStats, SkillMatch, SkillMatchKind, SkillSearch,
-    TeamMember, TeamRef, TeamRoster, TeamSummary, Tenure,
+    CompensationBand, EmployeeDetails, EmployeeSkill, EmploymentStatus, EmploymentType, Health,
+    HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType, SalaryStats,
+    SkillMatch, SkillMatchKind, SkillSearch, TeamMember, TeamRoster, TeamSummary, Tenure,
 };
 use crate::page_order;
 use crate::seed::job_title;
-use crate::summary::{Counted, summarize, team_summary};
+use crate::summary::team_summary;
 use crate::tenure;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
@@ -81,7 +80,7 @@ fn employee_key(input: &str) -> Option<(String, bool, String)> {
 }
 
 /// A department id for `$1` (lowercased id or name) or `$2` (slug).
-const DEPARTMENT: &str = "(SELECT r.id FROM departments r
+pub(crate) const DEPARTMENT: &str = "(SELECT r.id FROM departments r
       WHERE lower(r.id) = $1::text OR lower(r.name) = $1::text OR lower(r.id) = $2::text
       ORDER BY lower(r.id) LIMIT 1)";
 
@@ -93,7 +92,7 @@ const TEAM: &str = "(SELECT r.id FROM teams r
       ORDER BY lower(r.id) LIMIT 1)";
 
 /// Parameters of [`DEPARTMENT`] and [`TEAM`]; `None` for empty input.
-fn org_key(input: &str) -> Option<(String, String)> {
+pub(crate) fn org_key(input: &str) -> Option<(String, String)> {
     let input = input.trim();
     (!input.is_empty() && !input.contains('\0'))
         .then(|| (input.to_ascii_lowercase(), slugify(input)))
@@ -228,94 +227,6 @@ pub(crate) async fn tenure(
         total_days: span.total_days,
         total_years: (span.total_days as f64 / 365.25 * 100.0).round() / 100.0,
         summary: tenure::summary(&span),
-    }))
-}
-
-pub(crate) async fn department_roster(
-    c: &ClientWrapper,
-    input: &str,
-    today: NaiveDate,
-) -> Result<Option<DepartmentRoster>> {
-    let Some((key, slug)) = org_key(input) else {
-        return Ok(None);
-    };
-    let p: &Params = &[&key, &slug];
-    let head = format!(
-        "SELECT d.id, d.name, d.description, h.first_name || ' ' || h.last_name, h.id
-         FROM departments d LEFT JOIN employees h ON h.id = d.head_id
-         WHERE d.id = {DEPARTMENT}"
-    );
-    let teams = format!(
-        "SELECT id, name FROM teams WHERE department_id = {DEPARTMENT} ORDER BY lower(name)"
-    );
-    let people = format!(
-        "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
-                t.name, t.id, e.start_date, l.city, l.region, l.country
-         FROM employees e
-         JOIN roles r ON r.id = e.role_id
-         JOIN locations l ON l.id = e.location_id
-         LEFT JOIN teams t ON t.id = e.team_id
-         WHERE e.department_id = {DEPARTMENT} AND e.status = 'active'"
-    );
-    let (head, teams, people) = tokio::try_join!(
-        row_opt(c, "load department", &head, p),
-        rows(c, "load department teams", &teams, p),
-        rows(c, "load department employees", &people, p),
-    )?;
-    let Some(row) = head else {
-        return Ok(None);
-    };
-    let department = DepartmentSummary {
-        department_id: get(&row, 0)?,
-        name: get(&row, 1)?,
-        description: get(&row, 2)?,
-        head: get(&row, 3)?,
-        head_id: get(&row, 4)?,
-        teams: teams
-            .iter()
-            .map(|r| {
-                Ok(TeamRef {
-                    team_id: get(r, 0)?,
-                    name: get(r, 1)?,
-                })
-            })
-            .collect::<Result<_>>()?,
-    };
-    let rows: Vec<(RosterEntry, String)> = people
-        .iter()
-        .map(|r| {
-            let role: String = get(r, 2)?;
-            let track: String = get(r, 3)?;
-            let level = parsed(r, 4, "level", Level::parse)?;
-            let start_date: NaiveDate = get(r, 7)?;
-            let span = tenure::span(start_date, today);
-            let entry = RosterEntry {
-                employee_id: get(r, 0)?,
-                name: get(r, 1)?,
-                title: job_title(&role, &track, level),
-                level,
-                team: get(r, 5)?,
-                team_id: get(r, 6)?,
-                start_date,
-                tenure_years: span.years,
-                tenure_months: span.months,
-            };
-            Ok((entry, location(r, 8)?.display))
-        })
-        .collect::<Result<_>>()?;
-    let summary = summarize(rows.iter().map(|(e, place)| Counted {
-        team: e.team.as_deref(),
-        level: e.level,
-        location: place,
-    }));
-    let mut employees: Vec<RosterEntry> = rows.into_iter().map(|(e, _)| e).collect();
-    page_order::sort_roster(&mut employees);
-    Ok(Some(DepartmentRoster {
-        department,
-        as_of: today,
-        count: u32::try_from(employees.len()).unwrap_or(u32::MAX),
-        summary,
-        employees,
     }))
 }
 

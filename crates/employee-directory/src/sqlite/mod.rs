@@ -7,6 +7,7 @@ mod migrate;
 mod pool;
 mod queries;
 mod reports;
+mod roster;
 mod row;
 mod seed;
 
@@ -20,7 +21,7 @@ use chrono::NaiveDate;
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::model::{
     CompensationBand, DepartmentRoster, EmployeeDetails, Health, LeaveBalance, LeaveType, Level,
-    Report, ReportType, SkillSearch, TeamRoster, Tenure,
+    Report, ReportType, RosterQuery, SkillSearch, TeamRoster, Tenure,
 };
 use crate::options::DirectoryOptions;
 use crate::read_cache::{Cached, Key, ReadCache, Stamp, found_skill};
@@ -159,11 +160,12 @@ impl SqliteBackend {
     pub(crate) async fn department_roster(
         &self,
         id: String,
+        q: RosterQuery,
         today: NaiveDate,
     ) -> Result<Cached<Option<DepartmentRoster>>, DirectoryError> {
-        let key = Key::Department(id.clone(), today);
+        let key = Key::Department(id.clone(), q.clone(), today);
         self.cached(key, Option::is_some, move |c| {
-            queries::department_roster(c, &id, today)
+            roster::department_roster(c, &id, &q, today)
         })
         .await
     }

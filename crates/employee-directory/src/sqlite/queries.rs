@@ -11,14 +11,14 @@ use crate::error::DirectoryError;
 use crate::ids::{compact, slugify};
 use crate::lookup::{like_pattern, strip_level_prefix};
 use crate::model::{
-    CompensationBand, DepartmentRoster, DepartmentSummary, EmployeeDetails, EmployeeSkill,
-    EmploymentStatus, EmploymentType, Health, HistoryEntry, HistoryEvent, LeaveBalance, LeaveType,
-    Level, OfficeType, Proficiency, RosterEntry, SalaryStats, SkillMatch, SkillMatchKind,
-    SkillSearch, TeamMember, TeamRef, TeamRoster, TeamSummary, Tenure,
+    CompensationBand, EmployeeDetails, EmployeeSkill, EmploymentStatus, EmploymentType, Health,
+    HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType, Proficiency,
+    SalaryStats, SkillMatch, SkillMatchKind, SkillSearch, TeamMember, TeamRoster, TeamSummary,
+    Tenure,
 };
 use crate::page_order;
 use crate::seed::job_title;
-use crate::summary::{Counted, summarize, team_summary};
+use crate::summary::team_summary;
 use crate::tenure;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
@@ -236,96 +236,6 @@ pub(crate) fn tenure(conn: &Connection, input: &str, today: NaiveDate) -> Result
     )
     .optional()
     .map_err(DirectoryError::db("load tenure"))
-}
-
-pub(crate) fn department_roster(
-    conn: &Connection,
-    input: &str,
-    today: NaiveDate,
-) -> Result<Option<DepartmentRoster>> {
-    let Some(id) = resolve_department(conn, input)? else {
-        return Ok(None);
-    };
-    let mut department = conn
-        .cached_row(
-            "SELECT d.id, d.name, d.description, h.first_name || ' ' || h.last_name, h.id
-             FROM departments d LEFT JOIN employees h ON h.id = d.head_id
-             WHERE d.id = ?1",
-            [&id],
-            |row| {
-                Ok(DepartmentSummary {
-                    department_id: row.get(0)?,
-                    name: row.get(1)?,
-                    description: row.get(2)?,
-                    head: row.get(3)?,
-                    head_id: row.get(4)?,
-                    teams: Vec::new(),
-                })
-            },
-        )
-        .map_err(DirectoryError::db("load department"))?;
-
-    let mut stmt = conn
-        .prepare_cached("SELECT id, name FROM teams WHERE department_id = ?1 ORDER BY name")
-        .map_err(DirectoryError::db("load department teams"))?;
-    department.teams = stmt
-        .query_map([&id], |row| {
-            Ok(TeamRef {
-                team_id: row.get(0)?,
-                name: row.get(1)?,
-            })
-        })
-        .and_then(Iterator::collect)
-        .map_err(DirectoryError::db("load department teams"))?;
-
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
-                    t.name, t.id, e.start_date, l.city, l.region, l.country
-             FROM employees e
-             JOIN roles r ON r.id = e.role_id
-             JOIN locations l ON l.id = e.location_id
-             LEFT JOIN teams t ON t.id = e.team_id
-             WHERE e.department_id = ?1 AND e.status = 'active'",
-        )
-        .map_err(DirectoryError::db("load department employees"))?;
-    let rows: Vec<(RosterEntry, String)> = stmt
-        .query_map([&id], |row| {
-            let role: String = row.get(2)?;
-            let track: String = row.get(3)?;
-            let level = parsed(row, 4, "level", Level::parse)?;
-            let start_date = date(row, 7)?;
-            let span = tenure::span(start_date, today);
-            let entry = RosterEntry {
-                employee_id: row.get(0)?,
-                name: row.get(1)?,
-                title: job_title(&role, &track, level),
-                level,
-                team: row.get(5)?,
-                team_id: row.get(6)?,
-                start_date,
-                tenure_years: span.years,
-                tenure_months: span.months,
-            };
-            Ok((entry, location(row, 8)?.display))
-        })
-        .and_then(Iterator::collect)
-        .map_err(DirectoryError::db("load department employees"))?;
-    let summary = summarize(rows.iter().map(|(e, place)| Counted {
-        team: e.team.as_deref(),
-        level: e.level,
-        location: place,
-    }));
-    let mut employees: Vec<RosterEntry> = rows.into_iter().map(|(e, _)| e).collect();
-    page_order::sort_roster(&mut employees);
-
-    Ok(Some(DepartmentRoster {
-        department,
-        as_of: today,
-        count: u32::try_from(employees.len()).unwrap_or(u32::MAX),
-        summary,
-        employees,
-    }))
 }
 
 pub(crate) fn team_roster(conn: &Connection, input: &str) -> Result<Option<TeamRoster>> {

@@ -7,8 +7,10 @@
 use crate::common;
 
 use common::{Kind, TempDb, clock, open, today};
-use employee_directory::page_order::{match_key, match_rank, member_key, roster_key};
-use employee_directory::{Directory, SkillMatchKind};
+use employee_directory::page_order::{
+    match_key, match_rank, member_key, roster_key, roster_position,
+};
+use employee_directory::{Directory, RosterPosition, RosterQuery, SkillMatchKind};
 
 fn strictly_increasing<T>(rows: &[T], key: impl Fn(&T) -> Vec<String>) -> bool {
     rows.windows(2).all(|w| key(&w[0]) < key(&w[1]))
@@ -44,7 +46,115 @@ async fn rosters_and_matches_are_in_key_order(kind: Kind) {
     );
 }
 
-on_both_backends!(rosters_and_matches_are_in_key_order);
+/// Every page of `department` (narrowed to `team`), `limit` rows at a
+/// time, from the first.
+async fn walk(dir: &Directory, department: &str, team: Option<&str>, limit: u32) -> Vec<String> {
+    let mut q = RosterQuery {
+        team: team.map(str::to_owned),
+        after: None,
+        limit,
+    };
+    let mut ids = Vec::new();
+    loop {
+        let page = dir.department_page(department, &q).await.unwrap();
+        let page = page.get().as_ref().unwrap();
+        assert!(page.employees.len() as u32 <= limit);
+        assert_eq!(page.count as usize, page.employees.len());
+        ids.extend(page.employees.iter().map(|e| e.employee_id.clone()));
+        match page.employees.last() {
+            Some(last) if page.more => q.after = Some(roster_position(last)),
+            _ => return ids,
+        }
+    }
+}
+
+/// Pages read by keyset from the database list the whole roster once, in
+/// order, whatever the page size; a team narrows them; any position
+/// (also one no row has) starts a page right after it.
+async fn roster_pages_cover_the_roster_once(kind: Kind) {
+    let dir = open(kind, today()).await;
+    for (id, _) in dir.department_ids().await.unwrap() {
+        let whole = dir.department_employees(&id).await.unwrap().unwrap();
+        let all: Vec<String> = whole
+            .employees
+            .iter()
+            .map(|e| e.employee_id.clone())
+            .collect();
+        assert_eq!(whole.total as usize, all.len(), "{id}");
+        assert!(!whole.more);
+        for limit in [1, 7, 500] {
+            assert_eq!(walk(&dir, &id, None, limit).await, all, "{id} by {limit}");
+        }
+        let team = whole.employees.iter().rev().find_map(|e| e.team_id.clone());
+        let Some(team) = team else { continue };
+        let members: Vec<String> = whole
+            .employees
+            .iter()
+            .filter(|e| e.team_id.as_deref() == Some(team.as_str()))
+            .map(|e| e.employee_id.clone())
+            .collect();
+        assert_eq!(
+            walk(&dir, &id, Some(&team), 2).await,
+            members,
+            "{id}/{team}"
+        );
+        let upper = team.to_uppercase();
+        let narrowed = dir
+            .department_page(
+                &id,
+                &RosterQuery {
+                    team: Some(upper),
+                    after: None,
+                    limit: 500,
+                },
+            )
+            .await
+            .unwrap();
+        let narrowed = narrowed.get().as_ref().unwrap();
+        assert_eq!(narrowed.total as usize, members.len(), "{id}/{team}");
+        assert_eq!(
+            narrowed.team.as_ref().map(|t| t.team_id.as_str()),
+            Some(team.as_str())
+        );
+    }
+    // A position between rows: the first row of the first team comes next.
+    let whole = dir
+        .department_employees("engineering")
+        .await
+        .unwrap()
+        .unwrap();
+    let first_in_team = whole
+        .employees
+        .iter()
+        .find(|e| e.team_id.is_some())
+        .unwrap();
+    let q = RosterQuery {
+        team: None,
+        after: Some(RosterPosition {
+            team_id: None,
+            employee_id: "\u{10FFFF}".to_owned(),
+        }),
+        limit: 1,
+    };
+    let page = dir.department_page("engineering", &q).await.unwrap();
+    let page = page.get().as_ref().unwrap();
+    assert_eq!(page.employees[0].employee_id, first_in_team.employee_id);
+    // A team the department does not have: no rows, and no team.
+    let q = RosterQuery {
+        team: Some("no-such-team".to_owned()),
+        after: None,
+        limit: 5,
+    };
+    let page = dir.department_page("engineering", &q).await.unwrap();
+    let page = page.get().as_ref().unwrap();
+    assert!(page.team.is_none() && page.employees.is_empty() && page.total == 0);
+    assert!(page.team_count > 0 && !page.department.teams.is_empty());
+}
+
+on_both_backends!(
+    rosters_and_matches_are_in_key_order,
+    roster_pages_cover_the_roster_once
+);
 
 #[tokio::test]
 async fn the_trigram_index_follows_the_skills_table() {

@@ -10,14 +10,15 @@
 use chrono::NaiveDate;
 use employee_directory::page_order::roster_key;
 use employee_directory::{
-    DepartmentRoster, DepartmentSummary, Directory, RosterEntry, RosterSummary,
+    DepartmentRoster, DepartmentSummary, Directory, RosterEntry, RosterPosition, RosterQuery,
+    RosterSummary,
 };
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::paging::{self, Page};
+use super::paging;
 use crate::scopes;
 
 /// Employees listed when the call gives no `limit`.
@@ -25,11 +26,6 @@ pub(crate) const DEFAULT_LIMIT: u32 = 25;
 
 /// Largest page a caller may ask for.
 pub(crate) const MAX_LIMIT: u32 = 500;
-
-/// Teams an answer names: a department of 100,000 people has thousands
-/// (170 KB of names), so the answer lists the first ones by id and says how
-/// many there are; the summary counts people by team.
-pub(crate) const TEAMS_LISTED: usize = super::IDS_LISTED;
 
 /// Arguments of list-department-employees.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -69,7 +65,7 @@ pub struct RosterPage {
     /// Pass as `cursor` to list the next page; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
-    /// Active employees of this page: the head first, then by team and name.
+    /// Active employees of this page: people outside any team (the head) first, then by team id and employee id.
     pub employees: Vec<RosterEntry>,
 }
 
@@ -92,8 +88,18 @@ pub fn tool(directory: Directory) -> Tool {
 }
 
 async fn roster(directory: Directory, input: Input) -> ToolResult<SharedOutput<RosterPage>> {
+    let cursor = input.cursor.as_deref().map(paging::open).transpose()?;
+    let after = match &cursor {
+        Some((_, key)) => Some(RosterPosition::from_key(key).ok_or_else(paging::forged)?),
+        None => None,
+    };
+    let query = RosterQuery {
+        team: input.team_id.clone(),
+        after,
+        limit: input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT),
+    };
     let answer = directory
-        .department_employees_cached(&input.department_id)
+        .department_page(&input.department_id, &query)
         .await
         .map_err(super::unavailable)?;
     let Some(roster) = answer.get() else {
@@ -108,68 +114,59 @@ async fn roster(directory: Directory, input: Input) -> ToolResult<SharedOutput<R
             super::some_of(&list, super::IDS_LISTED)
         )));
     };
-    let limit = input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
-    let department_id = &roster.department.department_id;
-    let team_members: Vec<RosterEntry>;
-    let (employees, list) = match &input.team_id {
-        None => (&roster.employees, format!("department/{department_id}")),
-        Some(team) => {
-            let teams = &roster.department.teams;
-            let Some(t) = teams.iter().find(|t| {
-                t.team_id.eq_ignore_ascii_case(team) || t.name.eq_ignore_ascii_case(team)
-            }) else {
-                let list: Vec<&str> = teams.iter().map(|t| t.team_id.as_str()).collect();
-                return Err(ToolError::execution(format!(
-                    "Department \"{department_id}\" has no team \"{team}\". Its teams: {}.",
-                    super::some_of(&list, TEAMS_LISTED)
-                )));
-            };
-            team_members = roster
-                .employees
-                .iter()
-                .filter(|e| e.team_id.as_deref() == Some(t.team_id.as_str()))
-                .cloned()
-                .collect();
-            (
-                &team_members,
-                format!("department/{department_id}/{}", t.team_id),
-            )
-        }
-    };
-    let list = list.to_lowercase();
-    let total = u32::try_from(employees.len()).unwrap_or(u32::MAX);
-    if input.team_id.is_none() && input.cursor.is_none() && input.limit.is_none() {
-        // The usual call, the first page at the default size: made once
-        // per kept answer.
-        return super::shared(&answer, |_| {
-            let page = paging::first_page(&roster.employees, roster_key, &list, limit);
-            SharedOutput::new(&page_of(roster, total, page))
-        });
+    if let (Some(team), None) = (&input.team_id, &roster.team) {
+        return Err(no_such_team(roster, team));
     }
-    let page = paging::page(employees, roster_key, &list, input.cursor.as_deref(), limit)?;
-    SharedOutput::new(&page_of(roster, total, page)).map_err(ToolError::internal)
+    let list = list_of(roster);
+    if let Some((found, _)) = &cursor {
+        paging::check_list(found, &list)?;
+    }
+    // Made once per kept answer: every call for the same page of the same
+    // unchanged directory sends the same bytes.
+    super::shared_found(&answer, |roster| SharedOutput::new(&page_of(roster, &list)))
+        .unwrap_or_else(|| Err(ToolError::internal("the roster vanished")))
 }
 
-/// The answer for one page of `roster` (whose list holds `total` rows).
-fn page_of(roster: &DepartmentRoster, total: u32, page: Page<'_, RosterEntry>) -> RosterPage {
-    let listed = roster.department.teams.len().min(TEAMS_LISTED);
+/// The list a cursor of this roster page belongs to.
+fn list_of(roster: &DepartmentRoster) -> String {
+    let department = &roster.department.department_id;
+    match &roster.team {
+        None => format!("department/{department}"),
+        Some(t) => format!("department/{department}/{}", t.team_id),
+    }
+    .to_lowercase()
+}
+
+/// The error for a team the department does not have, naming its first
+/// teams.
+fn no_such_team(roster: &DepartmentRoster, team: &str) -> ToolError {
     let d = &roster.department;
-    let department = DepartmentSummary {
-        department_id: d.department_id.clone(),
-        name: d.name.clone(),
-        description: d.description.clone(),
-        head: d.head.clone(),
-        head_id: d.head_id.clone(),
-        teams: d.teams[..listed].to_vec(),
+    let listed: Vec<&str> = d.teams.iter().map(|t| t.team_id.as_str()).collect();
+    let more = (roster.team_count as usize).saturating_sub(listed.len());
+    let teams = match more {
+        0 => listed.join(", "),
+        n => format!("{} and {n} more", listed.join(", ")),
+    };
+    ToolError::execution(format!(
+        "Department \"{}\" has no team \"{team}\". Its teams: {teams}.",
+        d.department_id
+    ))
+}
+
+/// The answer for one page of `roster`.
+fn page_of(roster: &DepartmentRoster, list: &str) -> RosterPage {
+    let next_cursor = match roster.employees.last() {
+        Some(last) if roster.more => Some(paging::encode(list, roster_key(last))),
+        _ => None,
     };
     RosterPage {
-        team_count: u32::try_from(roster.department.teams.len()).unwrap_or(u32::MAX),
-        department,
+        department: roster.department.clone(),
+        team_count: roster.team_count,
         as_of: roster.as_of,
-        total,
+        total: roster.total,
         summary: roster.summary.clone(),
-        count: u32::try_from(page.rows.len()).unwrap_or(u32::MAX),
-        next_cursor: page.next_cursor,
-        employees: page.rows.to_vec(),
+        count: roster.count,
+        next_cursor,
+        employees: roster.employees.clone(),
     }
 }

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// Cursor format version; a cursor of another version is refused.
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 
 /// Bytes of SHA-256 kept as the checksum.
 const CHECK_BYTES: usize = 8;
@@ -115,12 +115,23 @@ pub(crate) fn encode(list: &str, after: SortKey) -> String {
 
 /// The key a cursor of `list` carries, or the error the model sees.
 fn decode(list: &str, cursor: &str) -> Result<SortKey, ToolError> {
-    let forged = || {
-        ToolError::execution(
-            "The cursor is not one this tool issued (it was changed, cut or made up). \
-             Pass nextCursor exactly as it was returned, or start again without cursor.",
-        )
-    };
+    let (found, after) = open(cursor)?;
+    check_list(&found, list)?;
+    Ok(after)
+}
+
+/// The error for a cursor this server did not issue, or that was edited.
+pub(crate) fn forged() -> ToolError {
+    ToolError::execution(
+        "The cursor is not one this tool issued (it was changed, cut or made up). \
+         Pass nextCursor exactly as it was returned, or start again without cursor.",
+    )
+}
+
+/// The list a cursor belongs to and the key it carries, for a tool that
+/// knows its list only after the query (the ids it resolves); it then
+/// calls [`check_list`].
+pub(crate) fn open(cursor: &str) -> Result<(String, SortKey), ToolError> {
     if cursor.len() > MAX_CURSOR_CHARS {
         return Err(forged());
     }
@@ -138,13 +149,18 @@ fn decode(list: &str, cursor: &str) -> Result<SortKey, ToolError> {
             "The cursor comes from an older version of this server. Start again without cursor.",
         ));
     }
-    if body.list != list {
-        return Err(ToolError::execution(
-            "The cursor belongs to another list (other arguments or another tool). Use it with \
-             the same arguments it was returned for, or start again without cursor.",
-        ));
+    Ok((body.list, body.after))
+}
+
+/// The error when a cursor of list `found` is used with list `expected`.
+pub(crate) fn check_list(found: &str, expected: &str) -> Result<(), ToolError> {
+    if found == expected {
+        return Ok(());
     }
-    Ok(body.after)
+    Err(ToolError::execution(
+        "The cursor belongs to another list (other arguments or another tool). Use it with \
+         the same arguments it was returned for, or start again without cursor.",
+    ))
 }
 
 #[cfg(test)]

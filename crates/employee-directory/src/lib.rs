@@ -76,10 +76,6 @@ use backend::Backend;
 /// Most matches [`Directory::search_by_skill`] returns.
 pub const SKILL_SEARCH_LIMIT: u32 = 100;
 
-/// Most matches [`Directory::search_by_skill_ranked`] holds (and a client
-/// can page through); `truncated` says when a search has more.
-pub const SKILL_SEARCH_HOLD: u32 = 100_000;
-
 /// Calls the same method on whichever backend is active.
 macro_rules! dispatch {
     ($self:ident, $db:ident => $call:expr) => {
@@ -232,40 +228,36 @@ impl Directory {
 
     /// Active employees with a skill containing the query (ignoring case),
     /// ranked: the skill equal to the query first, then skills starting
-    /// with it, then the rest; within each, strongest first (see
-    /// [`page_order::match_key`]). At most [`SKILL_SEARCH_LIMIT`] matches.
+    /// with it, then the rest; within a skill, strongest first (see
+    /// [`page_order::match_key`]). The first [`SKILL_SEARCH_LIMIT`]
+    /// matches; `total` counts them all.
     pub async fn search_by_skill(&self, skill: &str) -> Result<SkillSearch, DirectoryError> {
-        self.search_by_skill_cached(skill)
-            .await
-            .map(Cached::into_owned)
+        let q = SkillQuery {
+            skill: skill.to_owned(),
+            after: None,
+            limit: SKILL_SEARCH_LIMIT,
+        };
+        self.skill_page(&q).await.map(Cached::into_owned)
     }
 
-    /// [`Directory::search_by_skill`], shared (see
-    /// [`Directory::employee_cached`]).
-    pub async fn search_by_skill_cached(
-        &self,
-        skill: &str,
-    ) -> Result<Cached<SkillSearch>, DirectoryError> {
-        let skill = skill.to_string();
-        dispatch!(self, db => db.search_by_skill(skill, SKILL_SEARCH_LIMIT))
-    }
-
-    /// [`Directory::search_by_skill`] with every match (up to
-    /// [`SKILL_SEARCH_HOLD`]), ranked, for a caller that pages through them.
+    /// [`Directory::search_by_skill`] with every match, for a small
+    /// directory or a test; a client pages with [`Directory::skill_page`].
     pub async fn search_by_skill_ranked(&self, skill: &str) -> Result<SkillSearch, DirectoryError> {
-        self.search_by_skill_ranked_cached(skill)
-            .await
-            .map(Cached::into_owned)
+        let q = SkillQuery {
+            skill: skill.to_owned(),
+            after: None,
+            limit: u32::MAX,
+        };
+        self.skill_page(&q).await.map(Cached::into_owned)
     }
 
-    /// [`Directory::search_by_skill_ranked`], shared (see
-    /// [`Directory::employee_cached`]).
-    pub async fn search_by_skill_ranked_cached(
-        &self,
-        skill: &str,
-    ) -> Result<Cached<SkillSearch>, DirectoryError> {
-        let skill = skill.to_string();
-        dispatch!(self, db => db.search_by_skill(skill, SKILL_SEARCH_HOLD))
+    /// One page of a skill search: the matches after `q.after` in rank
+    /// order, at most `q.limit`, with counts over every match. The cost
+    /// follows the page and the number of matched skills, not the
+    /// company. Shared like [`Directory::employee_cached`].
+    pub async fn skill_page(&self, q: &SkillQuery) -> Result<Cached<SkillSearch>, DirectoryError> {
+        let q = q.clone();
+        dispatch!(self, db => db.search_by_skill(q))
     }
 
     /// Salary band of a role (case-insensitive; a level prefix such as

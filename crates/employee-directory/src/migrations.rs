@@ -39,6 +39,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(6, "0006_skill_search.sql"),
     migration!(7, "0007_generation_notify.sql"),
     migration!(8, "0008_roster_paging.sql"),
+    migration!(9, "0009_skill_counts.sql"),
 ];
 
 /// The schema version this build migrates to.

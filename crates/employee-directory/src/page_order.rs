@@ -1,17 +1,18 @@
 //! The order of every list a client can page through, and its keys.
 //!
-//! Department rosters are read in this order by the database, a page at a
-//! time, in an order both backends index the same way (bytes, not
-//! collations). Team rosters and skill matches are sorted here, in Rust,
-//! after the query, so both backends return the same order whatever their
-//! collations. Every
+//! Department rosters and skill matches are read in this order by the
+//! database, a page at a time through an index (ids compare as bytes or
+//! ASCII-lowercased, which both backends index alike). Team rosters (a
+//! few people each) are sorted here, in Rust, after the query. Every
 //! key ends with the employee id (unique), so "the rows after this key" is
 //! well defined even after the directory changed between two pages: a
 //! client paging with the key of the last row it saw (a keyset cursor)
 //! gets every row that stayed exactly once, rows added after its position
 //! and none added before it.
 
-use crate::model::{Level, RosterEntry, RosterPosition, SkillMatch, TeamMember};
+use crate::model::{
+    Level, MatchPosition, RosterEntry, RosterPosition, SkillMatch, TeamMember,
+};
 
 /// A row's position in its list: rows compare as their keys do.
 pub type SortKey = Vec<String>;
@@ -72,16 +73,86 @@ pub fn member_key(m: &TeamMember) -> SortKey {
 }
 
 /// Position in the matches of a skill search for `query`: skills equal to
-/// the query, then starting with it, then containing it; within each the
-/// highest proficiency first, then by name, id and skill.
+/// the query, then starting with it, then containing it, each skill by
+/// name; within a skill the highest proficiency first, then by employee
+/// id. The backends read pages in this order with an index per skill.
 pub fn match_key(query: &str, m: &SkillMatch) -> SortKey {
-    vec![
-        match_rank(query, &m.skill).to_string(),
-        descending(usize::from(m.proficiency.rank()), 4),
-        lower(&m.name),
-        lower(&m.employee_id),
-        lower(&m.skill),
-    ]
+    match_position(m).key(query)
+}
+
+/// The position of a skill match.
+pub fn match_position(m: &SkillMatch) -> MatchPosition {
+    MatchPosition {
+        skill: m.skill.to_ascii_lowercase(),
+        proficiency: m.proficiency.rank(),
+        employee_id: m.employee_id.to_ascii_lowercase(),
+    }
+}
+
+/// The order of matched skills: by rank for `query`, then by name.
+pub fn skill_order(query: &str, skill: &str) -> (u8, String) {
+    (match_rank(query, skill), skill.to_ascii_lowercase())
+}
+
+impl MatchPosition {
+    /// The position as a sort key for `query` (what a cursor carries).
+    pub fn key(&self, query: &str) -> SortKey {
+        vec![
+            match_rank(query, &self.skill).to_string(),
+            self.skill.clone(),
+            descending(usize::from(self.proficiency), 4),
+            self.employee_id.clone(),
+        ]
+    }
+
+    /// The position a [`MatchPosition::key`] was made from; `None` for a
+    /// key of another shape.
+    pub fn from_key(key: &[String]) -> Option<MatchPosition> {
+        let [_, skill, proficiency, id] = key else {
+            return None;
+        };
+        let rank: u8 = proficiency.parse().ok().filter(|r| *r <= 4)?;
+        Some(MatchPosition {
+            skill: skill.clone(),
+            proficiency: 4 - rank,
+            employee_id: id.clone(),
+        })
+    }
+}
+
+/// A skill whose name contains a search's query.
+#[derive(Debug, Clone)]
+pub(crate) struct MatchedSkill {
+    pub id: i64,
+    pub name: String,
+    /// Active employees with it (the trigger-kept `skill_counts`).
+    pub holders: u32,
+}
+
+/// Sorts matched skills in page order (see [`match_key`]).
+pub(crate) fn sort_skills(query: &str, skills: &mut [MatchedSkill]) {
+    skills.sort_by_cached_key(|s| (skill_order(query, &s.name), s.id));
+}
+
+/// Where a page after `after` starts in `skills` (sorted by
+/// [`sort_skills`]): the index of the first skill to read and, when that
+/// skill is the position's own, the proficiency and id to resume after.
+pub(crate) fn skill_start(
+    query: &str,
+    skills: &[MatchedSkill],
+    after: Option<&MatchPosition>,
+) -> (usize, Option<(u8, String)>) {
+    let Some(after) = after else {
+        return (0, None);
+    };
+    let at = skill_order(query, &after.skill);
+    let i = skills.partition_point(|s| skill_order(query, &s.name) < at);
+    match skills.get(i) {
+        Some(s) if skill_order(query, &s.name) == at => {
+            (i, Some((after.proficiency, after.employee_id.clone())))
+        }
+        _ => (i, None),
+    }
 }
 
 /// 0 when `skill` equals `query` (ignoring case and surrounding space), 1
@@ -99,10 +170,6 @@ pub fn match_rank(query: &str, skill: &str) -> u8 {
 
 pub(crate) fn sort_members(rows: &mut [TeamMember]) {
     rows.sort_by_cached_key(member_key);
-}
-
-pub(crate) fn sort_matches(query: &str, rows: &mut [SkillMatch]) {
-    rows.sort_by_cached_key(|m| match_key(query, m));
 }
 
 fn level_rank(level: Level) -> usize {

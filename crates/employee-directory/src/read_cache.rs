@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use chrono::NaiveDate;
 use serde::Serialize;
 
-use crate::model::{LeaveType, Level, ReportType, RosterQuery, SkillSearch};
+use crate::model::{LeaveType, Level, ReportType, RosterQuery, SkillQuery, SkillSearch};
 
 /// Default budget of the cache, in estimated bytes held (four per byte of
 /// an answer's JSON): the whole seeded directory's profiles (about
@@ -53,7 +53,7 @@ pub(crate) enum Key {
     Department(String, RosterQuery, NaiveDate),
     Tenure(String, NaiveDate),
     Team(String),
-    Skill(String, u32),
+    Skill(SkillQuery),
     Band(String, Level),
     RoleLevels(String),
     Leave(String, LeaveType, NaiveDate),
@@ -67,11 +67,17 @@ impl Key {
             Key::Employee(s)
             | Key::Tenure(s, _)
             | Key::Team(s)
-            | Key::Skill(s, _)
             | Key::Band(s, _)
             | Key::RoleLevels(s)
             | Key::Leave(s, _, _) => s.len(),
             Key::Report(..) => 0,
+            Key::Skill(q) => {
+                let after = q
+                    .after
+                    .as_ref()
+                    .map_or(0, |p| p.skill.len() + p.employee_id.len());
+                q.skill.len() + after
+            }
             Key::Department(s, q, _) => {
                 let after = q.after.as_ref().map_or(0, |p| {
                     p.employee_id.len() + p.team_id.as_ref().map_or(0, String::len)

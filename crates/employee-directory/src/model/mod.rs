@@ -16,6 +16,7 @@ pub use enums::{
     ReportType, TerminationReason,
 };
 pub use org::{
+    MatchPosition, SKILLS_LISTED, SkillQuery,
     DepartmentRoster, DepartmentSummary, GroupCount, Health, RosterEntry, RosterPosition,
     RosterQuery, RosterSummary, SkillMatch, SkillMatchKind, SkillSearch, TEAMS_LISTED, TeamMember,
     TeamRef, TeamRoster, TeamSummary,

@@ -254,7 +254,35 @@ pub struct SkillMatch {
     pub proficiency: Proficiency,
 }
 
-/// Result of searching active employees by skill.
+/// Where a skill-search page starts: after this match (see
+/// [`crate::page_order::match_key`]). Any value is a valid position.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MatchPosition {
+    /// The matched skill's name, ASCII-lowercased.
+    pub skill: String,
+    /// The match's proficiency rank (1 beginner .. 4 expert).
+    pub proficiency: u8,
+    /// The employee id, ASCII-lowercased.
+    pub employee_id: String,
+}
+
+/// Which page of a skill search to read.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SkillQuery {
+    /// The text searched for in skill names.
+    pub skill: String,
+    /// Matches after this position; `None` for the first page.
+    pub after: Option<MatchPosition>,
+    /// Most matches in the page.
+    pub limit: u32,
+}
+
+/// Matched skill names an answer lists: a one-letter query matches most
+/// of a large company's skills; `matchedSkillCount` says how many.
+pub const SKILLS_LISTED: u32 = 50;
+
+/// Result of searching active employees by skill: counts over every match
+/// and one page of them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SkillSearch {
@@ -262,15 +290,18 @@ pub struct SkillSearch {
     pub query: String,
     /// Whether the match was exact, partial or absent.
     pub match_kind: SkillMatchKind,
-    /// Skill names that matched the query (every skill containing it).
+    /// Skill names that matched the query, in rank order (the first 50).
     pub matched_skills: Vec<String>,
-    /// Total number of matches before truncation.
+    /// Number of skill names that matched the query.
+    pub matched_skill_count: u32,
+    /// Number of matches (active employees with a matched skill, once per
+    /// skill) over all pages.
     pub total: u32,
-    /// True if `matches` was cut to the result limit.
+    /// True when more matches follow `matches`.
     pub truncated: bool,
-    /// Matches ranked: skills equal to the query first, then skills
-    /// starting with it, then skills containing it; within each, highest
-    /// proficiency first, then by name.
+    /// Matches ranked: the skill equal to the query first, then skills
+    /// starting with it, then skills containing it, each skill by name;
+    /// within a skill the strongest first, then by employee id.
     pub matches: Vec<SkillMatch>,
 }
 

@@ -13,6 +13,7 @@ mod reports;
 mod roster;
 pub(crate) mod row;
 mod seed;
+mod skills;
 mod watch;
 
 use chrono::NaiveDate;
@@ -21,7 +22,7 @@ use tracing::Instrument;
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::model::{
     CompensationBand, DepartmentRoster, EmployeeDetails, Health, LeaveBalance, LeaveType, Level,
-    Report, ReportType, RosterQuery, SkillSearch, TeamRoster, Tenure,
+    Report, ReportType, RosterQuery, SkillQuery, SkillSearch, TeamRoster, Tenure,
 };
 use crate::options::DirectoryOptions;
 use crate::read_cache::{Cached, Key, ReadCache, Stamp, found_skill};
@@ -203,10 +204,9 @@ impl PostgresBackend {
 
     pub(crate) async fn search_by_skill(
         &self,
-        skill: String,
-        limit: u32,
+        q: SkillQuery,
     ) -> Result<Cached<SkillSearch>, DirectoryError> {
-        cached!(self, Key::Skill(skill.clone(), limit), found_skill, c => queries::search_by_skill(c, &skill, limit))
+        cached!(self, Key::Skill(q.clone()), found_skill, c => skills::search(c, &q))
     }
 
     pub(crate) async fn compensation_band(

@@ -19,7 +19,7 @@ use crate::lookup::{like_pattern, strip_level_prefix};
 use crate::model::{
     CompensationBand, EmployeeDetails, EmployeeSkill, EmploymentStatus, EmploymentType, Health,
     HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType, SalaryStats,
-    SkillMatch, SkillMatchKind, SkillSearch, TeamMember, TeamRoster, TeamSummary, Tenure,
+    TeamMember, TeamRoster, TeamSummary, Tenure,
 };
 use crate::page_order;
 use crate::seed::job_title;
@@ -302,98 +302,6 @@ pub(crate) async fn team_roster(c: &ClientWrapper, input: &str) -> Result<Option
         summary,
         members,
     }))
-}
-
-/// Skills whose lowercased name contains `$1` (lowercased; `$2` is the
-/// same as a LIKE pattern, which the `pg_trgm` index of migration 6
-/// answers), with whether the name equals it.
-const CHOSEN_SKILLS: &str = "WITH chosen AS (
-         SELECT id, name, lower(name) = $1::text AS exact FROM skills
-         WHERE lower(name) LIKE $2::text ESCAPE '\\')";
-
-pub(crate) async fn search_by_skill(
-    c: &ClientWrapper,
-    query: &str,
-    limit: u32,
-) -> Result<SkillSearch> {
-    let wanted = query.trim();
-    let mut out = SkillSearch {
-        query: query.to_string(),
-        match_kind: SkillMatchKind::None,
-        matched_skills: Vec::new(),
-        total: 0,
-        truncated: false,
-        matches: Vec::new(),
-    };
-    if wanted.is_empty() || wanted.contains('\0') {
-        return Ok(out);
-    }
-    let key = wanted.to_ascii_lowercase();
-    let pattern = like_pattern(&key);
-    let names =
-        format!("{CHOSEN_SKILLS} SELECT name, exact FROM chosen ORDER BY exact DESC, lower(name)");
-    let total = format!(
-        "{CHOSEN_SKILLS} SELECT COUNT(*)
-         FROM employee_skills es JOIN employees e ON e.id = es.employee_id
-         WHERE es.skill_id IN (SELECT id FROM chosen) AND e.status = 'active'"
-    );
-    let matches = format!(
-        "{CHOSEN_SKILLS} SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track,
-                e.level, d.name, d.id, t.name, t.id, s.name, es.proficiency
-         FROM employee_skills es
-         JOIN employees e ON e.id = es.employee_id
-         JOIN skills s ON s.id = es.skill_id
-         JOIN roles r ON r.id = e.role_id
-         JOIN departments d ON d.id = e.department_id
-         LEFT JOIN teams t ON t.id = e.team_id
-         WHERE es.skill_id IN (SELECT id FROM chosen) AND e.status = 'active'"
-    );
-    let p2: &Params = &[&key, &pattern];
-    let (names, total, matches) = tokio::try_join!(
-        rows(c, "find skills", &names, p2),
-        row_opt(c, "count skill matches", &total, p2),
-        rows(c, "load skill matches", &matches, p2),
-    )?;
-    let Some(first) = names.first() else {
-        return Ok(out);
-    };
-    out.match_kind = if get::<bool>(first, 1)? {
-        SkillMatchKind::Exact
-    } else {
-        SkillMatchKind::Partial
-    };
-    let mut matched: Vec<String> = names.iter().map(|r| get(r, 0)).collect::<Result<_>>()?;
-    // Names in one order on both backends (SQLite's NOCASE).
-    matched.sort_by_key(|n| n.to_ascii_lowercase());
-    out.matched_skills = matched;
-    out.total = match &total {
-        Some(row) => count(row, 0)?,
-        None => 0,
-    };
-    let mut matches: Vec<SkillMatch> = matches
-        .iter()
-        .map(|r| {
-            let role: String = get(r, 2)?;
-            let track: String = get(r, 3)?;
-            let level = parsed(r, 4, "level", Level::parse)?;
-            Ok(SkillMatch {
-                employee_id: get(r, 0)?,
-                name: get(r, 1)?,
-                title: job_title(&role, &track, level),
-                department: get(r, 5)?,
-                department_id: get(r, 6)?,
-                team: get(r, 7)?,
-                team_id: get(r, 8)?,
-                skill: get(r, 9)?,
-                proficiency: proficiency(r, 10)?,
-            })
-        })
-        .collect::<Result<_>>()?;
-    page_order::sort_matches(wanted, &mut matches);
-    matches.truncate(limit as usize);
-    out.matches = matches;
-    out.truncated = (out.matches.len() as u32) < out.total;
-    Ok(out)
 }
 
 /// A role id for `$1` (lowercased title), else `$2` (the title without a

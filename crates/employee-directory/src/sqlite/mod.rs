@@ -10,6 +10,7 @@ mod reports;
 mod roster;
 mod row;
 mod seed;
+mod skills;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use chrono::NaiveDate;
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::model::{
     CompensationBand, DepartmentRoster, EmployeeDetails, Health, LeaveBalance, LeaveType, Level,
-    Report, ReportType, RosterQuery, SkillSearch, TeamRoster, Tenure,
+    Report, ReportType, RosterQuery, SkillQuery, SkillSearch, TeamRoster, Tenure,
 };
 use crate::options::DirectoryOptions;
 use crate::read_cache::{Cached, Key, ReadCache, Stamp, found_skill};
@@ -193,13 +194,10 @@ impl SqliteBackend {
 
     pub(crate) async fn search_by_skill(
         &self,
-        skill: String,
-        limit: u32,
+        q: SkillQuery,
     ) -> Result<Cached<SkillSearch>, DirectoryError> {
-        let key = Key::Skill(skill.clone(), limit);
-        self.cached(key, found_skill, move |c| {
-            queries::search_by_skill(c, &skill, limit)
-        })
+        let key = Key::Skill(q.clone());
+        self.cached(key, found_skill, move |c| skills::search(c, &q))
         .await
     }
 

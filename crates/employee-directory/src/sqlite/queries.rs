@@ -6,14 +6,14 @@
 use chrono::NaiveDate;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
-use super::row::{CachedRow, count, date, date_opt, location, parsed, parsed_opt};
+use super::row::{CachedRow, count, date, date_opt, location, parsed, parsed_opt, proficiency};
 use crate::error::DirectoryError;
 use crate::ids::{compact, slugify};
 use crate::lookup::{like_pattern, strip_level_prefix};
 use crate::model::{
     CompensationBand, EmployeeDetails, EmployeeSkill, EmploymentStatus, EmploymentType, Health,
-    HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType, Proficiency,
-    SalaryStats, SkillMatch, SkillMatchKind, SkillSearch, TeamMember, TeamRoster, TeamSummary,
+    HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType,
+    SalaryStats, TeamMember, TeamRoster, TeamSummary,
     Tenure,
 };
 use crate::page_order;
@@ -194,17 +194,6 @@ pub(crate) fn employee(conn: &Connection, input: &str) -> Result<Option<Employee
     Ok(Some(details))
 }
 
-fn proficiency(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Proficiency> {
-    let rank: i64 = row.get(idx)?;
-    Proficiency::from_rank(rank).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            idx,
-            rusqlite::types::Type::Integer,
-            format!("invalid proficiency {rank} in database").into(),
-        )
-    })
-}
-
 pub(crate) fn tenure(conn: &Connection, input: &str, today: NaiveDate) -> Result<Option<Tenure>> {
     let Some(id) = resolve_employee(conn, input)? else {
         return Ok(None);
@@ -310,112 +299,6 @@ pub(crate) fn team_roster(conn: &Connection, input: &str) -> Result<Option<TeamR
         summary,
         members,
     }))
-}
-
-pub(crate) fn search_by_skill(conn: &Connection, query: &str, limit: u32) -> Result<SkillSearch> {
-    let wanted = query.trim();
-    let mut empty = SkillSearch {
-        query: query.to_string(),
-        match_kind: SkillMatchKind::None,
-        matched_skills: Vec::new(),
-        total: 0,
-        truncated: false,
-        matches: Vec::new(),
-    };
-    // SQLite's LIKE stops at a NUL, so "\0" would match every skill; no
-    // skill name contains one.
-    if wanted.is_empty() || wanted.contains('\0') {
-        return Ok(empty);
-    }
-    let load2 = |sql: &str, a: &str, b: &str| -> Result<Vec<(i64, String)>> {
-        let mut stmt = conn
-            .prepare_cached(sql)
-            .map_err(DirectoryError::db("find skills"))?;
-        stmt.query_map([a, b], |row| Ok((row.get(0)?, row.get(1)?)))
-            .and_then(Iterator::collect)
-            .map_err(DirectoryError::db("find skills"))
-    };
-    // Candidates through the trigram index (a superset when the query
-    // holds LIKE wildcards), then the exact substring test.
-    let lowered = wanted.to_ascii_lowercase();
-    let skills = load2(
-        "SELECT s.id, s.name FROM skills s
-         WHERE s.id IN (SELECT rowid FROM skills_fts WHERE name LIKE ?1)
-           AND instr(lower(s.name), ?2) > 0
-         ORDER BY s.name",
-        &format!("%{wanted}%"),
-        &lowered,
-    )?;
-    let kind = if skills
-        .iter()
-        .any(|(_, n)| page_order::match_rank(wanted, n) == 0)
-    {
-        SkillMatchKind::Exact
-    } else {
-        SkillMatchKind::Partial
-    };
-    if skills.is_empty() {
-        return Ok(empty);
-    }
-
-    let ids: Vec<i64> = skills.iter().map(|(id, _)| *id).collect();
-    let placeholders = vec!["?"; ids.len()].join(", ");
-    let filter = format!(
-        "FROM employee_skills es
-         JOIN employees e ON e.id = es.employee_id
-         JOIN skills s ON s.id = es.skill_id
-         WHERE es.skill_id IN ({placeholders}) AND e.status = 'active'"
-    );
-    let total: u32 = conn
-        .cached_row(
-            &format!("SELECT COUNT(*) {filter}"),
-            params_from_iter(&ids),
-            |row| count(row, 0),
-        )
-        .map_err(DirectoryError::db("count skill matches"))?;
-    let sql = format!(
-        "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
-                d.name, d.id, t.name, t.id, s.name, es.proficiency
-         {filter_joined}",
-        filter_joined = filter.replace(
-            "JOIN skills s ON s.id = es.skill_id",
-            "JOIN skills s ON s.id = es.skill_id
-             JOIN roles r ON r.id = e.role_id
-             JOIN departments d ON d.id = e.department_id
-             LEFT JOIN teams t ON t.id = e.team_id",
-        ),
-    );
-    let mut stmt = conn
-        .prepare_cached(&sql)
-        .map_err(DirectoryError::db("load skill matches"))?;
-    let mut matches: Vec<SkillMatch> = stmt
-        .query_map(params_from_iter(&ids), |row| {
-            let role: String = row.get(2)?;
-            let track: String = row.get(3)?;
-            let level = parsed(row, 4, "level", Level::parse)?;
-            Ok(SkillMatch {
-                employee_id: row.get(0)?,
-                name: row.get(1)?,
-                title: job_title(&role, &track, level),
-                department: row.get(5)?,
-                department_id: row.get(6)?,
-                team: row.get(7)?,
-                team_id: row.get(8)?,
-                skill: row.get(9)?,
-                proficiency: proficiency(row, 10)?,
-            })
-        })
-        .and_then(Iterator::collect)
-        .map_err(DirectoryError::db("load skill matches"))?;
-
-    page_order::sort_matches(wanted, &mut matches);
-    matches.truncate(limit as usize);
-    empty.match_kind = kind;
-    empty.matched_skills = skills.into_iter().map(|(_, name)| name).collect();
-    empty.total = total;
-    empty.truncated = (matches.len() as u32) < total;
-    empty.matches = matches;
-    Ok(empty)
 }
 
 /// Finds a role id and canonical title; "Senior Software Engineer" is

@@ -120,6 +120,21 @@ pub(crate) fn location(row: &Row<'_>, idx: usize) -> rusqlite::Result<Location> 
     Ok(Location::new(city, region, country))
 }
 
+/// Reads a proficiency stored as its rank (1..4).
+pub(crate) fn proficiency(
+    row: &rusqlite::Row<'_>,
+    idx: usize,
+) -> rusqlite::Result<crate::model::Proficiency> {
+    let rank: i64 = row.get(idx)?;
+    crate::model::Proficiency::from_rank(rank).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            idx,
+            rusqlite::types::Type::Integer,
+            format!("invalid proficiency {rank} in database").into(),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_date;

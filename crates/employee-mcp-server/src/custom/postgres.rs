@@ -28,7 +28,7 @@ pub const DEFAULT_READER_ROLE: &str = "employee_mcp_reader";
 
 /// The directory's tables: the only ones the reader role may read (a unit
 /// test keeps this list equal to the directory's migrations).
-pub const DIRECTORY_TABLES: [&str; 17] = [
+pub const DIRECTORY_TABLES: [&str; 18] = [
     "departments",
     "teams",
     "locations",
@@ -46,6 +46,7 @@ pub const DIRECTORY_TABLES: [&str; 17] = [
     "report_days",
     "report_headcount",
     "report_salaries",
+    "skill_counts",
 ];
 
 /// Functions a custom statement may not call: they write, take locks, or

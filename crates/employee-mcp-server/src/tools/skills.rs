@@ -1,18 +1,22 @@
 //! search-employees-by-skill
 //!
 //! Every skill containing the query matches, ranked: the skill equal to
-//! the query first, then skills starting with it, then the rest, each by
-//! proficiency (see `employee_directory::page_order`). One page of matches
-//! per call (`limit`, `cursor`; see [`super::paging`]).
+//! the query first, then skills starting with it, then the rest, each
+//! skill by name and within it by proficiency (see
+//! `employee_directory::page_order`). One page of matches per call
+//! (`limit`, `cursor`; see [`super::paging`]), read from the database by
+//! keyset: the cost follows the page, not the company.
 
 use employee_directory::page_order::match_key;
-use employee_directory::{Directory, SkillMatch, SkillMatchKind, SkillSearch};
+use employee_directory::{
+    Directory, MatchPosition, SkillMatch, SkillMatchKind, SkillQuery, SkillSearch,
+};
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::paging::{self, Page};
+use super::paging;
 use crate::scopes;
 
 /// Matches listed when the call gives no `limit`.
@@ -47,8 +51,10 @@ pub struct SkillPage {
     pub query: String,
     /// Exact when a skill equals the query, partial otherwise.
     pub match_kind: SkillMatchKind,
-    /// Skill names that matched the query (every skill containing it).
+    /// Skill names that matched the query, in rank order (at most 50; see `matchedSkillCount`).
     pub matched_skills: Vec<String>,
+    /// Number of skill names that matched the query (every skill containing it).
+    pub matched_skill_count: u32,
     /// Number of matches over all pages.
     pub total: u32,
     /// Number of matches listed in this page.
@@ -58,7 +64,7 @@ pub struct SkillPage {
     /// Pass as `cursor` to list the next page; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
-    /// Matches of this page: exact skill first, then prefix, then substring; each by proficiency (strongest first), then name.
+    /// Matches of this page: the exact skill first, then skills starting with the query, then the rest, each skill by name; within a skill the strongest first, then by employee id.
     pub matches: Vec<SkillMatch>,
 }
 
@@ -67,7 +73,7 @@ pub fn tool(directory: Directory) -> Tool {
         .title("Find employees by skill")
         .description(
             concat!(
-                "Find active employees with specific technical or professional skills. Every skill containing the query matches: the exact skill first, then skills starting with the query, then the rest, each strongest proficiency first.",
+                "Find active employees with specific technical or professional skills. Every skill containing the query matches: the exact skill first, then skills starting with the query, then the rest; within a skill, strongest proficiency first.",
                 " One page of matches per call: 25 by default, limit up to 500; total counts them all, and when nextCursor is present, call again with the same skill and cursor=nextCursor for the next page.",
             )
             .to_owned()
@@ -80,11 +86,25 @@ pub fn tool(directory: Directory) -> Tool {
 }
 
 async fn search(directory: Directory, input: Input) -> ToolResult<SharedOutput<SkillPage>> {
+    let query = input.skill.trim().to_lowercase();
+    let list = format!("skill/{query}");
+    let after = match input.cursor.as_deref().map(paging::open).transpose()? {
+        Some((found, key)) => {
+            paging::check_list(&found, &list)?;
+            Some(MatchPosition::from_key(&key).ok_or_else(paging::forged)?)
+        }
+        None => None,
+    };
+    let q = SkillQuery {
+        skill: input.skill.clone(),
+        after,
+        limit: input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT),
+    };
     let answer = directory
-        .search_by_skill_ranked_cached(&input.skill)
+        .skill_page(&q)
         .await
         .map_err(super::unavailable)?;
-    if answer.matches.is_empty() {
+    if answer.matched_skills.is_empty() || (answer.total == 0 && q.after.is_none()) {
         let skills = directory.skills().await.map_err(super::unavailable)?;
         return Err(ToolError::execution(format!(
             "No employee has a skill matching \"{}\". Known skills: {}.",
@@ -92,31 +112,28 @@ async fn search(directory: Directory, input: Input) -> ToolResult<SharedOutput<S
             super::some_of(&skills, 2 * super::IDS_LISTED)
         )));
     }
-    let query = input.skill.trim().to_lowercase();
-    let limit = input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
-    let list = format!("skill/{query}");
-    let key = |m: &SkillMatch| match_key(&query, m);
-    if input.cursor.is_none() && input.limit.is_none() {
-        // The usual call: made once per kept answer.
-        return super::shared(&answer, |found| {
-            let page = paging::first_page(&found.matches, key, &list, limit);
-            SharedOutput::new(&page_of(found, page))
-        });
-    }
-    let page = paging::page(&answer.matches, key, &list, input.cursor.as_deref(), limit)?;
-    SharedOutput::new(&page_of(&answer, page)).map_err(ToolError::internal)
+    // Made once per kept answer: every call for the same page of the same
+    // unchanged directory sends the same bytes.
+    super::shared(&answer, |found| {
+        SharedOutput::new(&page_of(found, &query, &list))
+    })
 }
 
 /// The answer for one page of `search`.
-fn page_of(search: &SkillSearch, page: Page<'_, SkillMatch>) -> SkillPage {
+fn page_of(search: &SkillSearch, query: &str, list: &str) -> SkillPage {
+    let next_cursor = match search.matches.last() {
+        Some(last) if search.truncated => Some(paging::encode(list, match_key(query, last))),
+        _ => None,
+    };
     SkillPage {
         query: search.query.clone(),
         match_kind: search.match_kind,
         matched_skills: search.matched_skills.clone(),
+        matched_skill_count: search.matched_skill_count,
         total: search.total,
-        count: u32::try_from(page.rows.len()).unwrap_or(u32::MAX),
-        truncated: page.next_cursor.is_some(),
-        next_cursor: page.next_cursor,
-        matches: page.rows.to_vec(),
+        count: u32::try_from(search.matches.len()).unwrap_or(u32::MAX),
+        truncated: next_cursor.is_some(),
+        next_cursor,
+        matches: search.matches.clone(),
     }
 }

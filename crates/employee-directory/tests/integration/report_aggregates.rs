@@ -1,8 +1,9 @@
 //! The reports read aggregates kept by triggers (migration 5): after every
 //! kind of change to employees (insert, update of each counted column,
 //! delete, a future start, a termination) the reports still equal plain
-//! SQL over the employees table, and the aggregate tables equal a rebuild
-//! from scratch — on SQLite and PostgreSQL.
+//! SQL over the employees table, and the aggregate tables (the reports'
+//! and the skill search's holder counts) equal a rebuild from scratch —
+//! on SQLite and PostgreSQL.
 
 use crate::common::{Kind, TempDb, clock, pg, today};
 
@@ -221,6 +222,12 @@ fn assert_aggregates_rebuild(db: &Db, after: &str) {
                  UNION ALL SELECT termination_date, department_id, 0, 1 FROM employees \
                  WHERE termination_date IS NOT NULL) AS events GROUP BY 1, 2 ORDER BY 1, 2",
         ),
+        (
+            "SELECT skill_id, n FROM skill_counts WHERE n <> 0 ORDER BY 1",
+            "SELECT es.skill_id, COUNT(*) FROM employee_skills es \
+             JOIN employees e ON e.id = es.employee_id WHERE e.status = 'active' \
+             GROUP BY 1 ORDER BY 1",
+        ),
     ];
     for (kept, rebuilt) in pairs {
         assert_eq!(db.query(kept), db.query(rebuilt), "{kept} after {after}");
@@ -268,6 +275,22 @@ async fn reports_follow_every_change(kind: Kind) {
                 "'2026-06-30'",
                 "'involuntary'",
             ),
+        ),
+        (
+            "skills for the new hire and the one who left",
+            "INSERT INTO employee_skills (employee_id, skill_id, proficiency) \
+             SELECT c.id, es.skill_id, es.proficiency FROM employee_skills es, employees c \
+             WHERE es.employee_id = 'JohnDoe' AND c.id IN ('JohnDoeFuture', 'JohnDoeBrief')"
+                .to_string(),
+        ),
+        (
+            "a skill handed to someone else",
+            "UPDATE employee_skills SET employee_id = 'JohnDoeBrief' \
+             WHERE employee_id = 'AliceJohnson' AND skill_id = \
+                 (SELECT MIN(skill_id) FROM employee_skills WHERE employee_id = 'AliceJohnson' \
+                  AND skill_id NOT IN (SELECT skill_id FROM employee_skills \
+                                       WHERE employee_id = 'JohnDoeBrief'))"
+                .to_string(),
         ),
         (
             "a move to another department, location and salary",

@@ -293,16 +293,18 @@ async fn search_ranks_exact_then_prefix_then_substring() {
         }
     };
     let matches = found["matches"].as_array().unwrap();
-    let ranks: Vec<(u8, i64)> = matches
+    let ranks: Vec<(u8, String, i64)> = matches
         .iter()
         .map(|m| {
             let p = ["beginner", "intermediate", "advanced", "expert"]
                 .iter()
                 .position(|x| m["proficiency"] == *x)
                 .unwrap() as i64;
-            (rank(m["skill"].as_str().unwrap()), -p)
+            let skill = m["skill"].as_str().unwrap();
+            (rank(skill), skill.to_ascii_lowercase(), -p)
         })
         .collect();
+    // Exact, prefix, substring; each skill by name, strongest first in it.
     assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "{ranks:?}");
     let kinds: BTreeSet<u8> = ranks.iter().map(|r| r.0).collect();
     assert_eq!(

@@ -1,5 +1,5 @@
 //! A page of a department roster: the counts over the whole department
-//! from index groupings, the page itself by keyset through the
+//! from trigger-kept aggregates (a row per team and per level and place), the page itself by keyset through the
 //! `employees_roster` index (migration 0008), so the cost follows the page
 //! and the number of groups, not the department's size. Two round trips:
 //! the department (and team) first, then every other statement pipelined.
@@ -161,7 +161,8 @@ async fn team_count(c: &ClientWrapper, id: &str) -> Result<u32> {
     found.first().map_or(Ok(0), |r| count(r, 0))
 }
 
-/// The department's counts, and its active people per team id.
+/// The department's counts (from the trigger-kept `roster_teams` and
+/// `roster_places`), and its active people per team id.
 async fn summary(
     c: &ClientWrapper,
     id: &str,
@@ -172,20 +173,17 @@ async fn summary(
         rows(
             c,
             CONTEXT,
-            "SELECT c.team_id, t.name, c.n
-             FROM (SELECT team_id, COUNT(*) AS n FROM employees
-                   WHERE department_id = $1 AND status = 'active' GROUP BY team_id) c
-             LEFT JOIN teams t ON t.id = c.team_id",
+            "SELECT NULLIF(c.team_id, ''), t.name, c.n FROM roster_teams c
+             LEFT JOIN teams t ON t.id = c.team_id
+             WHERE c.department_id = $1 AND c.n > 0",
             p,
         ),
         rows(
             c,
             CONTEXT,
-            "SELECT c.level, l.city, l.region, l.country, c.n
-             FROM (SELECT level, location_id, COUNT(*) AS n FROM employees
-                   WHERE department_id = $1 AND status = 'active'
-                   GROUP BY level, location_id) c
-             JOIN locations l ON l.id = c.location_id",
+            "SELECT c.level, l.city, l.region, l.country, c.n FROM roster_places c
+             JOIN locations l ON l.id = c.location_id
+             WHERE c.department_id = $1 AND c.n > 0",
             p,
         ),
     )?;

@@ -1,5 +1,5 @@
 //! A page of a department roster: the counts over the whole department
-//! from index-only groupings, the page itself by keyset through the
+//! from trigger-kept aggregates (a row per team and per level and place), the page itself by keyset through the
 //! `employees_roster` index (migration 0008), so the cost follows the page
 //! and the number of groups, not the department's size.
 
@@ -144,15 +144,15 @@ fn teams(conn: &Connection, id: &str) -> Result<(Vec<TeamRef>, u32)> {
     Ok((listed, n))
 }
 
-/// The department's counts, and its active people per team id.
+/// The department's counts (from the trigger-kept `roster_teams` and
+/// `roster_places`), and its active people per team id.
 fn summary(conn: &Connection, id: &str) -> Result<(RosterSummary, Vec<(Option<String>, u32)>)> {
     const CONTEXT: &str = "count department employees";
     let mut stmt = conn
         .prepare_cached(
-            "SELECT c.team_id, t.name, c.n
-             FROM (SELECT team_id, COUNT(*) AS n FROM employees
-                   WHERE department_id = ?1 AND status = 'active' GROUP BY team_id) c
-             LEFT JOIN teams t ON t.id = c.team_id",
+            "SELECT NULLIF(c.team_id, ''), t.name, c.n FROM roster_teams c
+             LEFT JOIN teams t ON t.id = c.team_id
+             WHERE c.department_id = ?1 AND c.n > 0",
         )
         .map_err(DirectoryError::db(CONTEXT))?;
     let teams: Vec<(Option<String>, Option<String>, u32)> = stmt
@@ -161,11 +161,9 @@ fn summary(conn: &Connection, id: &str) -> Result<(RosterSummary, Vec<(Option<St
         .map_err(DirectoryError::db(CONTEXT))?;
     let mut stmt = conn
         .prepare_cached(
-            "SELECT c.level, l.city, l.region, l.country, c.n
-             FROM (SELECT level, location_id, COUNT(*) AS n FROM employees
-                   WHERE department_id = ?1 AND status = 'active'
-                   GROUP BY level, location_id) c
-             JOIN locations l ON l.id = c.location_id",
+            "SELECT c.level, l.city, l.region, l.country, c.n FROM roster_places c
+             JOIN locations l ON l.id = c.location_id
+             WHERE c.department_id = ?1 AND c.n > 0",
         )
         .map_err(DirectoryError::db(CONTEXT))?;
     let places: Vec<(Level, String, u32)> = stmt

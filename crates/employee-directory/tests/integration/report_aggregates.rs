@@ -2,7 +2,7 @@
 //! kind of change to employees (insert, update of each counted column,
 //! delete, a future start, a termination) the reports still equal plain
 //! SQL over the employees table, and the aggregate tables (the reports'
-//! and the skill search's holder counts) equal a rebuild from scratch —
+//! the roster counts and the skill search's holder counts) equal a rebuild from scratch —
 //! on SQLite and PostgreSQL.
 
 use crate::common::{Kind, TempDb, clock, pg, today};
@@ -221,6 +221,17 @@ fn assert_aggregates_rebuild(db: &Db, after: &str) {
                  SELECT start_date AS day, department_id, 1 AS h, 0 AS t FROM employees \
                  UNION ALL SELECT termination_date, department_id, 0, 1 FROM employees \
                  WHERE termination_date IS NOT NULL) AS events GROUP BY 1, 2 ORDER BY 1, 2",
+        ),
+        (
+            "SELECT department_id, team_id, n FROM roster_teams WHERE n <> 0 ORDER BY 1, 2",
+            "SELECT department_id, COALESCE(team_id, ''), COUNT(*) FROM employees \
+             WHERE status = 'active' GROUP BY 1, 2 ORDER BY 1, 2",
+        ),
+        (
+            "SELECT department_id, level, location_id, n FROM roster_places WHERE n <> 0 \
+             ORDER BY 1, 2, 3",
+            "SELECT department_id, level, location_id, COUNT(*) FROM employees \
+             WHERE status = 'active' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
         ),
         (
             "SELECT skill_id, n FROM skill_counts WHERE n <> 0 ORDER BY 1",

@@ -28,7 +28,7 @@ pub const DEFAULT_READER_ROLE: &str = "employee_mcp_reader";
 
 /// The directory's tables: the only ones the reader role may read (a unit
 /// test keeps this list equal to the directory's migrations).
-pub const DIRECTORY_TABLES: [&str; 18] = [
+pub const DIRECTORY_TABLES: [&str; 20] = [
     "departments",
     "teams",
     "locations",
@@ -46,6 +46,8 @@ pub const DIRECTORY_TABLES: [&str; 18] = [
     "report_days",
     "report_headcount",
     "report_salaries",
+    "roster_places",
+    "roster_teams",
     "skill_counts",
 ];
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::CompensationRow;
+use crate::model::{CompensationRow, SalaryStats};
 
 /// The people the aggregates count wrongly for the date `at`: counted
 /// (no termination date) but not started yet, as `{columns}, {minus}`, and
@@ -105,18 +105,7 @@ pub(crate) fn compensation_rows(
 fn row(key: String, label: String, g: Group) -> CompensationRow {
     let people: Vec<(i64, i64)> = g.salaries.into_iter().filter(|(_, n)| *n > 0).collect();
     let count: i64 = people.iter().map(|(_, n)| n).sum();
-    // The middle one or two salaries, as ROW_NUMBER() IN ((cnt+1)/2, (cnt+2)/2).
-    let nth = |k: i64| {
-        let mut seen = 0;
-        people
-            .iter()
-            .find(|(_, n)| {
-                seen += n;
-                seen >= k
-            })
-            .map_or(0, |(s, _)| *s)
-    };
-    let median = (nth((count + 1) / 2) + nth((count + 2) / 2)) as f64 / 2.0;
+    let median = median(&people, count);
     let n = g.n as f64;
     CompensationRow {
         key,
@@ -128,6 +117,51 @@ fn row(key: String, label: String, g: Group) -> CompensationRow {
         max_salary: people.last().map_or(0, |(s, _)| *s),
         average_compa_ratio: round_half_away(g.compa_sum / n, 2),
         average_band_position_percent: round_half_away(g.position_sum / n, 1),
+    }
+}
+
+/// The middle one or two salaries of `people` (`(salary, n)` by salary,
+/// `count` people in all), as `ROW_NUMBER() IN ((cnt+1)/2, (cnt+2)/2)`.
+fn median(people: &[(i64, i64)], count: i64) -> f64 {
+    let nth = |k: i64| {
+        let mut seen = 0;
+        people
+            .iter()
+            .find(|(_, n)| {
+                seen += n;
+                seen >= k
+            })
+            .map_or(0, |(s, _)| *s)
+    };
+    (nth((count + 1) / 2) + nth((count + 2) / 2)) as f64 / 2.0
+}
+
+/// A band's actual-salary statistics from its `(salary, n)` rows of
+/// `band_salaries` (any order; rows with n = 0 are skipped): the same
+/// figures as SQL's COUNT, MIN, MAX, ROUND(AVG) and the middle rows.
+pub(crate) fn salary_stats(mut people: Vec<(i64, i64)>) -> SalaryStats {
+    people.retain(|(_, n)| *n > 0);
+    people.sort_unstable();
+    let count: i64 = people.iter().map(|(_, n)| n).sum();
+    if count == 0 {
+        return SalaryStats {
+            employee_count: 0,
+            min: None,
+            median: None,
+            max: None,
+            average: None,
+        };
+    }
+    let sum: i128 = people
+        .iter()
+        .map(|(s, n)| i128::from(*s) * i128::from(*n))
+        .sum();
+    SalaryStats {
+        employee_count: u32::try_from(count).unwrap_or(u32::MAX),
+        min: people.first().map(|(s, _)| *s),
+        median: Some(median(&people, count)),
+        max: people.last().map(|(s, _)| *s),
+        average: Some(div_round(sum, i128::from(count))),
     }
 }
 
@@ -174,6 +208,22 @@ mod tests {
             mid: 100,
             max: 120,
         }
+    }
+
+    #[test]
+    fn band_statistics_from_salary_counts() {
+        // 90, 100, 100, 130 and an emptied 70: as COUNT, MIN, median,
+        // MAX and ROUND(AVG) over the four people.
+        let s = salary_stats(vec![(100, 2), (130, 1), (70, 0), (90, 1)]);
+        assert_eq!(s.employee_count, 4);
+        assert_eq!((s.min, s.max), (Some(90), Some(130)));
+        assert_eq!(s.median, Some(100.0));
+        assert_eq!(s.average, Some(105));
+        let odd = salary_stats(vec![(1, 1), (2, 1), (4, 1)]);
+        assert_eq!((odd.median, odd.average), (Some(2.0), Some(2)));
+        let none = salary_stats(vec![(100, 0)]);
+        assert_eq!(none.employee_count, 0);
+        assert!(none.min.is_none() && none.median.is_none() && none.average.is_none());
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(7, "0007_generation_notify.sql"),
     migration!(8, "0008_roster_paging.sql"),
     migration!(9, "0009_skill_counts.sql"),
+    migration!(10, "0010_band_salaries.sql"),
 ];
 
 /// The schema version this build migrates to.

@@ -10,9 +10,7 @@
 //! gets every row that stayed exactly once, rows added after its position
 //! and none added before it.
 
-use crate::model::{
-    Level, MatchPosition, RosterEntry, RosterPosition, SkillMatch, TeamMember,
-};
+use crate::model::{Level, MatchPosition, RosterEntry, RosterPosition, SkillMatch, TeamMember};
 
 /// A row's position in its list: rows compare as their keys do.
 pub type SortKey = Vec<String>;

@@ -35,23 +35,41 @@ pub(crate) fn summarize<'a>(rows: impl IntoIterator<Item = Counted<'a>>) -> Rost
     }
 }
 
-/// The same counts from a database's groups: people per team name, and per
-/// level and location together.
+/// The same counts from a database's groups: `top` the largest teams
+/// (their names, `None` for people outside any team; by count, then team
+/// id; at most [`MAX_GROUPS`]), `teams` how many teams have people and
+/// `people` how many people in all; `places` people per level and
+/// location. Teams past the 24 largest fold into one entry, as in
+/// [`summarize`] (ties are broken by team id rather than name, so the
+/// database need not name every team).
 pub(crate) fn summarize_groups<'a>(
-    teams: impl IntoIterator<Item = (Option<&'a str>, u32)>,
+    top: Vec<(Option<String>, u32)>,
+    teams: u32,
+    people: u32,
     places: impl IntoIterator<Item = (Level, &'a str, u32)>,
 ) -> RosterSummary {
-    let (mut by_team, mut levels, mut locations) =
-        (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
-    for (team, n) in teams {
-        *by_team.entry(team.unwrap_or(NO_TEAM)).or_insert(0u32) += n;
-    }
+    let (mut levels, mut locations) = (BTreeMap::new(), BTreeMap::new());
     for (level, place, n) in places {
         *levels.entry(level.as_str()).or_insert(0u32) += n;
         *locations.entry(place).or_insert(0u32) += n;
     }
+    let mut by_team: Vec<GroupCount> = top
+        .into_iter()
+        .map(|(name, count)| GroupCount {
+            value: name.unwrap_or_else(|| NO_TEAM.to_owned()),
+            count,
+        })
+        .collect();
+    if teams as usize > MAX_GROUPS {
+        by_team.truncate(MAX_GROUPS - 1);
+        let shown: u32 = by_team.iter().map(|g| g.count).sum();
+        by_team.push(GroupCount {
+            value: format!("{} other values", teams as usize - (MAX_GROUPS - 1)),
+            count: people.saturating_sub(shown),
+        });
+    }
     RosterSummary {
-        by_team: largest_first(by_team),
+        by_team,
         by_level: largest_first(levels),
         by_location: largest_first(locations),
     }

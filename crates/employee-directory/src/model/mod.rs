@@ -16,10 +16,9 @@ pub use enums::{
     ReportType, TerminationReason,
 };
 pub use org::{
-    MatchPosition, SKILLS_LISTED, SkillQuery,
-    DepartmentRoster, DepartmentSummary, GroupCount, Health, RosterEntry, RosterPosition,
-    RosterQuery, RosterSummary, SkillMatch, SkillMatchKind, SkillSearch, TEAMS_LISTED, TeamMember,
-    TeamRef, TeamRoster, TeamSummary,
+    DepartmentRoster, DepartmentSummary, GroupCount, Health, MatchPosition, RosterEntry,
+    RosterPosition, RosterQuery, RosterSummary, SKILLS_LISTED, SkillMatch, SkillMatchKind,
+    SkillQuery, SkillSearch, TEAMS_LISTED, TeamMember, TeamRef, TeamRoster, TeamSummary,
 };
 pub use pay::{CompensationBand, LeaveBalance, SalaryStats};
 pub use report::{

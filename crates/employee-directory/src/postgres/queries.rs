@@ -13,13 +13,14 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use super::row::{count, get, location, parsed, parsed_opt, proficiency};
+use crate::aggregate;
 use crate::error::DirectoryError;
 use crate::ids::{compact, slugify};
 use crate::lookup::{like_pattern, strip_level_prefix};
 use crate::model::{
     CompensationBand, EmployeeDetails, EmployeeSkill, EmploymentStatus, EmploymentType, Health,
-    HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType, SalaryStats,
-    TeamMember, TeamRoster, TeamSummary, Tenure,
+    HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType, TeamMember, TeamRoster,
+    TeamSummary, Tenure,
 };
 use crate::page_order;
 use crate::seed::job_title;
@@ -338,23 +339,20 @@ pub(crate) async fn compensation_band(
          WHERE r.id = {ROLE}"
     );
     let stats = format!(
-        "WITH pop AS (
-             SELECT salary,
-                    ROW_NUMBER() OVER (ORDER BY salary) AS rn,
-                    COUNT(*) OVER () AS cnt
-             FROM employees
-             WHERE role_id = {ROLE} AND level = $3::text AND status = 'active')
-         SELECT COUNT(*), MIN(salary), MAX(salary), ROUND(AVG(salary))::float8,
-                (SELECT AVG(salary)::float8 FROM pop WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2))
-         FROM pop"
+        "SELECT salary, n FROM band_salaries
+         WHERE role_id = {ROLE} AND level = $3::text AND n > 0"
     );
     let (band, stats) = tokio::try_join!(
         row_opt(c, "load compensation band", &band, p),
-        row_opt(c, "load salary statistics", &stats, p),
+        rows(c, "load salary statistics", &stats, p),
     )?;
-    let (Some(band), Some(stats)) = (band, stats) else {
+    let Some(band) = band else {
         return Ok(None);
     };
+    let people: Vec<(i64, i64)> = stats
+        .iter()
+        .map(|r| Ok((get(r, 0)?, get(r, 1)?)))
+        .collect::<Result<_>>()?;
     let role: String = get(&band, 0)?;
     let track: String = get(&band, 1)?;
     Ok(Some(CompensationBand {
@@ -365,13 +363,7 @@ pub(crate) async fn compensation_band(
         min: get(&band, 3)?,
         mid: get(&band, 4)?,
         max: get(&band, 5)?,
-        actual: SalaryStats {
-            employee_count: count(&stats, 0)?,
-            min: get(&stats, 1)?,
-            max: get(&stats, 2)?,
-            average: get::<Option<f64>>(&stats, 3)?.map(|v| v as i64),
-            median: get(&stats, 4)?,
-        },
+        actual: aggregate::salary_stats(people),
     }))
 }
 

@@ -17,7 +17,7 @@ use crate::model::{
     TEAMS_LISTED, TeamRef,
 };
 use crate::seed::job_title;
-use crate::summary::summarize_groups;
+use crate::summary::{MAX_GROUPS, summarize_groups};
 use crate::tenure;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
@@ -48,21 +48,14 @@ pub(crate) async fn department_roster(
     let id = department.department_id.clone();
     let asked_missing = q.team.is_some() && team.is_none();
     let want = i64::from(q.limit.max(1));
-    let (listed, team_count, (summary, per_team), employees) = tokio::try_join!(
+    let (listed, team_count, (summary, total), employees) = tokio::try_join!(
         teams(c, &id),
         team_count(c, &id),
-        summary(c, &id),
+        summary(c, &id, team.as_ref()),
         page(c, &id, team.as_ref(), q, want + 1, today, asked_missing),
     )?;
     department.teams = listed;
-    let total = match &team {
-        Some(t) => per_team
-            .iter()
-            .find(|(tid, _)| tid.as_deref() == Some(t.team_id.as_str()))
-            .map_or(0, |(_, n)| *n),
-        None if asked_missing => 0,
-        None => per_team.iter().map(|(_, n)| n).sum(),
-    };
+    let total = if asked_missing { 0 } else { total };
     let mut employees = employees;
     let more = employees.len() as i64 > want;
     employees.truncate(usize::try_from(want).unwrap_or(usize::MAX));
@@ -162,21 +155,37 @@ async fn team_count(c: &ClientWrapper, id: &str) -> Result<u32> {
 }
 
 /// The department's counts (from the trigger-kept `roster_teams` and
-/// `roster_places`), and its active people per team id.
+/// `roster_places`: the largest teams, and a row per level and place),
+/// and how many active people the list holds (the department's, or the
+/// team's).
 async fn summary(
     c: &ClientWrapper,
     id: &str,
-) -> Result<(RosterSummary, Vec<(Option<String>, u32)>)> {
+    team: Option<&TeamRef>,
+) -> Result<(RosterSummary, u32)> {
     const CONTEXT: &str = "count department employees";
-    let p: &Params = &[&id];
-    let (teams, places) = tokio::try_join!(
+    let groups = MAX_GROUPS as i64;
+    let team_id = team.map(|t| t.team_id.as_str()).unwrap_or_default();
+    let (p_top, p_totals, p_id): (&Params, &Params, &Params) =
+        (&[&id, &groups], &[&id, &team_id], &[&id]);
+    let (top, totals, places) = tokio::try_join!(
         rows(
             c,
             CONTEXT,
-            "SELECT NULLIF(c.team_id, ''), t.name, c.n FROM roster_teams c
+            "SELECT t.name, c.n FROM
+                 (SELECT team_id, n FROM roster_teams WHERE department_id = $1 AND n > 0
+                  ORDER BY n DESC, team_id LIMIT $2) c
              LEFT JOIN teams t ON t.id = c.team_id
-             WHERE c.department_id = $1 AND c.n > 0",
-            p,
+             ORDER BY c.n DESC, c.team_id",
+            p_top,
+        ),
+        rows(
+            c,
+            CONTEXT,
+            "SELECT COUNT(*), COALESCE(SUM(n), 0)::bigint,
+                    COALESCE(SUM(n) FILTER (WHERE team_id = $2), 0)::bigint
+             FROM roster_teams WHERE department_id = $1 AND n > 0",
+            p_totals,
         ),
         rows(
             c,
@@ -184,13 +193,17 @@ async fn summary(
             "SELECT c.level, l.city, l.region, l.country, c.n FROM roster_places c
              JOIN locations l ON l.id = c.location_id
              WHERE c.department_id = $1 AND c.n > 0",
-            p,
+            p_id,
         ),
     )?;
-    let teams: Vec<(Option<String>, Option<String>, u32)> = teams
+    let top: Vec<(Option<String>, u32)> = top
         .iter()
-        .map(|r| Ok((get(r, 0)?, get(r, 1)?, count(r, 2)?)))
+        .map(|r| Ok((get(r, 0)?, count(r, 1)?)))
         .collect::<Result<_>>()?;
+    let (teams, people, in_team) = match totals.first() {
+        Some(r) => (count(r, 0)?, count(r, 1)?, count(r, 2)?),
+        None => (0, 0, 0),
+    };
     let places: Vec<(Level, String, u32)> = places
         .iter()
         .map(|r| {
@@ -198,14 +211,9 @@ async fn summary(
             Ok((level, location(r, 1)?.display, count(r, 4)?))
         })
         .collect::<Result<_>>()?;
-    let summary = summarize_groups(
-        teams.iter().map(|(_, name, n)| (name.as_deref(), *n)),
-        places
-            .iter()
-            .map(|(level, place, n)| (*level, place.as_str(), *n)),
-    );
-    let per_team = teams.into_iter().map(|(id, _, n)| (id, n)).collect();
-    Ok((summary, per_team))
+    let places = places.iter().map(|(l, p, n)| (*l, p.as_str(), *n));
+    let total = if team.is_some() { in_team } else { people };
+    Ok((summarize_groups(top, teams, people, places), total))
 }
 
 /// Up to `n` rows after `q.after`, in roster order: people outside any

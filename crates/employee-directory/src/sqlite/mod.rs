@@ -198,7 +198,7 @@ impl SqliteBackend {
     ) -> Result<Cached<SkillSearch>, DirectoryError> {
         let key = Key::Skill(q.clone());
         self.cached(key, found_skill, move |c| skills::search(c, &q))
-        .await
+            .await
     }
 
     pub(crate) async fn compensation_band(

@@ -7,14 +7,14 @@ use chrono::NaiveDate;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use super::row::{CachedRow, count, date, date_opt, location, parsed, parsed_opt, proficiency};
+use crate::aggregate;
 use crate::error::DirectoryError;
 use crate::ids::{compact, slugify};
 use crate::lookup::{like_pattern, strip_level_prefix};
 use crate::model::{
     CompensationBand, EmployeeDetails, EmployeeSkill, EmploymentStatus, EmploymentType, Health,
-    HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType,
-    SalaryStats, TeamMember, TeamRoster, TeamSummary,
-    Tenure,
+    HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType, TeamMember, TeamRoster,
+    TeamSummary, Tenure,
 };
 use crate::page_order;
 use crate::seed::job_title;
@@ -350,29 +350,18 @@ pub(crate) fn compensation_band(
     let Some((currency, min, mid, max)) = band else {
         return Ok(None);
     };
-    let actual = conn
-        .cached_row(
-            "WITH pop AS (
-                 SELECT salary,
-                        ROW_NUMBER() OVER (ORDER BY salary) AS rn,
-                        COUNT(*) OVER () AS cnt
-                 FROM employees
-                 WHERE role_id = ?1 AND level = ?2 AND status = 'active')
-             SELECT COUNT(*), MIN(salary), MAX(salary), ROUND(AVG(salary)),
-                    (SELECT AVG(salary) FROM pop WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2))
-             FROM pop",
-            params![role_id, level.as_str()],
-            |row| {
-                Ok(SalaryStats {
-                    employee_count: count(row, 0)?,
-                    min: row.get(1)?,
-                    max: row.get(2)?,
-                    average: row.get::<_, Option<f64>>(3)?.map(|v| v as i64),
-                    median: row.get(4)?,
-                })
-            },
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT salary, n FROM band_salaries WHERE role_id = ?1 AND level = ?2 AND n > 0",
         )
         .map_err(DirectoryError::db("load salary statistics"))?;
+    let people: Vec<(i64, i64)> = stmt
+        .query_map(params![role_id, level.as_str()], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .and_then(Iterator::collect)
+        .map_err(DirectoryError::db("load salary statistics"))?;
+    let actual = aggregate::salary_stats(people);
     Ok(Some(CompensationBand {
         title: job_title(&role, &track, level),
         role,

@@ -15,7 +15,7 @@ use crate::model::{
     TEAMS_LISTED, TeamRef,
 };
 use crate::seed::job_title;
-use crate::summary::summarize_groups;
+use crate::summary::{MAX_GROUPS, summarize_groups};
 use crate::tenure;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
@@ -42,23 +42,19 @@ pub(crate) fn department_roster(
     let mut department = head(conn, &id)?;
     let (teams, team_count) = teams(conn, &id)?;
     department.teams = teams;
-    let (summary, per_team) = summary(conn, &id)?;
     let team = match &q.team {
         Some(wanted) => match find_team(conn, &id, wanted)? {
             Some(team) => Some(team),
             // Asked for a team the department does not have: the caller
             // tells the client which teams it has.
-            None => return Ok(Some(empty(department, team_count, summary, today))),
+            None => {
+                let (summary, _) = summary(conn, &id, None)?;
+                return Ok(Some(empty(department, team_count, summary, today)));
+            }
         },
         None => None,
     };
-    let total = match &team {
-        Some(t) => per_team
-            .iter()
-            .find(|(tid, _)| tid.as_deref() == Some(t.team_id.as_str()))
-            .map_or(0, |(_, n)| *n),
-        None => per_team.iter().map(|(_, n)| n).sum(),
-    };
+    let (summary, total) = summary(conn, &id, team.as_ref())?;
     let want = q.limit.max(1) as usize;
     let mut employees = page(conn, &id, team.as_ref(), q, want + 1, today)?;
     let more = employees.len() > want;
@@ -145,20 +141,45 @@ fn teams(conn: &Connection, id: &str) -> Result<(Vec<TeamRef>, u32)> {
 }
 
 /// The department's counts (from the trigger-kept `roster_teams` and
-/// `roster_places`), and its active people per team id.
-fn summary(conn: &Connection, id: &str) -> Result<(RosterSummary, Vec<(Option<String>, u32)>)> {
+/// `roster_places`: the largest teams, and a row per level and place),
+/// and how many active people the list holds (the department's, or the
+/// team's).
+fn summary(conn: &Connection, id: &str, team: Option<&TeamRef>) -> Result<(RosterSummary, u32)> {
     const CONTEXT: &str = "count department employees";
     let mut stmt = conn
         .prepare_cached(
-            "SELECT NULLIF(c.team_id, ''), t.name, c.n FROM roster_teams c
+            "SELECT t.name, c.n FROM
+                 (SELECT team_id, n FROM roster_teams WHERE department_id = ?1 AND n > 0
+                  ORDER BY n DESC, team_id LIMIT ?2) c
              LEFT JOIN teams t ON t.id = c.team_id
-             WHERE c.department_id = ?1 AND c.n > 0",
+             ORDER BY c.n DESC, c.team_id",
         )
         .map_err(DirectoryError::db(CONTEXT))?;
-    let teams: Vec<(Option<String>, Option<String>, u32)> = stmt
-        .query_map([id], |row| Ok((row.get(0)?, row.get(1)?, count(row, 2)?)))
+    let top: Vec<(Option<String>, u32)> = stmt
+        .query_map(params![id, MAX_GROUPS as i64], |row| {
+            Ok((row.get(0)?, count(row, 1)?))
+        })
         .and_then(Iterator::collect)
         .map_err(DirectoryError::db(CONTEXT))?;
+    let (teams, people) = conn
+        .cached_row(
+            "SELECT COUNT(*), COALESCE(SUM(n), 0) FROM roster_teams
+             WHERE department_id = ?1 AND n > 0",
+            [id],
+            |row| Ok((count(row, 0)?, count(row, 1)?)),
+        )
+        .map_err(DirectoryError::db(CONTEXT))?;
+    let total = match team {
+        Some(t) => conn
+            .cached_row(
+                "SELECT COALESCE(SUM(n), 0) FROM roster_teams
+                 WHERE department_id = ?1 AND team_id = ?2",
+                [id, t.team_id.as_str()],
+                |row| count(row, 0),
+            )
+            .map_err(DirectoryError::db(CONTEXT))?,
+        None => people,
+    };
     let mut stmt = conn
         .prepare_cached(
             "SELECT c.level, l.city, l.region, l.country, c.n FROM roster_places c
@@ -173,14 +194,8 @@ fn summary(conn: &Connection, id: &str) -> Result<(RosterSummary, Vec<(Option<St
         })
         .and_then(Iterator::collect)
         .map_err(DirectoryError::db(CONTEXT))?;
-    let summary = summarize_groups(
-        teams.iter().map(|(_, name, n)| (name.as_deref(), *n)),
-        places
-            .iter()
-            .map(|(level, place, n)| (*level, place.as_str(), *n)),
-    );
-    let per_team = teams.into_iter().map(|(id, _, n)| (id, n)).collect();
-    Ok((summary, per_team))
+    let places = places.iter().map(|(l, p, n)| (*l, p.as_str(), *n));
+    Ok((summarize_groups(top, teams, people, places), total))
 }
 
 /// The team of department `id` that `wanted` names (id, name or slug).

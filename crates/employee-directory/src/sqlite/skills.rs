@@ -7,9 +7,7 @@ use rusqlite::{Connection, params};
 
 use super::row::{count, parsed, proficiency};
 use crate::error::DirectoryError;
-use crate::model::{
-    Level, SKILLS_LISTED, SkillMatch, SkillMatchKind, SkillQuery, SkillSearch,
-};
+use crate::model::{Level, SKILLS_LISTED, SkillMatch, SkillMatchKind, SkillQuery, SkillSearch};
 use crate::page_order::{self, MatchedSkill};
 use crate::seed::job_title;
 
@@ -141,7 +139,9 @@ fn rows(
     s: &MatchedSkill,
 ) -> Result<Vec<SkillMatch>> {
     const CONTEXT: &str = "load skill matches";
-    let mut stmt = conn.prepare_cached(sql).map_err(DirectoryError::db(CONTEXT))?;
+    let mut stmt = conn
+        .prepare_cached(sql)
+        .map_err(DirectoryError::db(CONTEXT))?;
     stmt.query_map(params, |row| {
         let role: String = row.get(2)?;
         let track: String = row.get(3)?;

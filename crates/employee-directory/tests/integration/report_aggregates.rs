@@ -2,7 +2,8 @@
 //! kind of change to employees (insert, update of each counted column,
 //! delete, a future start, a termination) the reports still equal plain
 //! SQL over the employees table, and the aggregate tables (the reports'
-//! the roster counts and the skill search's holder counts) equal a rebuild from scratch —
+//! the roster counts, the bands' salaries and the skill search's holder
+//! counts) equal a rebuild from scratch —
 //! on SQLite and PostgreSQL.
 
 use crate::common::{Kind, TempDb, clock, pg, today};
@@ -231,6 +232,11 @@ fn assert_aggregates_rebuild(db: &Db, after: &str) {
             "SELECT department_id, level, location_id, n FROM roster_places WHERE n <> 0 \
              ORDER BY 1, 2, 3",
             "SELECT department_id, level, location_id, COUNT(*) FROM employees \
+             WHERE status = 'active' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+        ),
+        (
+            "SELECT role_id, level, salary, n FROM band_salaries WHERE n <> 0 ORDER BY 1, 2, 3",
+            "SELECT role_id, level, salary, COUNT(*) FROM employees \
              WHERE status = 'active' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
         ),
         (

@@ -12,6 +12,12 @@
 //!   without growth (so another replica can take the room), and every
 //!   share of a replica is kept alive by one statement per third of the
 //!   TTL; a killed replica's shares lapse after the TTL.
+//! - Fail-closed: a share is used locally only while its row is known to
+//!   be alive (the TTL counted from when the last statement that extended
+//!   it was sent). A replica cut off from the database longer than that
+//!   admits nothing from memory, since the other replicas may have taken
+//!   the room its lapsed row held; its calls wait for the database like a
+//!   first call does, and fail with "unavailable" while it is down.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -71,6 +77,9 @@ struct Share {
     grown: Instant,
     /// The caller's limit when it last grew.
     max: usize,
+    /// Until when the database row is known to hold `claimed`: the TTL
+    /// after the last resize or keep-alive that extended it was sent.
+    alive_until: Instant,
     /// Serialises this caller's resizes on this replica.
     resizing: Arc<tokio::sync::Mutex<()>>,
 }
@@ -127,7 +136,7 @@ impl Shares {
     fn admit_locally(&self, caller: &str) -> Option<Permit> {
         let mut held = lock(&self.held);
         let share = held.get_mut(caller)?;
-        if share.running >= share.claimed {
+        if share.running >= share.claimed || Instant::now() >= share.alive_until {
             return None;
         }
         share.running += 1;
@@ -155,6 +164,7 @@ impl Shares {
                     running: 0,
                     grown: Instant::now(),
                     max,
+                    alive_until: Instant::now(),
                     resizing: Arc::default(),
                 })
                 .resizing,
@@ -170,6 +180,7 @@ impl Shares {
             let (claimed, running) = share.map_or((0, 0), |s| (s.claimed, s.running));
             (claimed * 2).max(running + 1).min(max)
         };
+        let sent = Instant::now();
         let granted = self.resize(caller, max, want).await?;
         let mut held = lock(&self.held);
         // Kept even if forgotten meanwhile: the database holds it now.
@@ -178,11 +189,13 @@ impl Shares {
             running: 0,
             grown: Instant::now(),
             max,
+            alive_until: sent,
             resizing,
         });
         share.claimed = granted;
         share.grown = Instant::now();
         share.max = max;
+        share.alive_until = sent + self.ttl;
         if share.running >= share.claimed {
             return Ok(None);
         }
@@ -207,8 +220,31 @@ impl Shares {
     }
 
     /// Gives back room unused since [`SHRINK_AFTER`] (forgetting shares
-    /// with nothing running), then keeps every share alive for a TTL.
+    /// with nothing running), then keeps every share alive for a TTL; a
+    /// shrink that fails does not keep the others from being kept alive.
     pub async fn maintain(&self) -> Result<(), LimitError> {
+        let shrunk = self.shrink_idle().await;
+        let sent = Instant::now();
+        let client = self.pool.get().await.map_err(unavailable)?;
+        client
+            .execute(
+                "UPDATE mcp_call_shares SET expires_at = now() + make_interval(secs => $2) \
+                 WHERE replica = $1",
+                &[&self.replica, &self.ttl.as_secs_f64()],
+            )
+            .await
+            .map_err(pg_failed)?;
+        // Every row of this replica now lives a TTL from `sent` at least
+        // (a share claimed after `sent` was extended by its own resize).
+        for share in lock(&self.held).values_mut() {
+            share.alive_until = share.alive_until.max(sent + self.ttl);
+        }
+        shrunk
+    }
+
+    /// Gives back room unused since [`SHRINK_AFTER`]; the first failure,
+    /// after trying every idle share.
+    async fn shrink_idle(&self) -> Result<(), LimitError> {
         let now = Instant::now();
         // Entries left with nothing claimed or running (a resize that
         // failed or granted nothing, e.g. during an outage): one per caller
@@ -220,6 +256,7 @@ impl Shares {
             .filter(|(_, s)| s.claimed > s.running && now >= s.grown + SHRINK_AFTER)
             .map(|(c, s)| (c.clone(), s.max, Arc::clone(&s.resizing)))
             .collect();
+        let mut failed = None;
         for (caller, max, resizing) in idle {
             let Ok(_one_at_a_time) = resizing.try_lock() else {
                 continue; // Growing right now: not idle.
@@ -232,8 +269,17 @@ impl Shares {
                 }
                 None => 0,
             };
-            // Shrinking never fails for lack of room: it only lowers.
-            let granted = self.resize(&caller, max, running).await?;
+            // Shrinking never fails for lack of room: it only lowers. A
+            // failed one leaves the share at `running` here (the database
+            // row may still hold more, which only leaves other replicas
+            // less room until it is shrunk next time or lapses).
+            let granted = match self.resize(&caller, max, running).await {
+                Ok(granted) => granted,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    continue;
+                }
+            };
             let mut held = lock(&self.held);
             if let Some(share) = held.get_mut(&caller) {
                 // Calls may have ended meanwhile; none started beyond it.
@@ -251,16 +297,7 @@ impl Shares {
                 }
             }
         }
-        let client = self.pool.get().await.map_err(unavailable)?;
-        client
-            .execute(
-                "UPDATE mcp_call_shares SET expires_at = now() + make_interval(secs => $2) \
-                 WHERE replica = $1",
-                &[&self.replica, &self.ttl.as_secs_f64()],
-            )
-            .await
-            .map_err(pg_failed)?;
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     /// At shutdown: gives every share back (calls have drained).

@@ -490,3 +490,27 @@ async fn a_task_started_on_one_engine_is_cancelled_through_another() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Fail-closed: a share is used from memory only while its row is known
+/// to be alive. Cut off from the database past the TTL, a replica admits
+/// nothing (another replica may hold the room its lapsed row held).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_share_past_its_ttl_admits_nothing_without_the_database() {
+    let (_, pools) = replicas(1).await;
+    let ttl = Duration::from_millis(800);
+    let shares = super::shares::Shares::new(pools[0].clone(), ttl);
+    let first = shares.acquire("sub:alice", 4).await.expect("acquire");
+    drop(first.expect("room"));
+    // The database out of reach from here on.
+    pools[0].close();
+    let local = shares
+        .acquire("sub:alice", 4)
+        .await
+        .expect("within the TTL");
+    drop(local.expect("the local share admits without a round trip"));
+    tokio::time::sleep(ttl + Duration::from_millis(200)).await;
+    assert!(
+        shares.acquire("sub:alice", 4).await.is_err(),
+        "admitted from a share whose row may have lapsed"
+    );
+}

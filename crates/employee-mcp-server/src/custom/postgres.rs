@@ -28,7 +28,7 @@ pub const DEFAULT_READER_ROLE: &str = "employee_mcp_reader";
 
 /// The directory's tables: the only ones the reader role may read (a unit
 /// test keeps this list equal to the directory's migrations).
-pub const DIRECTORY_TABLES: [&str; 20] = [
+pub const DIRECTORY_TABLES: [&str; 21] = [
     "departments",
     "teams",
     "locations",
@@ -39,6 +39,7 @@ pub const DIRECTORY_TABLES: [&str; 20] = [
     "employee_skills",
     "employment_history",
     "leave_balances",
+    "band_salaries",
     "directory_meta",
     "directory_generation",
     "import_history",

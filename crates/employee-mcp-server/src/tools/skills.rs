@@ -100,10 +100,7 @@ async fn search(directory: Directory, input: Input) -> ToolResult<SharedOutput<S
         after,
         limit: input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT),
     };
-    let answer = directory
-        .skill_page(&q)
-        .await
-        .map_err(super::unavailable)?;
+    let answer = directory.skill_page(&q).await.map_err(super::unavailable)?;
     if answer.matched_skills.is_empty() || (answer.total == 0 && q.after.is_none()) {
         let skills = directory.skills().await.map_err(super::unavailable)?;
         return Err(ToolError::execution(format!(

@@ -10,7 +10,6 @@ mod handlers;
 mod procstat;
 mod scale;
 mod server;
-mod sse;
 mod stats;
 mod stdio;
 mod stubs;

@@ -14,7 +14,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use reqwest::{StatusCode, Url};
 use serde_json::{Value, json};
 
-use crate::sse::SseParser;
+use mcpwire_protocol::sse::SseParser;
 
 /// Protocol revision sent on the modern wire.
 pub const MODERN_VERSION: &str = "2026-07-28";

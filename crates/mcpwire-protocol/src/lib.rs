@@ -16,6 +16,7 @@ pub mod jsonrpc;
 pub mod meta;
 pub mod model;
 pub mod shape;
+pub mod sse;
 pub mod version;
 
 pub use error::{ErrorCode, ProtocolError};

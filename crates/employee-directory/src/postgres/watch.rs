@@ -45,6 +45,10 @@ const BACKOFF: [Duration; 4] = [
     Duration::from_secs(5),
 ];
 
+/// A listener connection that lived this long was healthy: the backoff
+/// starts over after it ends.
+const HEALTHY: Duration = Duration::from_secs(30);
+
 /// The generation and which database (same query as a per-call check).
 pub(super) const STAMP: &str = "SELECT n, (SELECT oid FROM pg_database WHERE datname = current_database())::bigint \
      FROM directory_generation WHERE id = 1";
@@ -119,20 +123,22 @@ impl Watch {
 async fn listen_forever(config: tokio_postgres::Config, watched: Arc<Watched>) {
     let mut failures = 0usize;
     loop {
+        let started = tokio::time::Instant::now();
         let listened = listen_once(&config, &watched).await;
         watched.set(None);
         match listened {
-            Ok(()) => {
-                tracing::warn!("the directory's generation listener stopped; reconnecting");
-                failures = 0;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "lost the directory's generation listener; \
-                    checking the generation per call until it is back");
-                failures += 1;
-            }
+            Ok(()) => tracing::warn!("the directory's generation listener stopped; reconnecting"),
+            Err(e) => tracing::warn!(error = %e, "lost the directory's generation listener; \
+                checking the generation per call until it is back"),
+        }
+        // Only a connection that held for a while starts the backoff over:
+        // one that ends as soon as it is made (cleanly or not) counts as a
+        // failure, so a flapping server is not retried ten times a second.
+        if started.elapsed() >= HEALTHY {
+            failures = 0;
         }
         let wait = BACKOFF[failures.min(BACKOFF.len() - 1)];
+        failures += 1;
         tokio::time::sleep(wait).await;
     }
 }

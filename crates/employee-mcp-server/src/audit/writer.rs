@@ -504,7 +504,7 @@ mod tests {
     fn writer() -> Writer {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         super::super::migrate(&conn).unwrap();
-        let store = super::super::store::SqliteStore::new(conn, None);
+        let store = super::super::sqlite::SqliteStore::new(conn, None);
         Writer::new(Box::new(store), None, Arc::default())
     }
 

@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use employee_directory::{DEFAULT_DATABASE_URL, Directory, SystemClock};
 use serde_json::json;
 
-use super::{Store, store};
+use super::{Store, sqlite};
 use crate::custom::Checked;
 use crate::custom::spec::{self, ToolSpec};
 
@@ -237,7 +237,7 @@ async fn toggle(
     Ok(())
 }
 
-fn list(entries: &[store::Entry], builtins: &[String], as_json: bool) -> Result<(), String> {
+fn list(entries: &[sqlite::Entry], builtins: &[String], as_json: bool) -> Result<(), String> {
     let mut rows: Vec<serde_json::Value> = builtins
         .iter()
         .map(|name| match entries.iter().find(|e| &e.name == name) {
@@ -288,7 +288,7 @@ fn list(entries: &[store::Entry], builtins: &[String], as_json: bool) -> Result<
     Ok(())
 }
 
-fn show(entries: &[store::Entry], name: &str) -> Result<(), String> {
+fn show(entries: &[sqlite::Entry], name: &str) -> Result<(), String> {
     let entry = entries
         .iter()
         .find(|e| e.name == name && e.kind == "custom")

@@ -12,8 +12,8 @@
 //! matching [`Checker`] and run by the matching [`Runner`].
 
 pub mod command;
-pub mod pg;
-pub mod store;
+pub mod postgres;
+pub mod sqlite;
 pub mod watch;
 
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::custom::limits::Limits;
 use crate::custom::spec::ToolSpec;
-use crate::custom::{Checker, Runner, postgres, sqlite};
+use crate::custom::{self, Checker, Runner};
 
 /// Default of `--max-custom-tools`.
 pub const DEFAULT_MAX_CUSTOM_TOOLS: usize = 200;
@@ -67,7 +67,7 @@ impl Store {
     pub async fn open(url: &str) -> Result<Store, String> {
         if crate::cluster::is_postgres(url) {
             let pool = crate::cluster::pool(url, PG_POOL_SIZE, PG_TIMEOUT)?;
-            pg::migrate(&pool).await?;
+            postgres::migrate(&pool).await?;
             return Ok(Store::Postgres(pool));
         }
         let path = database_file(url)?;
@@ -93,11 +93,11 @@ impl Store {
     pub async fn ensure_reader(&self, role: &str) -> Result<(), String> {
         match self {
             Store::Sqlite(_) => Ok(()),
-            Store::Postgres(pool) => postgres::ensure_reader(pool, role).await,
+            Store::Postgres(pool) => custom::postgres::ensure_reader(pool, role).await,
         }
     }
 
-    /// Stores checked custom tools from `source` (see [`store::put_custom`]).
+    /// Stores checked custom tools from `source` (see [`sqlite::put_custom`]).
     pub async fn put_custom(
         &self,
         specs: Vec<ToolSpec>,
@@ -111,12 +111,12 @@ impl Store {
                 let (path, actor) = (path.clone(), actor.to_owned());
                 blocking(move || {
                     let mut conn = open_rw(&path)?;
-                    store::put_custom(&mut conn, &specs, &source, sync, &actor, max_custom)
+                    sqlite::put_custom(&mut conn, &specs, &source, sync, &actor, max_custom)
                 })
                 .await
             }
             Store::Postgres(pool) => {
-                pg::put_custom(pool, &specs, &source, sync, actor, max_custom).await
+                postgres::put_custom(pool, &specs, &source, sync, actor, max_custom).await
             }
         }
     }
@@ -128,12 +128,12 @@ impl Store {
                 let (path, name, actor) = (path.clone(), name.to_owned(), actor.to_owned());
                 blocking(move || {
                     let mut conn = open_rw(&path)?;
-                    store::remove_custom(&mut conn, &name, &actor)
+                    sqlite::remove_custom(&mut conn, &name, &actor)
                         .map_err(|e| format!("tool catalogue: {e}"))
                 })
                 .await
             }
-            Store::Postgres(pool) => pg::remove_custom(pool, name, actor).await,
+            Store::Postgres(pool) => postgres::remove_custom(pool, name, actor).await,
         }
     }
 
@@ -144,26 +144,26 @@ impl Store {
                 let path = path.clone();
                 blocking(move || {
                     let conn = open_catalog_reader(&path)?;
-                    store::generation(&conn).map_err(|e| e.to_string())
+                    sqlite::generation(&conn).map_err(|e| e.to_string())
                 })
                 .await
             }
-            Store::Postgres(pool) => pg::generation(pool).await,
+            Store::Postgres(pool) => postgres::generation(pool).await,
         }
     }
 
     /// Every catalogue row.
-    pub async fn entries(&self) -> Result<Vec<store::Entry>, String> {
+    pub async fn entries(&self) -> Result<Vec<sqlite::Entry>, String> {
         match self {
             Store::Sqlite(path) => {
                 let path = path.clone();
                 blocking(move || {
                     let conn = open_catalog_reader(&path)?;
-                    store::entries(&conn).map_err(|e| format!("tool catalogue: {e}"))
+                    sqlite::entries(&conn).map_err(|e| format!("tool catalogue: {e}"))
                 })
                 .await
             }
-            Store::Postgres(pool) => pg::entries(pool).await,
+            Store::Postgres(pool) => postgres::entries(pool).await,
         }
     }
 
@@ -180,27 +180,29 @@ impl Store {
                 let (path, name, actor) = (path.clone(), name.to_owned(), actor.to_owned());
                 blocking(move || {
                     let mut conn = open_rw(&path)?;
-                    store::set_enabled(&mut conn, &name, builtin, enabled, &actor)
+                    sqlite::set_enabled(&mut conn, &name, builtin, enabled, &actor)
                         .map_err(|e| format!("tool catalogue: {e}"))
                 })
                 .await
             }
-            Store::Postgres(pool) => pg::set_enabled(pool, name, builtin, enabled, actor).await,
+            Store::Postgres(pool) => {
+                postgres::set_enabled(pool, name, builtin, enabled, actor).await
+            }
         }
     }
 
     /// The newest `limit` changes, oldest first.
-    pub async fn changes(&self, limit: u32) -> Result<Vec<store::Change>, String> {
+    pub async fn changes(&self, limit: u32) -> Result<Vec<sqlite::Change>, String> {
         match self {
             Store::Sqlite(path) => {
                 let path = path.clone();
                 blocking(move || {
                     let conn = open_catalog_reader(&path)?;
-                    store::changes(&conn, limit).map_err(|e| format!("tool catalogue: {e}"))
+                    sqlite::changes(&conn, limit).map_err(|e| format!("tool catalogue: {e}"))
                 })
                 .await
             }
-            Store::Postgres(pool) => pg::changes(pool, limit).await,
+            Store::Postgres(pool) => postgres::changes(pool, limit).await,
         }
     }
 }
@@ -227,7 +229,7 @@ pub fn open_rw(path: &Path) -> Result<Connection, String> {
         .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(|e| format!("cannot configure {}: {e}", path.display()))?;
-    store::migrate(&conn)?;
+    sqlite::migrate(&conn)?;
     Ok(conn)
 }
 
@@ -268,14 +270,14 @@ impl Catalog {
         limits: Limits,
     ) -> Result<Self, String> {
         let runner = match &store {
-            Store::Sqlite(path) => Runner::Sqlite(Arc::new(sqlite::Executor::new(
+            Store::Sqlite(path) => Runner::Sqlite(Arc::new(custom::sqlite::Executor::new(
                 path.to_owned(),
                 max_connections,
                 limits,
             ))),
             // Waiting for a free connection is bounded by the call timeout;
             // the pool's own timeout only guards against a lost server.
-            Store::Postgres(_) => Runner::Postgres(Arc::new(postgres::Executor::new(
+            Store::Postgres(_) => Runner::Postgres(Arc::new(custom::postgres::Executor::new(
                 crate::cluster::pool(url, max_connections.max(1), PG_QUERY_WAIT)?,
                 role.to_owned(),
                 limits,
@@ -321,7 +323,7 @@ impl Catalog {
             .collect()
     }
 
-    fn enabled_builtins(&self, entries: &[store::Entry]) -> Vec<Tool> {
+    fn enabled_builtins(&self, entries: &[sqlite::Entry]) -> Vec<Tool> {
         let disabled = |name: &str| entries.iter().any(|e| e.name == name && !e.enabled);
         self.builtins
             .iter()
@@ -354,7 +356,7 @@ impl Catalog {
         Ok((generation, tools))
     }
 
-    async fn load_custom(&self, entry: &store::Entry) -> Result<Tool, String> {
+    async fn load_custom(&self, entry: &sqlite::Entry) -> Result<Tool, String> {
         let json = entry.definition.as_deref().unwrap_or("");
         let spec: ToolSpec =
             serde_json::from_str(json).map_err(|e| format!("stored definition unreadable: {e}"))?;

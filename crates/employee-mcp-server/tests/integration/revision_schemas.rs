@@ -408,11 +408,9 @@ fn http_message(reply: common::Reply) -> Value {
         "HTTP {} without a JSON body: {}",
         reply.status, reply.text
     );
-    let messages: Vec<Value> = reply
-        .text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+    let messages: Vec<Value> = mcpwire_server::protocol::sse::events(&reply.text)
+        .iter()
+        .filter_map(|d| serde_json::from_str(d).ok())
         .collect();
     assert_eq!(messages.len(), 1, "SSE reply: {}", reply.text);
     messages.into_iter().next().unwrap()

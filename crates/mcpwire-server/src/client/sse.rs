@@ -1,8 +1,12 @@
 //! Server-Sent Events read from an HTTP response body: each event's `data:`
-//! lines form one JSON-RPC message.
+//! lines form one JSON-RPC message (framing by the protocol crate's
+//! [`SseParser`]).
+
+use std::collections::VecDeque;
 
 use axum::body::{Body, BodyDataStream};
 use futures_util::StreamExt;
+use mcpwire_protocol::sse::SseParser;
 use serde_json::Value;
 
 use super::ClientError;
@@ -14,7 +18,9 @@ const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 /// Reads one SSE response event by event.
 pub(super) struct SseReader {
     body: BodyDataStream,
-    buf: Vec<u8>,
+    parser: SseParser,
+    /// Events parsed but not handed out yet.
+    ready: VecDeque<String>,
     ended: bool,
 }
 
@@ -22,7 +28,8 @@ impl SseReader {
     pub(super) fn new(body: Body) -> Self {
         Self {
             body: body.into_data_stream(),
-            buf: Vec::new(),
+            parser: SseParser::new(),
+            ready: VecDeque::new(),
             ended: false,
         }
     }
@@ -31,45 +38,32 @@ impl SseReader {
     /// data (priming events, keep-alive comments) are skipped.
     pub(super) async fn next(&mut self) -> Result<Option<Value>, ClientError> {
         loop {
-            if let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
-                let block: Vec<u8> = self.buf.drain(..end + 2).collect();
-                match data_of(&block) {
-                    Some(data) => {
-                        return serde_json::from_str(&data).map(Some).map_err(|e| {
-                            ClientError::Malformed(format!("SSE data is not JSON ({e}): {data}"))
-                        });
-                    }
-                    None => continue,
+            if let Some(data) = self.ready.pop_front() {
+                if data.trim().is_empty() {
+                    continue;
                 }
+                return serde_json::from_str(&data).map(Some).map_err(|e| {
+                    ClientError::Malformed(format!("SSE data is not JSON ({e}): {data}"))
+                });
             }
             if self.ended {
                 return Ok(None);
             }
-            if self.buf.len() > MAX_EVENT_BYTES {
+            if self.parser.buffered() > MAX_EVENT_BYTES {
                 return Err(ClientError::Malformed(format!(
                     "an SSE event exceeds {MAX_EVENT_BYTES} bytes"
                 )));
             }
             match self.body.next().await {
-                // CR LF and LF both end lines; JSON data never holds a raw CR.
-                Some(Ok(chunk)) => self.buf.extend(chunk.iter().filter(|&&b| b != b'\r')),
+                Some(Ok(chunk)) => self.ready.extend(self.parser.push(&chunk)),
                 Some(Err(e)) => return Err(ClientError::Transport(e.to_string())),
-                None => self.ended = true,
+                None => {
+                    self.ended = true;
+                    self.ready.extend(self.parser.finish());
+                }
             }
         }
     }
-}
-
-/// The joined `data:` lines of one event, if it has any that are not empty.
-fn data_of(block: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(block);
-    let data: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|d| d.strip_prefix(' ').unwrap_or(d))
-        .collect();
-    let joined = data.join("\n");
-    (!joined.trim().is_empty()).then_some(joined)
 }
 
 #[cfg(test)]

@@ -150,8 +150,14 @@ impl Pending {
         let (request, wire) = match work {
             Work::One { request, wire } => (request, wire),
             Work::Batch { items, session } => {
-                let responses = serve_batch(&server, items, session, outbound, extensions).await;
-                return Reply::Batch(responses);
+                let batch = Batch {
+                    session,
+                    outbound,
+                    extensions,
+                    connection,
+                    cancel,
+                };
+                return Reply::Batch(serve_batch(&server, items, batch).await);
             }
         };
         let tracker = Tracker::new(&request.id, &wire, connection, &cancel);
@@ -243,17 +249,23 @@ impl Drop for Tracker {
     }
 }
 
-/// Serves a JSON-RPC batch from a 2025-03-26 session (the one revision
-/// with batches): requests run concurrently, notifications and routed
-/// responses are applied, and the responses come back in one list
-/// (empty when the batch held no requests).
-async fn serve_batch(
-    server: &Engine,
-    items: Vec<Value>,
+/// What every request of a batch shares.
+struct Batch {
     session: Arc<Session>,
     outbound: Option<mpsc::Sender<String>>,
     extensions: Arc<http::Extensions>,
-) -> Vec<Response> {
+    connection: Option<Arc<Connection>>,
+    /// The batch's token: each request runs under a child of it, tracked
+    /// by its id, so `notifications/cancelled` stops that one request.
+    cancel: CancellationToken,
+}
+
+/// Serves a JSON-RPC batch from a 2025-03-26 session (the one revision
+/// with batches): requests run concurrently, each cancellable by its id
+/// as a lone request is, notifications and routed responses are applied,
+/// and the responses come back in one list (empty when the batch held no
+/// requests).
+async fn serve_batch(server: &Engine, items: Vec<Value>, batch: Batch) -> Vec<Response> {
     let mut responses = Vec::new();
     let mut running = Vec::new();
     for item in items {
@@ -267,21 +279,35 @@ async fn serve_batch(
             }
             Ok(Message::Request(request)) => {
                 let id = request.id.clone();
+                let wire = Wire::Legacy {
+                    version: batch.session.version(),
+                    session: Some(Arc::clone(&batch.session)),
+                };
+                let cancel = batch.cancel.child_token();
+                let tracker = Tracker::new(&id, &wire, batch.connection.clone(), &cancel);
                 let inbound = Inbound {
                     request,
-                    wire: Wire::Legacy {
-                        version: session.version(),
-                        session: Some(Arc::clone(&session)),
-                    },
-                    outbound: outbound.clone(),
-                    cancel: CancellationToken::new(),
-                    extensions: Arc::clone(&extensions),
+                    wire,
+                    outbound: batch.outbound.clone(),
+                    cancel,
+                    extensions: Arc::clone(&batch.extensions),
                 };
-                running.push(isolate(id, server.dispatch.handle(inbound)));
+                let dispatch = &server.dispatch;
+                running.push(isolate(id, async move {
+                    let reply = dispatch.handle(inbound).await;
+                    drop(tracker);
+                    reply
+                }));
             }
-            Ok(Message::Notification(n)) => server.dispatch.handle_notification(&n, Some(&session)),
+            Ok(Message::Notification(n)) => {
+                server
+                    .dispatch
+                    .handle_notification(&n, Some(&batch.session));
+            }
             Ok(Message::Response(r)) => {
-                server.dispatch.handle_peer_response(r, Some(&session));
+                server
+                    .dispatch
+                    .handle_peer_response(r, Some(&batch.session));
             }
         }
     }

@@ -437,6 +437,50 @@ async fn notifications_cancelled_stops_a_legacy_request() {
     );
 }
 
+/// A request inside a 2025-03-26 batch is found by its id like a lone
+/// request, so `notifications/cancelled` stops it.
+#[tokio::test(flavor = "multi_thread")]
+async fn notifications_cancelled_stops_a_request_inside_a_batch() {
+    let (tool, fired, _flag) = cancel_probe("probe", false);
+    let s = mcpwire_server::Server::builder("c", "1")
+        .tool(tool)
+        .build()
+        .expect("builds");
+    let h = std::sync::Arc::new(spawn_http(s).await);
+    let (sid, _) = h.initialize(Some("2025-03-26"), json!({})).await;
+    let headers = vec![
+        ("Mcp-Session-Id".to_owned(), sid.clone()),
+        ("MCP-Protocol-Version".to_owned(), "2025-03-26".to_owned()),
+    ];
+    let body = json!([raw_req(
+        77,
+        "tools/call",
+        json!({ "name": "probe", "arguments": {} }),
+    )]);
+    let pending = {
+        let h = std::sync::Arc::clone(&h);
+        let headers = headers.clone();
+        tokio::spawn(async move { h.post_with(&body, &headers).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let cancel = json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": 77, "reason": "user gave up" }
+    });
+    let r = h.post_with(&cancel, &headers).await;
+    assert_eq!(r.status, 202, "{}", r.raw);
+    tokio::time::timeout(WAIT, fired)
+        .await
+        .expect("the batched handler sees the cancellation")
+        .expect("signal");
+    let r = tokio::time::timeout(WAIT, pending)
+        .await
+        .expect("the batch's POST completes")
+        .expect("task");
+    assert!(!r.raw.contains("\"result\""), "no result for it: {}", r.raw);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_legacy_disconnect_is_not_a_cancellation() {
     let (tool, _fired, flag) = cancel_probe("probe", false);

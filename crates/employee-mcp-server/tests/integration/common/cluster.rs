@@ -4,12 +4,14 @@
 //! so tests run side by side. Dropping the [`Cluster`] runs
 //! `scripts/cluster down` on that prefix.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use mcpwire_server::protocol::sse::SseParser;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -205,8 +207,10 @@ pub struct EventStream {
     chunked: bool,
     /// Bytes of the current chunk not yet consumed.
     left: usize,
-    /// Undecoded SSE text.
-    text: String,
+    /// Events split from the body so far.
+    parser: SseParser,
+    /// Event data read but not handed out yet.
+    ready: VecDeque<String>,
 }
 
 impl EventStream {
@@ -256,7 +260,8 @@ impl EventStream {
             reader,
             chunked,
             left: 0,
-            text: String::new(),
+            parser: SseParser::new(),
+            ready: VecDeque::new(),
         }
     }
 
@@ -291,7 +296,8 @@ impl EventStream {
         if self.chunked {
             self.left -= n;
         }
-        self.text.push_str(&String::from_utf8_lossy(&buf[..n]));
+        let events = self.parser.push(&buf[..n]);
+        self.ready.extend(events);
         true
     }
 
@@ -304,27 +310,22 @@ impl EventStream {
             .flatten()
     }
 
-    /// The next JSON message, `None` at the end of the stream.
+    /// The next JSON message, `None` at the end of the stream (events are
+    /// framed by the library's SSE parser).
     pub async fn next_message(&mut self) -> Option<Value> {
         loop {
-            // Events end with a blank line; normalise CRLF first.
-            let norm = self.text.replace("\r\n", "\n");
-            if let Some(end) = norm.find("\n\n") {
-                let event = norm[..end].to_owned();
-                self.text = norm[end + 2..].to_owned();
-                let data: Vec<&str> = event
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                if !data.is_empty() && !data.concat().is_empty() {
-                    let json = data.join("\n");
-                    return Some(serde_json::from_str(&json).expect("event data is JSON"));
+            if let Some(data) = self.ready.pop_front() {
+                if data.is_empty() {
+                    continue; // a priming event
                 }
-                continue;
+                return Some(serde_json::from_str(&data).expect("event data is JSON"));
             }
             if !self.fill().await {
-                return None;
+                let last = self.parser.finish();
+                self.ready.extend(last);
+                if self.ready.is_empty() {
+                    return None;
+                }
             }
         }
     }

@@ -14,38 +14,20 @@ use std::time::Duration;
 use axum::Router;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::config::ConnectionLimits;
 use super::connection::{self, Shared, Slot};
-use crate::observe::ConnectionStats;
+use crate::observe::{ConnectionStats, LOG_EVERY, LogThrottle};
 use crate::server::Server;
 
 /// Pause after an accept error that is not the peer's doing (e.g. out of
 /// file descriptors), so the loop does not spin while it lasts.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
-/// At most one warning per this interval for a repeated condition.
-const WARN_EVERY: Duration = Duration::from_secs(10);
 /// Idle keep-alive connections asked to close each time a newcomer finds
 /// the listener at the cap.
 const RECLAIM_PER_NEWCOMER: usize = 4;
-
-/// Logs a repeated condition at most once per [`WARN_EVERY`].
-#[derive(Default)]
-struct Throttle(Option<Instant>);
-
-impl Throttle {
-    fn ready(&mut self) -> bool {
-        let now = Instant::now();
-        let ready = self.0.is_none_or(|last| now - last >= WARN_EVERY);
-        if ready {
-            self.0 = Some(now);
-        }
-        ready
-    }
-}
 
 /// Serves `router` on `listener` within `limits` until `shutdown`
 /// resolves; then stops accepting, ends long-lived streams
@@ -75,11 +57,12 @@ where
     let reserve = Arc::new(Semaphore::new(limits.probe_reserve));
     let tracker = TaskTracker::new();
     let mut shutdown = pin!(shutdown);
-    let mut throttle = (Throttle::default(), Throttle::default());
+    // A repeated condition is logged at most once per period.
+    let throttle = (LogThrottle::new(LOG_EVERY), LogThrottle::new(LOG_EVERY));
     loop {
         let (slot, stream, addr) = tokio::select! {
             () = &mut shutdown => break,
-            next = next_connection(&listener, &shared, &reserve, &mut throttle) => next,
+            next = next_connection(&listener, &shared, &reserve, &throttle) => next,
         };
         tracker.spawn(run(slot, stream, addr, Arc::clone(&shared)));
     }
@@ -135,15 +118,16 @@ async fn next_connection(
     listener: &TcpListener,
     shared: &Shared,
     reserve: &Arc<Semaphore>,
-    (at_limit, failing): &mut (Throttle, Throttle),
+    (at_limit, failing): &(LogThrottle, LogThrottle),
 ) -> (Slot, TcpStream, SocketAddr) {
     let stats = &shared.stats;
     let slot = match Arc::clone(&shared.slots).try_acquire_owned() {
         Ok(p) => Slot::Regular(p),
         Err(_) => {
             stats.paused_at_limit.fetch_add(1, Ordering::Relaxed);
-            if at_limit.ready() {
+            if let Some(left_out) = at_limit.admit() {
                 tracing::warn!(
+                    left_out,
                     "connection limit reached: closing idle keep-alive connections; beyond the limit only /healthz and /readyz are served (others get 503) until one closes"
                 );
             }
@@ -166,8 +150,8 @@ async fn next_connection(
             Err(e) if peer_gave_up(&e) => {}
             Err(e) => {
                 stats.accept_errors.fetch_add(1, Ordering::Relaxed);
-                if failing.ready() {
-                    tracing::warn!(error = %e, "accepting a connection failed; retrying");
+                if let Some(left_out) = failing.admit() {
+                    tracing::warn!(error = %e, left_out, "accepting a connection failed; retrying");
                 }
                 tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
             }

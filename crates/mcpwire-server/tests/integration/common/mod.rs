@@ -579,21 +579,9 @@ pub async fn read_reply(resp: reqwest::Response) -> Reply {
     }
 }
 
-/// The `data:` payloads of complete SSE events in `text`.
+/// The `data:` payloads of the SSE events in `text` (the library's parser).
 pub fn sse_data(text: &str) -> Vec<String> {
-    let text = text.replace("\r\n", "\n");
-    let mut out = Vec::new();
-    for block in text.split("\n\n") {
-        let data: Vec<&str> = block
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-            .collect();
-        if !data.is_empty() {
-            out.push(data.join("\n"));
-        }
-    }
-    out
+    mcpwire_server::protocol::sse::events(text)
 }
 
 /// An SSE response read event by event.

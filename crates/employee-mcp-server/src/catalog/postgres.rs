@@ -1,10 +1,10 @@
 //! The catalogue tables on PostgreSQL: the same three tables as
-//! [`super::store`] on SQLite, for the built-in part (enable, disable,
+//! [`super::sqlite`] on SQLite, for the built-in part (enable, disable,
 //! history) and the custom SQL tools.
 
 use deadpool_postgres::Pool;
 
-use super::store::{Change, Entry, now};
+use super::sqlite::{Change, Entry, now};
 use crate::cluster::db_message;
 use crate::custom::spec::ToolSpec;
 
@@ -206,7 +206,7 @@ async fn lock_and_bump(
     .map(drop)
 }
 
-/// Stores checked custom tools from `source`, as [`super::store::put_custom`]
+/// Stores checked custom tools from `source`, as [`super::sqlite::put_custom`]
 /// does on SQLite: one transaction, serialised on the generation row.
 pub async fn put_custom(
     pool: &Pool,

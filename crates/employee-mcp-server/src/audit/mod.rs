@@ -23,6 +23,7 @@
 //! The `audit` subcommand reads the same table ([`query`]).
 
 mod postgres;
+mod sqlite;
 mod store;
 mod writer;
 
@@ -374,7 +375,7 @@ impl Audit {
                 // reads again.
                 conn.pragma_update(None, "cache_size", WRITER_CACHE_SIZE)
                     .map_err(|e| format!("cannot size the audit writer's page cache: {e}"))?;
-                Box::new(store::SqliteStore::new(conn, options.pin.clone()))
+                Box::new(sqlite::SqliteStore::new(conn, options.pin.clone()))
             }
         };
         let (queue, rx) = mpsc::channel(QUEUE_CAPACITY);

@@ -1,8 +1,11 @@
-//! Minimal incremental parser for `text/event-stream` bodies.
+//! The `text/event-stream` framing of Streamable HTTP, parsed
+//! incrementally with no I/O: the one parser the library's client, the
+//! benchmark and the tests share.
 //!
-//! Only the `data` field matters to the benchmark: an MCP server that answers
-//! a POST with an SSE stream puts each JSON-RPC message into the data of one
-//! event. Other fields (`id`, `event`, `retry`) and comments are skipped.
+//! Only the `data` field carries MCP: a server that answers a POST with an
+//! SSE stream puts each JSON-RPC message into the data of one event. Other
+//! fields (`id`, `event`, `retry`) and comments are skipped; an event with
+//! no `data` line (a priming event) yields nothing.
 
 /// Incremental SSE parser: feed it body chunks, get back the data of every
 /// event that was completed by that chunk.
@@ -42,6 +45,13 @@ impl SseParser {
         events
     }
 
+    /// Bytes held for the event being read (its data so far and an
+    /// unterminated line): a reader bounds this against a hostile or
+    /// broken stream that never ends an event.
+    pub fn buffered(&self) -> usize {
+        self.pending.len() + self.data.len()
+    }
+
     /// Ends the stream: a last line without a newline and a last event
     /// without its blank line are still delivered (servers that close right
     /// after the response should not lose it).
@@ -79,6 +89,15 @@ impl SseParser {
             self.has_data = true;
         }
     }
+}
+
+/// The data of every event in a whole body `text` (the last one even
+/// without its blank line).
+pub fn events(text: &str) -> Vec<String> {
+    let mut parser = SseParser::new();
+    let mut out = parser.push(text.as_bytes());
+    out.extend(parser.finish());
+    out
 }
 
 #[cfg(test)]

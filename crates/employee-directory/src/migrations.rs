@@ -41,6 +41,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(8, "0008_roster_paging.sql"),
     migration!(9, "0009_skill_counts.sql"),
     migration!(10, "0010_band_salaries.sql"),
+    migration!(11, "0011_roster_totals.sql"),
 ];
 
 /// The schema version this build migrates to.

@@ -10,6 +10,10 @@ use crate::migrations::{MIGRATIONS, latest_version, too_new};
 /// this purpose; the shared-state tables use another).
 const BOOTSTRAP_LOCK: i64 = 7_402_117_000;
 
+/// How long migrating and seeding may take at start (waiting for another
+/// server doing it included), instead of a query's statement timeout.
+pub(crate) const MIGRATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Migrates and seeds if needed. A database that is already current and
 /// seeded is only read (no lock, no writes), so replicas start fast.
 /// Returns (migrations applied, seeded). Without `demo_data` an empty
@@ -25,9 +29,13 @@ pub(crate) async fn bootstrap(
     let fail = DirectoryError::pg("bootstrap transaction");
     let tx = client.transaction().await.map_err(fail)?;
     // Whoever gets the lock first does the work; the others then find the
-    // database current when they check again below.
+    // database current when they check again below. Migrating a large
+    // directory (an index or an aggregate over a million employees) and
+    // seeding a large demo take longer than a query may: the statement
+    // timeout is lifted for this transaction only (see MIGRATION_TIMEOUT).
     tx.batch_execute(&format!(
-        "SELECT pg_advisory_xact_lock({BOOTSTRAP_LOCK});
+        "SET LOCAL statement_timeout = 0;
+         SELECT pg_advisory_xact_lock({BOOTSTRAP_LOCK});
          CREATE TABLE IF NOT EXISTS schema_migrations (
              version    INTEGER NOT NULL PRIMARY KEY,
              name       TEXT NOT NULL,

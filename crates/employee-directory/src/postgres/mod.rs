@@ -148,13 +148,19 @@ impl PostgresBackend {
     ) -> Result<PostgresBackend, DirectoryError> {
         let pool = PgPool::new(url, &options)?;
         let mut client = pool.get().await?;
-        let (migrated, seeded) = pool
-            .bounded(migrate::bootstrap(
-                &mut client,
-                options.demo_data,
-                options.demo_employees,
-            ))
-            .await?;
+        let bootstrap = migrate::bootstrap(&mut client, options.demo_data, options.demo_employees);
+        let (migrated, seeded) = tokio::time::timeout(migrate::MIGRATION_TIMEOUT, bootstrap)
+            .await
+            .map_err(|_| {
+                DirectoryError::unavailable(
+                    UnavailableReason::TimedOut,
+                    format!(
+                        "migrating or seeding PostgreSQL at {} took over {} s",
+                        pool.target(),
+                        migrate::MIGRATION_TIMEOUT.as_secs()
+                    ),
+                )
+            })??;
         drop(client);
         tracing::debug!(database = %pool.target(), migrated, seeded, "opened employee directory");
         // Only a cache needs the generation.

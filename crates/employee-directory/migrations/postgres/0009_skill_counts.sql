@@ -22,46 +22,63 @@ INSERT INTO skill_counts (skill_id, n)
     JOIN employees e ON e.id = es.employee_id
     WHERE e.status = 'active' GROUP BY es.skill_id;
 
+-- Statement-level: an import's one INSERT of 500,000 holders adds one
+-- row per skill, instead of updating a popular skill's row 20,000 times
+-- (PostgreSQL keeps every version of a row updated inside a transaction,
+-- so per-row counting would slow a large import quadratically). A holder
+-- deleted with their employee (ON DELETE CASCADE) is no longer found
+-- here: skill_counts_follow_employee_delete counted them out.
 CREATE FUNCTION skill_counts_follow_holders() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    -- A holder deleted with their employee (ON DELETE CASCADE) is no
-    -- longer found: skill_counts_follow_employee_delete counted them out.
     IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        UPDATE skill_counts SET n = n - 1 WHERE skill_id = OLD.skill_id
-            AND EXISTS (SELECT 1 FROM employees
-                        WHERE id = OLD.employee_id AND status = 'active');
+        UPDATE skill_counts c SET n = c.n - d.k
+            FROM (SELECT r.skill_id, COUNT(*) AS k FROM removed r
+                  JOIN employees e ON e.id = r.employee_id AND e.status = 'active'
+                  GROUP BY r.skill_id) d
+            WHERE c.skill_id = d.skill_id;
     END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
         INSERT INTO skill_counts (skill_id, n)
-            SELECT NEW.skill_id, 1
-            WHERE EXISTS (SELECT 1 FROM employees
-                          WHERE id = NEW.employee_id AND status = 'active')
-            ON CONFLICT (skill_id) DO UPDATE SET n = skill_counts.n + 1;
-    END IF;
-    RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER employee_skills_count
-    AFTER INSERT OR DELETE OR UPDATE OF employee_id, skill_id ON employee_skills
-    FOR EACH ROW EXECUTE FUNCTION skill_counts_follow_holders();
-
-CREATE FUNCTION skill_counts_follow_employee_status() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF (OLD.status = 'active') <> (NEW.status = 'active') THEN
-        INSERT INTO skill_counts (skill_id, n)
-            SELECT skill_id, CASE WHEN NEW.status = 'active' THEN 1 ELSE -1 END
-            FROM employee_skills WHERE employee_id = NEW.id
+            SELECT i.skill_id, COUNT(*) FROM inserted i
+            JOIN employees e ON e.id = i.employee_id AND e.status = 'active'
+            GROUP BY i.skill_id
             ON CONFLICT (skill_id) DO UPDATE SET n = skill_counts.n + excluded.n;
     END IF;
     RETURN NULL;
 END
 $$;
 
-CREATE TRIGGER employees_skill_count_status AFTER UPDATE OF status ON employees
-    FOR EACH ROW EXECUTE FUNCTION skill_counts_follow_employee_status();
+CREATE TRIGGER employee_skills_count_insert AFTER INSERT ON employee_skills
+    REFERENCING NEW TABLE AS inserted
+    FOR EACH STATEMENT EXECUTE FUNCTION skill_counts_follow_holders();
+CREATE TRIGGER employee_skills_count_delete AFTER DELETE ON employee_skills
+    REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION skill_counts_follow_holders();
+CREATE TRIGGER employee_skills_count_update AFTER UPDATE ON employee_skills
+    REFERENCING OLD TABLE AS removed NEW TABLE AS inserted
+    FOR EACH STATEMENT EXECUTE FUNCTION skill_counts_follow_holders();
+
+-- A status change moves the employee's skills in or out, a statement at a
+-- time (a mass termination updates each skill once).
+CREATE FUNCTION skill_counts_follow_employee_status() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO skill_counts (skill_id, n)
+        SELECT es.skill_id, SUM(CASE WHEN a.status = 'active' THEN 1 ELSE -1 END)
+        FROM before_rows b
+        JOIN after_rows a ON a.id = b.id
+        JOIN employee_skills es ON es.employee_id = a.id
+        WHERE (b.status = 'active') <> (a.status = 'active')
+        GROUP BY es.skill_id
+        ON CONFLICT (skill_id) DO UPDATE SET n = skill_counts.n + excluded.n;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER employees_skill_count_status AFTER UPDATE ON employees
+    REFERENCING OLD TABLE AS before_rows NEW TABLE AS after_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION skill_counts_follow_employee_status();
 
 CREATE FUNCTION skill_counts_follow_employee_delete() RETURNS trigger
 LANGUAGE plpgsql AS $$

@@ -155,8 +155,8 @@ async fn team_count(c: &ClientWrapper, id: &str) -> Result<u32> {
 }
 
 /// The department's counts (from the trigger-kept `roster_teams` and
-/// `roster_places`: the largest teams through `roster_teams_largest`, the
-/// totals of `roster_departments`, and a row per level and place),
+/// `roster_places`: the largest teams through `roster_teams_largest`, and
+/// a row per level and place),
 /// and how many active people the list holds (the department's, or the
 /// team's).
 async fn summary(
@@ -183,10 +183,9 @@ async fn summary(
         rows(
             c,
             CONTEXT,
-            "SELECT COALESCE(SUM(d.teams), 0)::bigint, COALESCE(SUM(d.people), 0)::bigint,
-                    COALESCE((SELECT SUM(t.n) FROM roster_teams t
-                              WHERE t.department_id = $1 AND t.team_id = $2), 0)::bigint
-             FROM roster_departments d WHERE d.department_id = $1",
+            "SELECT COUNT(*), COALESCE(SUM(n), 0)::bigint,
+                    COALESCE(SUM(n) FILTER (WHERE team_id = $2), 0)::bigint
+             FROM roster_teams WHERE department_id = $1 AND n > 0",
             p_totals,
         ),
         rows(

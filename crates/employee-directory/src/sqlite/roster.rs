@@ -141,8 +141,8 @@ fn teams(conn: &Connection, id: &str) -> Result<(Vec<TeamRef>, u32)> {
 }
 
 /// The department's counts (from the trigger-kept `roster_teams` and
-/// `roster_places`: the largest teams through `roster_teams_largest`, the
-/// totals of `roster_departments`, and a row per level and place),
+/// `roster_places`: the largest teams through `roster_teams_largest`, and
+/// a row per level and place),
 /// and how many active people the list holds (the department's, or the
 /// team's).
 fn summary(conn: &Connection, id: &str, team: Option<&TeamRef>) -> Result<(RosterSummary, u32)> {
@@ -164,8 +164,8 @@ fn summary(conn: &Connection, id: &str, team: Option<&TeamRef>) -> Result<(Roste
         .map_err(DirectoryError::db(CONTEXT))?;
     let (teams, people) = conn
         .cached_row(
-            "SELECT COALESCE(SUM(teams), 0), COALESCE(SUM(people), 0) FROM roster_departments
-             WHERE department_id = ?1",
+            "SELECT COUNT(*), COALESCE(SUM(n), 0) FROM roster_teams
+             WHERE department_id = ?1 AND n > 0",
             [id],
             |row| Ok((count(row, 0)?, count(row, 1)?)),
         )

@@ -229,12 +229,6 @@ fn assert_aggregates_rebuild(db: &Db, after: &str) {
              WHERE status = 'active' GROUP BY 1, 2 ORDER BY 1, 2",
         ),
         (
-            "SELECT department_id, teams, people FROM roster_departments WHERE people <> 0 \
-             ORDER BY 1",
-            "SELECT department_id, COUNT(DISTINCT COALESCE(team_id, '')), COUNT(*) \
-             FROM employees WHERE status = 'active' GROUP BY 1 ORDER BY 1",
-        ),
-        (
             "SELECT department_id, level, location_id, n FROM roster_places WHERE n <> 0 \
              ORDER BY 1, 2, 3",
             "SELECT department_id, level, location_id, COUNT(*) FROM employees \

@@ -28,7 +28,7 @@ pub const DEFAULT_READER_ROLE: &str = "employee_mcp_reader";
 
 /// The directory's tables: the only ones the reader role may read (a unit
 /// test keeps this list equal to the directory's migrations).
-pub const DIRECTORY_TABLES: [&str; 22] = [
+pub const DIRECTORY_TABLES: [&str; 21] = [
     "departments",
     "teams",
     "locations",
@@ -47,7 +47,6 @@ pub const DIRECTORY_TABLES: [&str; 22] = [
     "report_days",
     "report_headcount",
     "report_salaries",
-    "roster_departments",
     "roster_places",
     "roster_teams",
     "skill_counts",

@@ -10,7 +10,10 @@
 //! gets every row that stayed exactly once, rows added after its position
 //! and none added before it.
 
-use crate::model::{Level, MatchPosition, RosterEntry, RosterPosition, SkillMatch, TeamMember};
+use crate::model::{
+    Level, MatchPosition, RosterEntry, RosterPosition, SKILLS_LISTED, SkillMatch, SkillMatchKind,
+    SkillSearch, TeamMember,
+};
 
 /// A row's position in its list: rows compare as their keys do.
 pub type SortKey = Vec<String>;
@@ -150,6 +153,52 @@ pub(crate) fn skill_start(
             (i, Some((after.proficiency, after.employee_id.clone())))
         }
         _ => (i, None),
+    }
+}
+
+/// The answer to a search for `query` (as given) that matched no skill.
+pub(crate) fn no_matches(query: &str) -> SkillSearch {
+    SkillSearch {
+        query: query.to_owned(),
+        match_kind: SkillMatchKind::None,
+        matched_skills: Vec::new(),
+        matched_skill_count: 0,
+        total: 0,
+        truncated: false,
+        matches: Vec::new(),
+    }
+}
+
+/// The answer to a search for `query` (as given; `wanted` trimmed) from
+/// its matched skills in page order and the rows read for the page: up to
+/// `want`, one more than the page holds, the last only telling that more
+/// follow.
+pub(crate) fn skill_search(
+    query: &str,
+    wanted: &str,
+    skills: Vec<MatchedSkill>,
+    mut matches: Vec<SkillMatch>,
+    want: usize,
+) -> SkillSearch {
+    let truncated = matches.len() >= want;
+    matches.truncate(want.saturating_sub(1));
+    let exact = skills.iter().any(|s| match_rank(wanted, &s.name) == 0);
+    SkillSearch {
+        query: query.to_owned(),
+        match_kind: if exact {
+            SkillMatchKind::Exact
+        } else {
+            SkillMatchKind::Partial
+        },
+        total: skills.iter().map(|s| s.holders).sum(),
+        matched_skill_count: u32::try_from(skills.len()).unwrap_or(u32::MAX),
+        matched_skills: skills
+            .into_iter()
+            .take(SKILLS_LISTED as usize)
+            .map(|s| s.name)
+            .collect(),
+        truncated,
+        matches,
     }
 }
 

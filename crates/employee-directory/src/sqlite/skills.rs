@@ -7,7 +7,7 @@ use rusqlite::{Connection, params};
 
 use super::row::{count, parsed, proficiency};
 use crate::error::DirectoryError;
-use crate::model::{Level, SKILLS_LISTED, SkillMatch, SkillMatchKind, SkillQuery, SkillSearch};
+use crate::model::{Level, SkillMatch, SkillQuery, SkillSearch};
 use crate::page_order::{self, MatchedSkill};
 use crate::seed::job_title;
 
@@ -25,23 +25,14 @@ const COLUMNS: &str = "SELECT e.id, e.first_name || ' ' || e.last_name, r.title,
 /// One page of the matches of `q.skill`.
 pub(crate) fn search(conn: &Connection, q: &SkillQuery) -> Result<SkillSearch> {
     let wanted = q.skill.trim();
-    let mut out = SkillSearch {
-        query: q.skill.clone(),
-        match_kind: SkillMatchKind::None,
-        matched_skills: Vec::new(),
-        matched_skill_count: 0,
-        total: 0,
-        truncated: false,
-        matches: Vec::new(),
-    };
     // SQLite's LIKE stops at a NUL, so "\0" would match every skill; no
     // skill name contains one.
     if wanted.is_empty() || wanted.contains('\0') {
-        return Ok(out);
+        return Ok(page_order::no_matches(&q.skill));
     }
     let mut skills = matched(conn, wanted)?;
     if skills.is_empty() {
-        return Ok(out);
+        return Ok(page_order::no_matches(&q.skill));
     }
     page_order::sort_skills(wanted, &mut skills);
     let want = q.limit.max(1) as usize + 1;
@@ -66,25 +57,9 @@ pub(crate) fn search(conn: &Connection, q: &SkillQuery) -> Result<SkillSearch> {
         }
         i += 1;
     }
-    out.truncated = matches.len() >= want;
-    matches.truncate(want - 1);
-    out.match_kind = if skills
-        .iter()
-        .any(|s| page_order::match_rank(wanted, &s.name) == 0)
-    {
-        SkillMatchKind::Exact
-    } else {
-        SkillMatchKind::Partial
-    };
-    out.total = skills.iter().map(|s| s.holders).sum();
-    out.matched_skill_count = u32::try_from(skills.len()).unwrap_or(u32::MAX);
-    out.matched_skills = skills
-        .into_iter()
-        .take(SKILLS_LISTED as usize)
-        .map(|s| s.name)
-        .collect();
-    out.matches = matches;
-    Ok(out)
+    Ok(page_order::skill_search(
+        &q.skill, wanted, skills, matches, want,
+    ))
 }
 
 /// SQLite takes a LIMIT as a signed 64-bit integer.

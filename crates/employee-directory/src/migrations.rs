@@ -42,6 +42,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(9, "0009_skill_counts.sql"),
     migration!(10, "0010_band_salaries.sql"),
     migration!(11, "0011_roster_totals.sql"),
+    migration!(12, "0012_statement_aggregates.sql"),
 ];
 
 /// The schema version this build migrates to.

@@ -21,6 +21,7 @@ use super::{
     history as record,
 };
 use crate::error::DirectoryError;
+use crate::sqlite::bulk;
 
 /// How long the import waits for another writer (a server's audit trail)
 /// to release the file before its apply transaction.
@@ -281,8 +282,6 @@ fn apply(
         let staged = count(&tx, &format!("SELECT count(*) FROM {}", sql::stage(entity)))?;
         let added = count(&tx, &sql::count_added(entity))?;
         let unchanged = count(&tx, &sql::count_unchanged(entity, Dialect::Sqlite))?;
-        tx.execute(&sql::upsert(entity, Dialect::Sqlite), [])
-            .map_err(refused)?;
         counts.push(EntityCounts {
             entity: entity.name,
             added,
@@ -291,8 +290,20 @@ fn apply(
             removed: 0,
         });
     }
+    let paused = if bulk_write(&tx, options, &counts)? {
+        Some(bulk::pause(&tx).map_err(db("pause aggregate triggers"))?)
+    } else {
+        None
+    };
+    for source in sources {
+        tx.execute(&sql::upsert(source.entity, Dialect::Sqlite), [])
+            .map_err(refused)?;
+    }
     if options.mode == Mode::Replace {
         remove_absent(&tx, sources, &mut counts)?;
+    }
+    if let Some(paused) = paused {
+        paused.rebuild(&tx).map_err(db("rebuild the aggregates"))?;
     }
     check_foreign_keys(&tx)?;
     let report = ImportReport {
@@ -316,6 +327,28 @@ fn apply(
     .map_err(db("record the import"))?;
     tx.commit().map_err(refused)?;
     Ok(report)
+}
+
+/// Whether the import rewrites enough of the people to pause the aggregate
+/// triggers and rebuild the aggregates once (`bulk::worth_it`). A replace
+/// of people always does: its stage is the whole directory, and so may its
+/// deletions be.
+fn bulk_write(
+    tx: &Connection,
+    options: &ImportOptions,
+    counts: &[EntityCounts],
+) -> Result<bool, ExchangeError> {
+    let people: Vec<&EntityCounts> = counts
+        .iter()
+        .filter(|c| matches!(c.entity, "employees" | "employee_skills"))
+        .collect();
+    if options.mode == Mode::Replace {
+        return Ok(!people.is_empty());
+    }
+    let changed: u64 = people.iter().map(|c| c.added + c.updated).sum();
+    let existing = count(tx, "SELECT count(*) FROM employees")?
+        + count(tx, "SELECT count(*) FROM employee_skills")?;
+    Ok(bulk::worth_it(changed, existing))
 }
 
 /// Refuses the import if any row refers to a missing one (a case the

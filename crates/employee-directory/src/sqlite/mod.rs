@@ -3,6 +3,7 @@
 //! Everything SQLite-specific lives here, so another backend (PostgreSQL)
 //! can be added as a sibling module behind [`crate::backend::Backend`].
 
+pub(crate) mod bulk;
 mod migrate;
 mod pool;
 mod queries;

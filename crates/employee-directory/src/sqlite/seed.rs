@@ -2,6 +2,7 @@
 
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
+use super::bulk;
 use crate::error::DirectoryError;
 use crate::seed::{self, SeedData};
 
@@ -47,7 +48,13 @@ fn seed_in_transaction(
     }
     let started = std::time::Instant::now();
     let data = seed::generate(demo_employees).map_err(DirectoryError::Seed)?;
+    // The whole company at once: aggregates filled once at the end, not
+    // followed row by row (bulk.rs).
+    let paused = bulk::pause(&tx).map_err(DirectoryError::db("pause aggregate triggers"))?;
     insert(&tx, &data).map_err(|e| DirectoryError::Seed(e.to_string()))?;
+    paused
+        .rebuild(&tx)
+        .map_err(DirectoryError::db("fill the aggregates"))?;
     if let Some(n) = demo_employees {
         tx.execute(
             "INSERT INTO directory_meta (key, value) VALUES ('seed_employees', ?1)",

@@ -8,6 +8,7 @@
 
 use crate::common::{Kind, TempDb, clock, pg, today};
 
+use employee_directory::exchange::{self, Format, ImportOptions, Mode};
 use employee_directory::{Directory, Report, ReportType};
 
 /// A database the test changes behind the directory's back.
@@ -385,4 +386,92 @@ async fn a_generated_company_is_seeded(kind: Kind) {
     }
 }
 
-on_both_backends!(reports_follow_every_change, a_generated_company_is_seeded);
+/// Imports large enough to rebuild the aggregates once (SQLite pauses its
+/// row triggers, PostgreSQL's follow each statement) leave them equal to a
+/// rebuild, in merge and replace mode, and the triggers follow the next
+/// change made after them.
+async fn an_import_keeps_every_aggregate(kind: Kind) {
+    let source = Db::Sqlite(TempDb::new("import-source"));
+    let db = match kind {
+        Kind::Sqlite => Db::Sqlite(TempDb::new("import-target")),
+        Kind::Postgres => Db::Postgres(
+            tokio::task::spawn_blocking(pg::fresh_database)
+                .await
+                .unwrap(),
+        ),
+    };
+    let files = TempDb::new("import-files");
+    let import = |dir: std::path::PathBuf, mode: Mode| {
+        let url = db.url();
+        async move {
+            let options = ImportOptions {
+                dir,
+                format: Format::Csv,
+                mode,
+                dry_run: false,
+                max_row_bytes: 1 << 16,
+                actor: "test".into(),
+            };
+            exchange::import(&url, &options).await.unwrap()
+        }
+    };
+
+    let first = files.path.with_file_name("first");
+    exchange::export(&source.url(), &first, Format::Csv, None)
+        .await
+        .unwrap();
+    import(first, Mode::Merge).await;
+    let dir = Directory::open(&db.url(), clock(today())).await.unwrap();
+    assert_reports_match(&dir, &db, "a merge into an empty directory").await;
+    assert_aggregates_rebuild(&db, "a merge into an empty directory");
+
+    // The source changes (raises, moves, terminations, three people gone
+    // with their rows) and is imported again over the copy, replacing it.
+    source.execute(&format!(
+        "UPDATE employees SET salary = salary + 1000, level = 'staff' \
+             WHERE department_id = 'engineering' AND level = 'senior'; \
+         UPDATE employees SET department_id = 'sales', team_id = NULL \
+             WHERE id IN (SELECT id FROM employees WHERE department_id = 'legal' LIMIT 5); \
+         UPDATE employees SET status = 'terminated', termination_date = '{}', \
+             termination_reason = 'voluntary' \
+             WHERE id IN (SELECT id FROM employees WHERE status = 'active' \
+                          AND department_id = 'marketing' LIMIT 7); \
+         DELETE FROM employees WHERE id IN (SELECT e.id FROM employees e \
+             WHERE e.status = 'terminated' \
+               AND NOT EXISTS (SELECT 1 FROM employees m WHERE m.manager_id = e.id) \
+               AND NOT EXISTS (SELECT 1 FROM departments d WHERE d.head_id = e.id) \
+               AND NOT EXISTS (SELECT 1 FROM teams t WHERE t.manager_id = e.id) \
+             ORDER BY e.id LIMIT 3)",
+        today()
+    ));
+    let second = files.path.with_file_name("second");
+    exchange::export(&source.url(), &second, Format::Csv, None)
+        .await
+        .unwrap();
+    let report = import(second, Mode::Replace).await;
+    let employees = report.counts.iter().find(|c| c.entity == "employees");
+    assert!(
+        employees.is_some_and(|c| c.removed == 3 && c.updated > 20),
+        "{report:?}"
+    );
+    dir.sync().await.unwrap();
+    assert_reports_match(&dir, &db, "a replace").await;
+    assert_aggregates_rebuild(&db, "a replace");
+
+    db.execute(
+        "UPDATE employees SET status = 'terminated', termination_reason = 'involuntary', \
+             termination_date = '2027-01-15' WHERE id = 'JohnDoe'",
+    );
+    dir.sync().await.unwrap();
+    assert_reports_match(&dir, &db, "a change after the imports").await;
+    assert_aggregates_rebuild(&db, "a change after the imports");
+    if let Db::Postgres(url) = &db {
+        pg::drop_database(url);
+    }
+}
+
+on_both_backends!(
+    reports_follow_every_change,
+    a_generated_company_is_seeded,
+    an_import_keeps_every_aggregate
+);

@@ -320,7 +320,7 @@ async fn rounds(
         let mut call = std::pin::pin!(call);
         let outcome = tokio::select! {
             r = &mut call => match r {
-                Ok(r) => super::tools::tool_outcome(&name, r),
+                Ok(r) => ToolOutcome::settle(&name, r),
                 Err(_) => {
                     tracing::error!(tool = %name, "tool handler panicked");
                     Err(ProtocolError::internal(format!(

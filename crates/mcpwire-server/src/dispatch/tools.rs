@@ -420,7 +420,7 @@ impl Dispatcher {
             },
             None => fut.await,
         };
-        tool_outcome(name, outcome)
+        ToolOutcome::settle(name, outcome)
     }
 
     /// Field redaction, sanitization, the size cap, then the output-schema
@@ -626,27 +626,6 @@ impl Dispatcher {
         ctx.input_responses = Some(answers);
         ctx.request_state = ir.state;
         Ok(Next::Retry)
-    }
-}
-
-/// A handler's result as the engine sees it: execution errors become
-/// `isError` results, internal errors a logged -32603, a typed handler's
-/// request for input the same as a raw handler's.
-pub(crate) fn tool_outcome(
-    name: &str,
-    outcome: Result<ToolOutcome, ToolError>,
-) -> Result<ToolOutcome, ProtocolError> {
-    match outcome {
-        Ok(o) => Ok(o),
-        Err(ToolError::Execution(msg)) => Ok(ToolOutcome::Complete(CallToolResult::error(msg))),
-        Err(ToolError::Protocol(e)) => Err(e),
-        Err(ToolError::InputRequired(ask)) => Ok(ToolOutcome::InputRequired(ask)),
-        Err(ToolError::Internal(detail)) => {
-            tracing::error!(tool = %name, error = %detail, "tool failed");
-            Err(ProtocolError::internal(format!(
-                "Internal error while running tool \"{name}\"; the failure was logged."
-            )))
-        }
     }
 }
 

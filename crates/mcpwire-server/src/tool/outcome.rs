@@ -247,6 +247,29 @@ pub enum ToolOutcome {
     InputRequired(InputRequired),
 }
 
+impl ToolOutcome {
+    /// A handler's result as the engine sees it: execution errors become
+    /// `isError` results, internal errors a logged -32603, a typed handler's
+    /// request for input the same as a raw handler's.
+    pub(crate) fn settle(
+        name: &str,
+        outcome: Result<ToolOutcome, ToolError>,
+    ) -> Result<ToolOutcome, ProtocolError> {
+        match outcome {
+            Ok(o) => Ok(o),
+            Err(ToolError::Execution(msg)) => Ok(Self::Complete(CallToolResult::error(msg))),
+            Err(ToolError::Protocol(e)) => Err(e),
+            Err(ToolError::InputRequired(ask)) => Ok(Self::InputRequired(ask)),
+            Err(ToolError::Internal(detail)) => {
+                tracing::error!(tool = %name, error = %detail, "tool failed");
+                Err(ProtocolError::internal(format!(
+                    "Internal error while running tool \"{name}\"; the failure was logged."
+                )))
+            }
+        }
+    }
+}
+
 impl From<CallToolResult> for ToolOutcome {
     fn from(r: CallToolResult) -> Self {
         Self::Complete(r)

@@ -1,0 +1,4 @@
+-- PostgreSQL only (its roster and band-salary triggers become statement
+-- triggers). SQLite has no statement triggers: a large write there pauses
+-- the row triggers and rebuilds the aggregates once (src/sqlite/bulk.rs).
+-- Kept so both backends share version numbers.

@@ -237,6 +237,20 @@ pub struct ServeArgs {
     )]
     pub audit_retention: Retention,
 
+    /// Longest a call waits for its audit row's commit before it is
+    /// answered with an error (no unaudited answer is sent). On SQLite the
+    /// wait includes another writer's hold on the file: an `import` of
+    /// 100,000 people holds it about 15 s on two cores, so the default
+    /// lets answers wait out such an import instead of failing.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_AUDIT_COMMIT_TIMEOUT_SECS",
+        value_name = "SECS",
+        default_value_t = crate::audit::COMMIT_TIMEOUT.as_secs(),
+        value_parser = clap::value_parser!(u64).range(10..=3600)
+    )]
+    pub audit_commit_timeout_secs: u64,
+
     /// Log line format on stderr.
     #[arg(
         long,

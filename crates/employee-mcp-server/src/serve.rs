@@ -32,6 +32,7 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
     let pin = directory.pinned_file();
     let audit_options = audit::AuditOptions {
         retention: cli.audit_retention.0,
+        commit_timeout: Duration::from_secs(cli.audit_commit_timeout_secs),
         pin: pin.clone(),
     };
     let sink = audit::Audit::open(&audit_location, audit_options)?;

@@ -11,7 +11,7 @@
 use rusqlite::Connection;
 
 /// The triggers that keep an aggregate (migrations 0005, 0008, 0009, 0010);
-/// the generation counter's and the skill index's stay.
+/// the skill index's stay (skills are few).
 const AGGREGATE_TRIGGERS: &[&str] = &[
     "employees_report_insert",
     "employees_report_delete",
@@ -47,35 +47,47 @@ pub(crate) fn worth_it(changed: u64, existing: u64) -> bool {
 /// The aggregate triggers, dropped for the rest of the transaction.
 #[must_use = "rebuild() restores the aggregates and their triggers"]
 pub(crate) struct Paused {
-    /// Each trigger's `CREATE TRIGGER` statement, as the schema stored it.
-    creates: Vec<String>,
+    /// Each dropped trigger's name and `CREATE TRIGGER` statement, as the
+    /// schema stored it.
+    creates: Vec<(String, String)>,
 }
 
-/// Drops the aggregate triggers. Call inside a write transaction, and end
-/// with [`Paused::rebuild`] before committing.
+/// Drops the aggregate triggers, and the generation counter's (one bump
+/// at the end stands for every row's). Call inside a write transaction,
+/// and end with [`Paused::rebuild`] before committing.
 pub(crate) fn pause(tx: &Connection) -> rusqlite::Result<Paused> {
     let mut creates = Vec::with_capacity(AGGREGATE_TRIGGERS.len());
     let mut stmt =
         tx.prepare("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?1")?;
     for name in AGGREGATE_TRIGGERS {
         let sql: String = stmt.query_row([name], |row| row.get(0))?;
-        creates.push(sql);
+        creates.push(((*name).to_owned(), sql));
     }
     drop(stmt);
-    for name in AGGREGATE_TRIGGERS {
-        tx.execute_batch(&format!("DROP TRIGGER {name}"))?;
+    let mut stmt = tx.prepare(
+        "SELECT name, sql FROM sqlite_master \
+         WHERE type = 'trigger' AND name LIKE '%\\_generation' ESCAPE '\\'",
+    )?;
+    let counters = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    for counter in counters {
+        creates.push(counter?);
+    }
+    drop(stmt);
+    for (name, _) in &creates {
+        tx.execute_batch(&format!("DROP TRIGGER \"{name}\""))?;
     }
     Ok(Paused { creates })
 }
 
 impl Paused {
-    /// Rebuilds every aggregate from the rows and restores the triggers.
+    /// Rebuilds every aggregate from the rows, restores the triggers and
+    /// bumps the generation once.
     pub(crate) fn rebuild(self, tx: &Connection) -> rusqlite::Result<()> {
         tx.execute_batch(REBUILD)?;
-        for create in &self.creates {
+        for (_, create) in &self.creates {
             tx.execute_batch(create)?;
         }
-        Ok(())
+        tx.execute_batch("UPDATE directory_generation SET n = n + 1 WHERE id = 1")
     }
 }
 

@@ -18,7 +18,8 @@
 //! - rows older than the retention (`--audit-retention`, 90 days by
 //!   default) are deleted in small batches;
 //! - a call whose record cannot be queued, or whose commit does not finish
-//!   within [`COMMIT_TIMEOUT`], gets an error instead of waiting.
+//!   within the commit timeout (`--audit-commit-timeout-secs`, [`COMMIT_TIMEOUT`]
+//!   by default), gets an error instead of waiting.
 //!
 //! The `audit` subcommand reads the same table ([`query`]).
 
@@ -45,17 +46,27 @@ use writer::{Message, Writer};
 
 use crate::audit_stats::AuditStats;
 
-/// How long a write waits for another writer (the directory's seeding, an
-/// `import` applying its rows — seconds at 100,000 employees — or a second
-/// server on the same file) before failing: as long as a caller can wait,
-/// so an import delays answers instead of failing them. Shorter than
-/// [`COMMIT_TIMEOUT`], so a locked database fails the batch in the writer
-/// rather than leaving it to finish after the callers gave up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(9);
+/// How long a read (`audit` command, the catalogue's checks) waits for a
+/// writer.
+const READ_BUSY_TIMEOUT: Duration = Duration::from_secs(9);
 
-/// Longest a call waits for its record's commit before it is answered
-/// with an error ("audit trail unavailable").
-pub const COMMIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default of [`AuditOptions::commit_timeout`] (`--audit-commit-timeout-secs`).
+pub const COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long shutdown waits for the last counts to be written.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the writer waits for another writer (the directory's seeding,
+/// an `import` applying its rows, a second server on the same file): as
+/// long as a caller can wait, so an import delays answers instead of
+/// failing them, and a second shorter than the commit timeout, so a locked
+/// database fails the batch in the writer rather than leaving it to finish
+/// after the callers gave up.
+fn writer_busy_timeout(commit_timeout: Duration) -> Duration {
+    commit_timeout
+        .saturating_sub(Duration::from_secs(1))
+        .max(Duration::from_secs(1))
+}
 
 /// Records waiting for the writer; past this the disk is far behind and a
 /// call fails at once instead of queueing.
@@ -183,7 +194,12 @@ fn parse_duration(text: &str) -> Option<Duration> {
 
 /// Opens the audit database; a file through `pin` when given (a server),
 /// by path otherwise (the `audit` subcommand).
-fn open(location: &Location, create: bool, pin: Option<&PinnedFile>) -> Result<Connection, String> {
+fn open(
+    location: &Location,
+    create: bool,
+    pin: Option<&PinnedFile>,
+    busy: Duration,
+) -> Result<Connection, String> {
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
@@ -199,7 +215,7 @@ fn open(location: &Location, create: bool, pin: Option<&PinnedFile>) -> Result<C
         (Location::Memory, _) => Connection::open_in_memory().map_err(|e| failed(&e))?,
         (Location::Postgres(_), _) => return Err("not a SQLite location".to_owned()),
     };
-    conn.busy_timeout(BUSY_TIMEOUT)
+    conn.busy_timeout(busy)
         .map_err(|e| format!("cannot configure the audit database: {e}"))?;
     if let Location::File(_) = location {
         let mode: String = conn
@@ -335,6 +351,8 @@ fn cut(mut s: String, max: usize) -> String {
 #[derive(Clone)]
 pub struct Audit {
     queue: mpsc::Sender<Message>,
+    /// How long a call waits for its record's commit.
+    commit_timeout: Duration,
     /// Queue depth, commit latency and health (`/metrics`, `/readyz`).
     stats: Arc<AuditStats>,
 }
@@ -348,6 +366,9 @@ pub struct AuditOptions {
     /// through the pin and commits nothing once another file took its
     /// place.
     pub pin: Option<Arc<PinnedFile>>,
+    /// Longest a call waits for its record's commit before it is answered
+    /// with an error ("audit trail unavailable").
+    pub commit_timeout: Duration,
 }
 
 /// `PRAGMA cache_size` of the writer's connection: 256 KiB (SQLite reads
@@ -367,7 +388,8 @@ impl Audit {
             // Its own runtime must be built off the caller's async threads.
             Location::Postgres(url) => Box::new(off_runtime(|| postgres::PgStore::open(url))?),
             _ => {
-                let conn = open(location, true, options.pin.as_deref())?;
+                let busy = writer_busy_timeout(options.commit_timeout);
+                let conn = open(location, true, options.pin.as_deref(), busy)?;
                 migrate(&conn)?;
                 // The writer appends (and prunes the oldest rows): it only
                 // walks the edges of the table and its indexes, so the
@@ -386,7 +408,11 @@ impl Audit {
             .name("audit-writer".to_owned())
             .spawn(move || writer.run(rx))
             .map_err(|e| format!("cannot start the audit writer thread: {e}"))?;
-        Ok(Audit { queue, stats })
+        Ok(Audit {
+            queue,
+            stats,
+            commit_timeout: options.commit_timeout,
+        })
     }
 
     /// The writer's counters.
@@ -403,9 +429,9 @@ impl Audit {
     /// it; called once the server stopped answering.
     pub async fn close(&self) {
         let (done, flushed) = oneshot::channel();
-        let sent = tokio::time::timeout(COMMIT_TIMEOUT, self.queue.send(Message::Close(done)));
+        let sent = tokio::time::timeout(CLOSE_TIMEOUT, self.queue.send(Message::Close(done)));
         if matches!(sent.await, Ok(Ok(()))) {
-            let _ = tokio::time::timeout(COMMIT_TIMEOUT, flushed).await;
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, flushed).await;
         }
     }
 }
@@ -443,12 +469,12 @@ impl AuditSink for Audit {
                         "the audit writer has stopped".to_owned()
                     }
                 })?;
-            match tokio::time::timeout(COMMIT_TIMEOUT, committed).await {
+            match tokio::time::timeout(self.commit_timeout, committed).await {
                 Ok(Ok(outcome)) => outcome,
                 Ok(Err(_)) => Err("the audit writer has stopped".to_owned()),
                 Err(_) => Err(format!(
                     "the audit commit did not finish within {} s",
-                    COMMIT_TIMEOUT.as_secs()
+                    self.commit_timeout.as_secs()
                 )),
             }
         })
@@ -562,7 +588,7 @@ fn open_for_reading(path: &Path) -> Result<Connection, String> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags)
         .map_err(|e| format!("cannot open {} read-only: {e}", path.display()))?;
-    conn.busy_timeout(BUSY_TIMEOUT)
+    conn.busy_timeout(READ_BUSY_TIMEOUT)
         .map_err(|e| format!("cannot configure the audit database: {e}"))?;
     Ok(conn)
 }
@@ -593,7 +619,7 @@ pub fn query(location: &Location, filter: &Filter) -> Result<Vec<Row>, String> {
     }
     let conn = match location {
         Location::File(path) => open_for_reading(path)?,
-        _ => open(location, false, None)?,
+        _ => open(location, false, None, READ_BUSY_TIMEOUT)?,
     };
     if !has_table(&conn, "audit_log", location)? {
         // A directory no server has served yet has no trail; any other

@@ -21,7 +21,7 @@ use crate::access::{
 use crate::context::RequestContext;
 use crate::registry::RegisteredTool;
 use crate::request_state::Binding;
-use crate::tool::{CallToolResult, InputRequired, ToolError, ToolOutcome};
+use crate::tool::{CallToolResult, InputRequired, ToolOutcome};
 
 /// How many times the legacy bridge re-invokes a handler before giving up.
 const MAX_ROUNDS: usize = 10;

@@ -229,7 +229,8 @@ async fn old_rows_are_pruned_and_an_old_table_is_migrated() {
 #[tokio::test]
 async fn a_locked_database_fails_the_call_in_bounded_time() {
     let db = TempDb::seeded();
-    let server = start(&db, &[]).await;
+    // The smallest wait the flag takes (the default, 30 s, outlasts an import).
+    let server = start(&db, &["--audit-commit-timeout-secs", "10"]).await;
     let conn = rusqlite::Connection::open(&db.path).expect("open the test database");
     conn.execute_batch("BEGIN IMMEDIATE")
         .expect("take the write lock");

@@ -139,8 +139,9 @@ struct Args {
     ])]
     handlers: bool,
 
-    /// Internal: serve the stub server of `--handlers` on this address.
-    #[arg(long, hide = true, value_name = "ADDR")]
+    /// Serve the stub server of `--handlers` on this address (for a
+    /// side-by-side run with `--url` against it and bench/rmcp-http).
+    #[arg(long, value_name = "ADDR")]
     serve_stubs: Option<std::net::SocketAddr>,
 
     /// Per-request timeout in seconds; a timed-out request counts as an error.
@@ -450,11 +451,15 @@ async fn start_self(
 }
 
 /// The workloads of the run: the two stub workloads with `--handlers`,
-/// else `--workloads`, which may not name them (the HR server has no such
-/// tools, so every request would fail).
+/// else `--workloads`, which may name them only with `--url` (a stub
+/// server started apart: `--serve-stubs`, or rmcp's in bench/rmcp-http);
+/// the HR server has no such tools, so every request would fail.
 fn workloads(args: &Args) -> Result<Vec<Workload>, String> {
     if args.handlers {
         return Ok(Workload::STUBS.to_vec());
+    }
+    if args.url.is_some() {
+        return Ok(args.workloads.clone());
     }
     match args.workloads.iter().find(|w| w.is_stub()) {
         Some(w) => Err(format!(

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::shared::{SessionRecord, SharedError};
 
-pub(crate) use crate::sync::lock;
+use crate::sync::lock;
 
 /// One legacy session, opened by `initialize` and kept by the engine.
 ///

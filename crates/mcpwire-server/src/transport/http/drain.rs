@@ -19,7 +19,7 @@ use http::{HeaderValue, header};
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use hyper::body::Incoming;
 
-use crate::session::lock;
+use crate::sync::lock;
 
 type Slot = Arc<Mutex<Option<Incoming>>>;
 

@@ -249,7 +249,7 @@ struct CloseHook {
 
 impl CloseHook {
     fn close(&self) {
-        let record = crate::session::lock(&self.record);
+        let record = crate::sync::lock(&self.record);
         match record.as_ref() {
             Some(r) => r.close_connection(),
             None => self.early.cancel(),
@@ -257,7 +257,7 @@ impl CloseHook {
     }
 
     fn set(&self, r: &Arc<StreamRecord>) {
-        let mut record = crate::session::lock(&self.record);
+        let mut record = crate::sync::lock(&self.record);
         *record = Some(Arc::clone(r));
         if self.early.is_cancelled() {
             r.close_connection();

@@ -18,7 +18,7 @@ use mcpwire_protocol::{ProtocolError, RequestId};
 
 use super::config::HttpConfig;
 use super::reply::{add_error_headers, error_response};
-use crate::session::lock;
+use crate::sync::lock;
 
 /// Seconds a refused client is told to wait.
 const RETRY_AFTER_SECS: u64 = 10;

@@ -8,9 +8,6 @@ use std::time::{Duration, Instant};
 
 use mcpwire_server::observe::{Encoder, Histogram};
 
-/// A commit running longer than this means the writer is stuck (it
-/// matches the audit connection's busy timeout).
-const STALLED_AFTER: Duration = Duration::from_secs(10);
 /// How long after a failed commit readiness stays failed, unless a commit
 /// succeeds first. Bounded so that a server taken out of rotation gets
 /// traffic again and can show it recovered.
@@ -29,11 +26,17 @@ pub struct AuditStats {
     /// Milliseconds since `epoch` (plus one, 0 = none) of the last failure.
     failed_at: AtomicU64,
     last_ok: AtomicBool,
+    /// A commit running longer than this means the writer is stuck: the
+    /// commit timeout, the longest a call waits for its row (a commit
+    /// waiting out an import's hold on a SQLite file is not stuck).
+    stalled_after: Duration,
 }
 
-impl Default for AuditStats {
-    fn default() -> Self {
+impl AuditStats {
+    /// Counters of a writer whose calls wait at most `commit_timeout`.
+    pub fn new(commit_timeout: Duration) -> Self {
         Self {
+            stalled_after: commit_timeout,
             epoch: Instant::now(),
             queued: AtomicI64::new(0),
             commit: Histogram::default(),
@@ -43,9 +46,7 @@ impl Default for AuditStats {
             last_ok: AtomicBool::new(true),
         }
     }
-}
 
-impl AuditStats {
     fn now_mark(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
     }
@@ -87,7 +88,7 @@ impl AuditStats {
         let now = self.now_mark();
         let ago = |mark: u64| Duration::from_millis(now.saturating_sub(mark));
         let busy = self.busy_since.load(Ordering::Relaxed);
-        if busy != 0 && ago(busy) > STALLED_AFTER {
+        if busy != 0 && ago(busy) > self.stalled_after {
             return Err("audit commit stalled".to_owned());
         }
         let failed = self.failed_at.load(Ordering::Relaxed);
@@ -127,7 +128,7 @@ mod tests {
 
     #[test]
     fn failure_is_not_ready_until_a_commit_succeeds() {
-        let s = AuditStats::default();
+        let s = AuditStats::new(Duration::from_secs(30));
         assert!(s.health(true).is_ok());
         assert!(s.health(false).is_err());
         s.enqueued();
@@ -136,6 +137,18 @@ mod tests {
         assert_eq!(s.health(true), Err("audit commit failing".to_owned()));
         s.commit_started(0);
         s.commit_finished(Duration::from_millis(1), true);
+        assert!(s.health(true).is_ok());
+    }
+
+    #[test]
+    fn a_commit_longer_than_the_commit_timeout_is_stalled() {
+        let s = AuditStats::new(Duration::from_millis(50));
+        s.enqueued();
+        s.commit_started(1);
+        assert!(s.health(true).is_ok(), "a commit within the timeout");
+        std::thread::sleep(Duration::from_millis(80));
+        assert_eq!(s.health(true), Err("audit commit stalled".to_owned()));
+        s.commit_finished(Duration::from_millis(80), true);
         assert!(s.health(true).is_ok());
     }
 }

@@ -463,7 +463,7 @@ fn workloads(args: &Args) -> Result<Vec<Workload>, String> {
     }
     match args.workloads.iter().find(|w| w.is_stub()) {
         Some(w) => Err(format!(
-            "workload {} exists only on the stub server: use --handlers",
+            "workload {} exists only on the stub server: use --handlers, or --url of a stub server (--serve-stubs ADDR)",
             w.label()
         )),
         None => Ok(args.workloads.clone()),

@@ -63,9 +63,7 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 /// database fails the batch in the writer rather than leaving it to finish
 /// after the callers gave up.
 fn writer_busy_timeout(commit_timeout: Duration) -> Duration {
-    commit_timeout
-        .saturating_sub(Duration::from_secs(1))
-        .max(Duration::from_secs(1))
+    commit_timeout.saturating_sub(Duration::from_secs(1))
 }
 
 /// Records waiting for the writer; past this the disk is far behind and a
@@ -367,7 +365,8 @@ pub struct AuditOptions {
     /// place.
     pub pin: Option<Arc<PinnedFile>>,
     /// Longest a call waits for its record's commit before it is answered
-    /// with an error ("audit trail unavailable").
+    /// with an error ("audit trail unavailable"); a commit running longer
+    /// makes `/readyz` report the writer stalled.
     pub commit_timeout: Duration,
 }
 
@@ -402,7 +401,7 @@ impl Audit {
         };
         let (queue, rx) = mpsc::channel(QUEUE_CAPACITY);
         writer::start_ticker(queue.downgrade())?;
-        let stats = Arc::new(AuditStats::default());
+        let stats = Arc::new(AuditStats::new(options.commit_timeout));
         let writer = Writer::new(store, options.retention, Arc::clone(&stats));
         std::thread::Builder::new()
             .name("audit-writer".to_owned())

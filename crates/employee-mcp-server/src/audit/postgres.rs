@@ -25,9 +25,10 @@ use crate::cluster::db_message;
 
 /// Server-side bound on one audit statement.
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Client-side bound on one call (connect or statement), below
-/// the shortest commit timeout `--audit-commit-timeout-secs` takes (10 s) so a stuck server fails the batch in the
-/// writer rather than after the callers gave up.
+/// Client-side bound on one call (connect or statement), below the
+/// shortest commit timeout `--audit-commit-timeout-secs` takes (10 s), so
+/// a stuck server fails the batch in the writer rather than after the
+/// callers gave up.
 const CALL_TIMEOUT: Duration = Duration::from_secs(6);
 
 const SCHEMA: &str = "

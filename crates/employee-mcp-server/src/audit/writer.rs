@@ -505,7 +505,11 @@ mod tests {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         super::super::migrate(&conn).unwrap();
         let store = super::super::sqlite::SqliteStore::new(conn, None);
-        Writer::new(Box::new(store), None, Arc::default())
+        Writer::new(
+            Box::new(store),
+            None,
+            Arc::new(AuditStats::new(super::super::COMMIT_TIMEOUT)),
+        )
     }
 
     fn refusal(caller: &str, tool: &str, at_unix_ms: i64) -> Entry {

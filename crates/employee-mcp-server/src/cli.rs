@@ -124,6 +124,18 @@ pub struct ServeArgs {
     #[arg(long, env = "EMPLOYEE_MCP_NO_DEMO_DATA")]
     pub no_demo_data: bool,
 
+    /// Threads that run requests (tokio workers). Default: one per core
+    /// this process may use. Replicas sharing a host should split its
+    /// cores between them: two replicas with a worker per core each spent
+    /// about 1.8x the CPU per call of one (docs/performance.md, issue 27).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_WORKER_THREADS",
+        value_name = "N",
+        value_parser = clap::value_parser!(u16).range(1..=1024)
+    )]
+    pub worker_threads: Option<u16>,
+
     /// Most database connections this server opens (SQLite uses at most 8,
     /// fewer on small machines). On PostgreSQL, replicas × this must stay
     /// below the server's max_connections.

@@ -39,11 +39,13 @@ fn main() {
     // Before any thread exists: glibc, which still serves SQLite, gives
     // each thread that allocates its own arena (docs/performance.md).
     limit_malloc_arenas();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build();
-    match runtime {
-        Ok(runtime) => runtime.block_on(run()),
+    let cli = Cli::parse();
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let (None, Some(n)) = (&cli.command, cli.serve.worker_threads) {
+        runtime.worker_threads(usize::from(n));
+    }
+    match runtime.enable_all().build() {
+        Ok(runtime) => runtime.block_on(run(cli)),
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
             std::process::exit(1);
@@ -69,8 +71,7 @@ fn limit_malloc_arenas() {
     }
 }
 
-async fn run() {
-    let cli = Cli::parse();
+async fn run(cli: Cli) {
     let result = match cli.command {
         Some(Command::Audit(args)) => print_audit(&args),
         Some(Command::Tools(args)) => catalog::command::run(&args).await,

@@ -10,6 +10,13 @@
 //! quarter of the tokens in the bucket (at least one), so small buckets
 //! are shared one token at a time, as before.
 //!
+//! A slice that runs out under load is leased again once: callers that
+//! find it empty wait for the one lease in flight for their bucket (a
+//! per-bucket turn) and then spend from the new slice, instead of each
+//! sending its own lease for one token. At 64 calls in flight that herd
+//! was up to 64 round trips, serialised on the bucket's row lock, every
+//! time a slice ran out: the tail of every call behind them.
+//!
 //! Precision (documented in the README, "Running a cluster"): tokens are
 //! debited when leased, so the cluster never admits more than the bucket
 //! holds at the moment of leasing. A token leased and spent up to
@@ -22,7 +29,8 @@
 //! rate (`slice / rate`).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
@@ -97,10 +105,49 @@ fn per_second(limit: RateLimit) -> f64 {
     f64::from(limit.per_minute.max(1)) / 60.0
 }
 
+/// A bucket: (caller, tool).
+type Key = (String, String);
+
 /// Slices held by this replica, bounded by `max` buckets.
 pub struct Slices {
-    held: Mutex<HashMap<(String, String), Slice>>,
+    held: Mutex<HashMap<Key, Slice>>,
     max: usize,
+    /// One lease in flight per bucket; an entry lives only while a call
+    /// holds or waits for its turn, so the map is bounded by the calls
+    /// running, not by the buckets ever seen.
+    turns: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
+    /// Leases sent to the database (tests count them).
+    leases: AtomicU64,
+}
+
+/// A call's claim on its bucket's turn; forgets the turn when nobody
+/// else holds or waits for it (also when the call is dropped mid-lease).
+struct Turn<'a> {
+    slices: &'a Slices,
+    key: &'a Key,
+    turn: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl<'a> Turn<'a> {
+    fn claim(slices: &'a Slices, key: &'a Key) -> Self {
+        let turn = lock(&slices.turns).entry(key.clone()).or_default().clone();
+        Turn { slices, key, turn }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut turns = lock(&self.slices.turns);
+        // The map's reference and ours: nobody else can take a clone
+        // without this lock.
+        if Arc::strong_count(&self.turn) <= 2 {
+            turns.remove(self.key);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Slices {
@@ -110,15 +157,24 @@ impl Slices {
         Slices {
             held: Mutex::default(),
             max,
+            turns: Mutex::default(),
+            leases: AtomicU64::new(0),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), Slice>> {
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, Slice>> {
+        lock(&self.held)
     }
 
-    /// Takes a token for (`caller`, `tool`): from the held slice, else
-    /// from a new one leased on `pool`.
+    /// Leases sent so far (returns included).
+    #[cfg(test)]
+    pub fn leases(&self) -> u64 {
+        self.leases.load(Ordering::Relaxed)
+    }
+
+    /// Takes a token for (`caller`, `tool`): from the held slice, else,
+    /// after the lease already in flight for the bucket, from the slice it
+    /// brought or from a new one leased on `pool`.
     pub async fn take(
         &self,
         pool: &Pool,
@@ -126,18 +182,46 @@ impl Slices {
         tool: &str,
         limit: RateLimit,
     ) -> Result<Result<(), Duration>, LimitError> {
-        let now = Instant::now();
         let key = (caller.to_owned(), tool.to_owned());
+        if self.spend(&key, Instant::now()) {
+            return Ok(Ok(()));
+        }
+        let claim = Turn::claim(self, &key);
+        let _mine = claim.turn.lock().await;
+        self.lease_and_take(pool, &key, limit).await
+    }
+
+    /// Spends a token of a live slice, if there is one.
+    fn spend(&self, key: &Key, now: Instant) -> bool {
+        match self.lock().get_mut(key) {
+            Some(s) if s.left > 0 && now < s.expires => {
+                s.left -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// [`Slices::take`] with the bucket's turn held: the slice may have
+    /// been refilled while this call waited.
+    async fn lease_and_take(
+        &self,
+        pool: &Pool,
+        key: &Key,
+        limit: RateLimit,
+    ) -> Result<Result<(), Duration>, LimitError> {
+        let now = Instant::now();
+        let (caller, tool) = (key.0.as_str(), key.1.as_str());
         let (want, returned) = {
             let mut held = self.lock();
-            match held.get_mut(&key) {
+            match held.get_mut(key) {
                 Some(s) if s.left > 0 && now < s.expires => {
                     s.left -= 1;
                     return Ok(Ok(()));
                 }
                 Some(s) => {
                     let s = *s;
-                    held.remove(&key);
+                    held.remove(key);
                     // A lapsed slice's rest goes back with this lease.
                     let back = if now < s.expires { 0 } else { s.left };
                     (s.next_want(now), back)
@@ -145,17 +229,18 @@ impl Slices {
                 None => (1, 0),
             }
         };
-        let (granted, remaining) =
-            lease(pool, caller, tool, limit, want, f64::from(returned)).await?;
+        let (granted, remaining) = self
+            .lease(pool, caller, tool, limit, want, f64::from(returned))
+            .await?;
         if granted == 0 {
             let wait = ((1.0 - remaining) / per_second(limit)).clamp(0.0, 86_400.0);
             return Ok(Err(Duration::from_secs_f64(wait)));
         }
         let kept = {
             let mut held = self.lock();
-            let room = held.len() < self.max || held.contains_key(&key);
+            let room = held.len() < self.max || held.contains_key(key);
             if room {
-                let slice = held.entry(key).or_insert(Slice {
+                let slice = held.entry(key.clone()).or_insert(Slice {
                     left: 0,
                     granted: 0,
                     expires: now + SLICE_TTL,
@@ -169,7 +254,8 @@ impl Slices {
         };
         if !kept && granted > 1 {
             // No room to hold the rest: give it back now.
-            lease(pool, caller, tool, limit, 0, f64::from(granted - 1)).await?;
+            self.lease(pool, caller, tool, limit, 0, f64::from(granted - 1))
+                .await?;
         }
         Ok(Ok(()))
     }
@@ -179,9 +265,9 @@ impl Slices {
     /// under-admits until the bucket refills.
     pub async fn give_back(&self, pool: &Pool, all: bool) -> Result<usize, LimitError> {
         let now = Instant::now();
-        let lapsed: Vec<((String, String), Slice)> = {
+        let lapsed: Vec<(Key, Slice)> = {
             let mut held = self.lock();
-            let keys: Vec<(String, String)> = held
+            let keys: Vec<Key> = held
                 .iter()
                 .filter(|(_, s)| all || now >= s.expires)
                 .map(|(k, _)| k.clone())
@@ -192,10 +278,25 @@ impl Slices {
         };
         let mut returned = 0;
         for ((caller, tool), s) in lapsed.into_iter().filter(|(_, s)| s.left > 0) {
-            lease(pool, &caller, &tool, s.limit, 0, f64::from(s.left)).await?;
+            self.lease(pool, &caller, &tool, s.limit, 0, f64::from(s.left))
+                .await?;
             returned += s.left as usize;
         }
         Ok(returned)
+    }
+
+    /// [`lease`], counted.
+    async fn lease(
+        &self,
+        pool: &Pool,
+        caller: &str,
+        tool: &str,
+        limit: RateLimit,
+        want: u32,
+        returned: f64,
+    ) -> Result<(u32, f64), LimitError> {
+        self.leases.fetch_add(1, Ordering::Relaxed);
+        lease(pool, caller, tool, limit, want, returned).await
     }
 }
 

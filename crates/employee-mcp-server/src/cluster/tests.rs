@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::limits::{PgLimitOptions, PgLimiter, SharedLimiter};
+use super::slices::{MAX_SLICE, Slices};
 use super::tasks::PgTasks;
 
 const TTL: Duration = Duration::from_secs(60);
@@ -178,6 +179,36 @@ async fn three_limiters_on_one_database_admit_the_configured_rate() {
     assert!(
         (0.9..=1.1).contains(&ratio),
         "admitted {admitted}, expected {expected:.1} ± 10%"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn callers_finding_a_slice_empty_wait_for_one_lease() {
+    let (_, pools) = replicas(1).await;
+    let slices = Arc::new(Slices::new(1000));
+    let limit = RateLimit::new(60_000, 10_000);
+    let (callers, each) = (64, 10);
+    let mut handles = Vec::new();
+    for _ in 0..callers {
+        let (slices, pool) = (Arc::clone(&slices), pools[0].clone());
+        handles.push(tokio::spawn(async move {
+            for _ in 0..each {
+                let taken = slices.take(&pool, "ip:10.0.0.1", "details", limit).await;
+                assert!(matches!(taken, Ok(Ok(()))), "refused: {taken:?}");
+            }
+        }));
+    }
+    for h in handles {
+        h.await.expect("caller");
+    }
+    // Slices of 1, 2, 4 … 32 tokens: about calls / 32 leases, where each
+    // caller leasing for itself sent one per caller whenever a slice ran out.
+    let calls = (callers * each) as u64;
+    let leases = slices.leases();
+    eprintln!("{calls} calls, {leases} leases");
+    assert!(
+        leases <= calls / u64::from(MAX_SLICE) + 8,
+        "{leases} leases for {calls} calls"
     );
 }
 

@@ -436,7 +436,7 @@ impl Server {
     /// responses with the request's id. Each request is counted (see
     /// [`crate::observe`]) and, when spans are on, traced.
     pub async fn handle(&self, inbound: Inbound) -> Reply {
-        self.engine.dispatch.handle(inbound).await
+        self.engine.dispatch.handle(inbound, None).await
     }
 
     /// A stream transport's connection (stdio, HTTP+SSE, the in-memory

@@ -32,7 +32,8 @@ pub use listen::Listener;
 use crate::access::CallOutcome;
 use crate::context::RequestContext;
 use crate::observe::metrics::{self, CallNote};
-use crate::observe::trace::{self, HttpTraceHeaders, SpanFacts};
+use crate::observe::trace::{self, HttpTraceHeaders, MetaTrace, SpanFacts};
+use crate::registry::RegisteredTool;
 use crate::session::Session;
 use crate::state::State;
 
@@ -98,6 +99,11 @@ pub(crate) struct Call {
     pub(crate) ctx: RequestContext,
     /// What the handler learned for the metrics (tool, tool error).
     pub(crate) note: CallNote,
+    /// The trace context of `_meta` (spans on only), for the request span.
+    pub(crate) trace: Option<MetaTrace>,
+    /// The tool a `tools/call` names, when the engine looked it up for
+    /// its header checks (else dispatch looks it up).
+    pub(crate) tool: Option<Arc<RegisteredTool>>,
 }
 
 impl Call {
@@ -114,14 +120,19 @@ impl Call {
 impl Dispatcher {
     /// Handles one request. Never fails: protocol errors become error
     /// responses with the request's id. Each request is counted (see
-    /// [`crate::observe`]) and, when spans are on, traced.
-    pub(crate) async fn handle(&self, inbound: Inbound) -> Reply {
+    /// [`crate::observe`]) and, when spans are on, traced. `tool` is the
+    /// tool a `tools/call` names when the engine already looked it up.
+    pub(crate) async fn handle(
+        &self,
+        inbound: Inbound,
+        tool: Option<Arc<RegisteredTool>>,
+    ) -> Reply {
         let started = Instant::now();
         let metrics = &self.state.metrics;
         let _in_flight = metrics.in_flight();
         let method = metrics::method_index(&inbound.request.method);
         let id = inbound.request.id.clone();
-        let call = match self.prepare(inbound) {
+        let call = match self.prepare(inbound, tool) {
             Ok(call) => call,
             Err(e) => {
                 let outcome = CallOutcome::of_error(e.code);
@@ -131,10 +142,11 @@ impl Dispatcher {
         };
         let span = trace::request_span(&SpanFacts {
             method: &call.method,
-            params: &call.params,
+            target: call.params.get("name").and_then(Value::as_str),
             version: call.version,
             session: call.session.as_ref().map(|s| s.id()),
             id: &call.id,
+            meta: call.trace.as_ref(),
             http: call.ctx.extension::<HttpTraceHeaders>(),
         });
         let reply = self.run(&call).instrument(span.clone()).await;
@@ -176,7 +188,11 @@ impl Dispatcher {
     }
 
     /// Checks the envelope for the wire and builds the handler context.
-    fn prepare(&self, inbound: Inbound) -> Result<Call, ProtocolError> {
+    fn prepare(
+        &self,
+        inbound: Inbound,
+        tool: Option<Arc<RegisteredTool>>,
+    ) -> Result<Call, ProtocolError> {
         let Inbound {
             request,
             wire,
@@ -187,6 +203,7 @@ impl Dispatcher {
         // `_meta` is looked up once; every field below comes from it.
         let meta = meta::meta_of(&request.params);
         let progress_token = meta.and_then(meta::progress_token_in);
+        let trace = MetaTrace::read(meta);
         let (version, session, caps, client_info, log_level) = match wire {
             Wire::Modern => {
                 let m = RequestMeta::from_meta(meta)?;
@@ -239,6 +256,8 @@ impl Dispatcher {
             session,
             ctx,
             note: CallNote::default(),
+            trace,
+            tool,
         })
     }
 

@@ -191,6 +191,27 @@ impl Dispatcher {
                 ));
             }
         };
+        let tool = match &call.tool {
+            Some(tool) => Arc::clone(tool),
+            None => self.look_up(name, draft)?,
+        };
+        draft.tool = Some(name.to_owned());
+        call.note.set_tool(&tool.stats);
+        if self.state.audit.is_some()
+            && let Some(args) = arguments.and_then(Value::as_object)
+        {
+            draft.arguments = redact_arguments(args, &tool.tool.policy.redacted_arguments);
+        }
+        Ok((tool, arguments))
+    }
+
+    /// The tool named `name` in the current set, unless the engine already
+    /// looked it up for the header checks.
+    fn look_up(
+        &self,
+        name: &str,
+        draft: &mut AuditDraft,
+    ) -> Result<Arc<RegisteredTool>, ProtocolError> {
         let set = self.state.tool_set();
         let Some(tool) = set.get(name).cloned() else {
             // Audited as a protocol error under the name asked for (cut
@@ -214,14 +235,7 @@ impl Dispatcher {
             ))
             .with_data(json!({ "tool": name })));
         };
-        draft.tool = Some(name.to_owned());
-        call.note.set_tool(&tool.stats);
-        if self.state.audit.is_some()
-            && let Some(args) = arguments.and_then(Value::as_object)
-        {
-            draft.arguments = redact_arguments(args, &tool.tool.policy.redacted_arguments);
-        }
-        Ok((tool, arguments))
+        Ok(tool)
     }
 
     /// Authorize: the scopes the tool's policy asks for.

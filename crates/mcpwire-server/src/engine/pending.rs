@@ -15,12 +15,18 @@ use tokio_util::sync::CancellationToken;
 use super::Engine;
 use super::{Connection, Origin};
 use crate::dispatch::{Inbound, Reply, Wire};
+use crate::registry::RegisteredTool;
 use crate::session::Session;
 
 /// What runs.
 enum Work {
     /// One request on its wire.
-    One { request: Request, wire: Wire },
+    One {
+        request: Request,
+        wire: Wire,
+        /// The tool of a `tools/call`, when the engine already looked it up.
+        tool: Option<Arc<RegisteredTool>>,
+    },
     /// A 2025-03-26 batch inside its session.
     Batch {
         items: Vec<Value>,
@@ -50,12 +56,16 @@ impl Pending {
     pub(super) fn one(
         server: Arc<Engine>,
         request: Request,
-        wire: Wire,
+        (wire, tool): (Wire, Option<Arc<RegisteredTool>>),
         origin: &Origin<'_>,
     ) -> Self {
         Self {
             server,
-            work: Work::One { request, wire },
+            work: Work::One {
+                request,
+                wire,
+                tool,
+            },
             extensions: Arc::clone(&origin.extensions),
             connection: origin.connection.cloned(),
         }
@@ -147,8 +157,12 @@ impl Pending {
             extensions,
             connection,
         } = self;
-        let (request, wire) = match work {
-            Work::One { request, wire } => (request, wire),
+        let (request, wire, tool) = match work {
+            Work::One {
+                request,
+                wire,
+                tool,
+            } => (request, wire, tool),
             Work::Batch { items, session } => {
                 let batch = Batch {
                     session,
@@ -168,7 +182,7 @@ impl Pending {
             cancel,
             extensions,
         };
-        let reply = server.dispatch.handle(inbound).await;
+        let reply = server.dispatch.handle(inbound, tool).await;
         drop(tracker);
         reply
     }
@@ -294,7 +308,7 @@ async fn serve_batch(server: &Engine, items: Vec<Value>, batch: Batch) -> Vec<Re
                 };
                 let dispatch = &server.dispatch;
                 running.push(isolate(id, async move {
-                    let reply = dispatch.handle(inbound).await;
+                    let reply = dispatch.handle(inbound, None).await;
                     drop(tracker);
                     reply
                 }));

@@ -20,6 +20,7 @@ use super::Engine;
 use super::{Accepted, Answer, Looked, Origin, Pending, bad};
 use crate::access::{ClientAddress, Principal, caller_key};
 use crate::dispatch::Wire;
+use crate::registry::RegisteredTool;
 use crate::session::Session;
 
 /// Every version this server speaks, for -32022's `data.supported`.
@@ -44,7 +45,7 @@ impl Engine {
         }
         .map_err(|e| bad(id.clone(), e))?;
         let wire = match wire {
-            Decided::Wire(w) => w,
+            Decided::Wire(w, tool) => (w, tool),
             Decided::Initialize => {
                 let answer = self.accept_initialize(request, origin).await;
                 return Ok(Accepted::Answer(answer));
@@ -59,10 +60,11 @@ impl Engine {
                 }));
             }
         };
+        let (wire, tool) = wire;
         Ok(Accepted::Request(Pending::one(
             Arc::clone(self),
             request,
-            wire,
+            (wire, tool),
             origin,
         )))
     }
@@ -88,8 +90,8 @@ impl Engine {
             if let (Some(h), Some(None)) = (&header_version, parsed) {
                 return Err(unsupported(h));
             }
-            self.check_modern_headers(headers, request, claimed)?;
-            return Ok(Decided::Wire(Wire::Modern));
+            let tool = self.check_modern_headers(headers, request, claimed)?;
+            return Ok(Decided::Wire(Wire::Modern, tool));
         }
         let session = looked?;
         if let (Some(h), Some(v)) = (&header_version, parsed)
@@ -106,43 +108,56 @@ impl Engine {
             .or(parsed.flatten())
             // What the spec says to assume without a header.
             .unwrap_or(ProtocolVersion::V2025_03_26);
-        Ok(Decided::Wire(Wire::Legacy { version, session }))
+        Ok(Decided::Wire(Wire::Legacy { version, session }, None))
     }
 
     /// The wire of a message on a stream transport (no headers): the
     /// connection's history decides.
     fn stream_wire(&self, request: &Request, claims_modern: bool, origin: &Origin<'_>) -> Decided {
         if claims_modern {
-            return Decided::Wire(Wire::Modern);
+            return Decided::Wire(Wire::Modern, None);
         }
         if request.method == "initialize" {
             return Decided::Initialize;
         }
         match origin.connection.and_then(|c| c.session()) {
-            Some(s) => Decided::Wire(Wire::Legacy {
-                version: s.version(),
-                session: Some(s),
-            }),
+            Some(s) => Decided::Wire(
+                Wire::Legacy {
+                    version: s.version(),
+                    session: Some(s),
+                },
+                None,
+            ),
             // Legacy clients may ping before initializing.
             None if request.method == "ping" => Decided::Ping,
             // Neither modern `_meta` nor a session: the modern rules apply
             // and name what is missing.
-            None => Decided::Wire(Wire::Modern),
+            None => Decided::Wire(Wire::Modern, None),
         }
     }
 
+    /// The modern wire's header rules; for a `tools/call`, the tool it
+    /// names (its `Mcp-Param-*` mirrors are checked here), handed on to
+    /// dispatch so that the tool is looked up once.
     fn check_modern_headers(
         &self,
         headers: &HeaderMap,
         request: &Request,
         claimed: Option<&str>,
-    ) -> Result<(), ProtocolError> {
+    ) -> Result<Option<Arc<RegisteredTool>>, ProtocolError> {
         headers::check_standard(headers, &request.method, &request.params, claimed)?;
-        if request.method == "tools/call"
-            && let Some(name) = request.params.get("name").and_then(Value::as_str)
-            && let Some(tool) = self.state.tool_set().get(name)
-            && !tool.header_params.is_empty()
-        {
+        if request.method != "tools/call" {
+            return Ok(None);
+        }
+        let Some(tool) = request
+            .params
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|name| self.state.tool_set().get(name).cloned())
+        else {
+            return Ok(None);
+        };
+        if !tool.header_params.is_empty() {
             let empty = Map::new();
             let args = request
                 .params
@@ -151,7 +166,7 @@ impl Engine {
                 .unwrap_or(&empty);
             headers::check_params(headers, &tool.header_params, args)?;
         }
-        Ok(())
+        Ok(Some(tool))
     }
 
     /// Whether one more HTTP session may be opened for this caller: a
@@ -242,8 +257,9 @@ pub(crate) fn check_session_version(
 
 /// The outcome of the wire decision.
 enum Decided {
-    /// Run the request on this wire.
-    Wire(Wire),
+    /// Run the request on this wire (with the tool a modern `tools/call`
+    /// names, when the header checks looked it up).
+    Wire(Wire, Option<Arc<RegisteredTool>>),
     /// Open a legacy session.
     Initialize,
     /// A legacy `ping` before `initialize`.

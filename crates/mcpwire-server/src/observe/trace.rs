@@ -23,12 +23,48 @@ use crate::access::CallOutcome;
 /// tracing knows nothing of dispatch.
 pub(crate) struct SpanFacts<'a> {
     pub(crate) method: &'a str,
-    pub(crate) params: &'a Map<String, Value>,
+    /// `params.name` (the tool or prompt), if any.
+    pub(crate) target: Option<&'a str>,
     pub(crate) version: ProtocolVersion,
     pub(crate) session: Option<&'a str>,
     pub(crate) id: &'a RequestId,
+    /// The trace context in the request's `_meta`, if it had one.
+    pub(crate) meta: Option<&'a MetaTrace>,
     /// The HTTP request's trace headers, when it came over HTTP.
     pub(crate) http: Option<&'a HttpTraceHeaders>,
+}
+
+/// The W3C trace context of a request's `_meta`, taken in dispatch's one
+/// `_meta` lookup (and only while spans are on).
+#[derive(Clone, Debug)]
+pub(crate) struct MetaTrace {
+    traceparent: String,
+    tracestate: Option<String>,
+    baggage: Option<String>,
+}
+
+impl MetaTrace {
+    /// The context in `meta`, when spans are on and it has a `traceparent`.
+    pub(crate) fn read(meta: Option<&Map<String, Value>>) -> Option<MetaTrace> {
+        if !spans_enabled() {
+            return None;
+        }
+        let meta = meta?;
+        let text = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_owned);
+        Some(MetaTrace {
+            traceparent: text("traceparent")?,
+            tracestate: text("tracestate"),
+            baggage: text("baggage"),
+        })
+    }
+
+    fn context(&self) -> TraceContext<'_> {
+        TraceContext {
+            traceparent: &self.traceparent,
+            tracestate: self.tracestate.as_deref(),
+            baggage: self.baggage.as_deref(),
+        }
+    }
 }
 
 /// W3C trace context of one request: from its `params._meta`
@@ -93,11 +129,7 @@ pub(crate) fn request_span(call: &SpanFacts<'_>) -> Span {
         return Span::none();
     };
     let target = match call.method {
-        "tools/call" | "prompts/get" => call
-            .params
-            .get("name")
-            .and_then(Value::as_str)
-            .filter(|n| low_cardinality(n)),
+        "tools/call" | "prompts/get" => call.target.filter(|n| low_cardinality(n)),
         _ => None,
     };
     let tool = (call.method == "tools/call").then_some(target).flatten();
@@ -122,10 +154,8 @@ pub(crate) fn request_span(call: &SpanFacts<'_>) -> Span {
         otel.status_code = tracing::field::Empty,
         otel.status_description = tracing::field::Empty,
     );
-    let from_meta = call.params.get("_meta").and_then(meta_context);
-    let http = call.http;
-    let cx = from_meta.or_else(|| {
-        http.map(|h| TraceContext {
+    let cx = call.meta.map(MetaTrace::context).or_else(|| {
+        call.http.map(|h| TraceContext {
             traceparent: &h.traceparent,
             tracestate: h.tracestate.as_deref(),
             baggage: h.baggage.as_deref(),
@@ -145,15 +175,6 @@ fn low_cardinality(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(&b))
-}
-
-fn meta_context(meta: &Value) -> Option<TraceContext<'_>> {
-    let text = |k: &str| meta.get(k).and_then(Value::as_str);
-    Some(TraceContext {
-        traceparent: text("traceparent")?,
-        tracestate: text("tracestate"),
-        baggage: text("baggage"),
-    })
 }
 
 /// Records how the request ended on its span.

@@ -30,7 +30,7 @@ use serde_json::Value;
 
 pub use connection::{Connection, MAX_IN_FLIGHT};
 pub use pending::Pending;
-pub(crate) use wire::check_session_version;
+pub(crate) use wire::{VersionHeader, check_session_version};
 
 use self::replicas::Replicas;
 use crate::access::Principal;
@@ -237,9 +237,14 @@ impl Engine {
                 ErrorStatus::BadRequest,
             ))
         })?;
-        // Looked up once, up front (it may wait on the shared store); an
-        // error only counts where the session is needed.
-        let looked = self.session_for(origin).await;
+        // Read once, up front, like the session (which may wait on the
+        // shared store); an error only counts where each is needed.
+        let version = origin
+            .headers
+            .map(VersionHeader::read)
+            .transpose()
+            .map(Option::flatten);
+        let looked = self.session_for(origin, &version).await;
         if let Value::Array(items) = value {
             return self.accept_batch(items, origin, looked);
         }
@@ -276,7 +281,7 @@ impl Engine {
                 return Err(bad(None, e));
             }
         };
-        self.accept_request(request, origin, looked).await
+        self.accept_request(request, origin, looked, version).await
     }
 
     /// A JSON-RPC batch: legal only inside a 2025-03-26 session (the one
@@ -317,7 +322,11 @@ impl Engine {
     /// The legacy session a message belongs to: the connection's, or the
     /// one `Mcp-Session-Id` names (404 for an unknown one, and for one
     /// opened by another principal: a session id is not a credential).
-    pub(crate) async fn session_for(&self, origin: &Origin<'_>) -> Looked {
+    pub(crate) async fn session_for(
+        &self,
+        origin: &Origin<'_>,
+        version: &Result<Option<VersionHeader>, ProtocolError>,
+    ) -> Looked {
         if let Some(c) = origin.connection {
             return Ok(c.session());
         }
@@ -330,7 +339,8 @@ impl Engine {
         let subject = origin.principal().map(|p| p.subject.as_str());
         match self.find_session(&id).await? {
             Some(s) if s.owner() == subject => {
-                wire::check_session_version(headers, &s)?;
+                let version = version.as_ref().map_err(Clone::clone)?;
+                wire::check_session_version(version.as_ref(), &s)?;
                 Ok(Some(s))
             }
             _ => Err(session_not_found()),

@@ -35,12 +35,13 @@ impl Engine {
         request: Request,
         origin: &Origin<'_>,
         looked: Looked,
+        version: Result<Option<VersionHeader>, ProtocolError>,
     ) -> Result<Accepted, Box<Answer>> {
         let id = Some(request.id.clone());
         // `_meta`'s version is read here once; dispatch reads the rest.
         let claimed = meta::claimed_version(&request.params);
         let wire = match origin.headers {
-            Some(headers) => self.http_wire(headers, &request, claimed, looked),
+            Some(headers) => self.http_wire(headers, &request, claimed, looked, version),
             None => Ok(self.stream_wire(&request, claimed.is_some(), origin)),
         }
         .map_err(|e| bad(id.clone(), e))?;
@@ -76,9 +77,11 @@ impl Engine {
         request: &Request,
         claimed: Option<&str>,
         looked: Looked,
+        version: Result<Option<VersionHeader>, ProtocolError>,
     ) -> Result<Decided, ProtocolError> {
-        let header_version = single(headers, headers::PROTOCOL_VERSION)?;
-        let parsed = header_version.as_deref().map(ProtocolVersion::parse);
+        let version = version?;
+        let header_version = version.as_ref().map(|v| v.text.as_str());
+        let parsed = version.as_ref().map(|v| v.parsed);
         let claims_modern = claimed.is_some()
             || match parsed {
                 Some(Some(v)) => v.is_modern(),
@@ -231,22 +234,45 @@ impl Engine {
     }
 }
 
+/// An HTTP request's `MCP-Protocol-Version`, read and parsed once for the
+/// session check and the wire decision.
+#[derive(Clone, Debug)]
+pub(crate) struct VersionHeader {
+    /// As sent (trimmed), for error messages.
+    text: String,
+    /// The revision it names; `None` for an unknown one.
+    parsed: Option<ProtocolVersion>,
+}
+
+impl VersionHeader {
+    /// The header of `request_headers`, if there is one (-32600 when it
+    /// is repeated or not text).
+    pub(crate) fn read(request_headers: &HeaderMap) -> Result<Option<Self>, ProtocolError> {
+        Ok(
+            single(request_headers, headers::PROTOCOL_VERSION)?.map(|text| VersionHeader {
+                parsed: ProtocolVersion::parse(&text),
+                text,
+            }),
+        )
+    }
+}
+
 /// A legacy session keeps the revision it negotiated: an
 /// `MCP-Protocol-Version` naming another legacy revision is refused (400)
 /// rather than served under rules the client did not negotiate. Unknown
 /// and modern versions are left to the wire decision (-32022, or the
 /// modern wire).
 pub(crate) fn check_session_version(
-    request_headers: &HeaderMap,
+    header: Option<&VersionHeader>,
     session: &Session,
 ) -> Result<(), ProtocolError> {
-    let Some(header) = single(request_headers, headers::PROTOCOL_VERSION)? else {
-        return Ok(());
-    };
-    match ProtocolVersion::parse(&header) {
-        Some(v) if !v.is_modern() && v != session.version() => Err(ProtocolError::invalid_request(
+    match header {
+        Some(VersionHeader {
+            text,
+            parsed: Some(v),
+        }) if !v.is_modern() && *v != session.version() => Err(ProtocolError::invalid_request(
             format!(
-                "Bad request: MCP-Protocol-Version is \"{header}\" but this session negotiated \"{}\"; send the negotiated version, or initialize a new session.",
+                "Bad request: MCP-Protocol-Version is \"{text}\" but this session negotiated \"{}\"; send the negotiated version, or initialize a new session.",
                 session.version().as_str()
             ),
         )

@@ -15,7 +15,7 @@ use super::reply::{accepts_event_stream, error_response, message_event, sse_resp
 use super::resume;
 use super::stream_slots::hold;
 use crate::access::Principal;
-use crate::engine::check_session_version;
+use crate::engine::{VersionHeader, check_session_version};
 
 /// The request's session id: without one, GET and DELETE are not allowed
 /// here (405); a repeated or malformed one is a bad request (400).
@@ -91,7 +91,8 @@ pub(crate) async fn get(
         Ok(s) => s,
         Err(r) => return r,
     };
-    if let Err(e) = check_session_version(&headers, &session) {
+    let version = VersionHeader::read(&headers);
+    if let Err(e) = version.and_then(|v| check_session_version(v.as_ref(), &session)) {
         return error_response(StatusCode::BAD_REQUEST, None, e);
     }
     if !accepts_event_stream(&headers) {

@@ -147,7 +147,7 @@ enum Transport {
     #[cfg(feature = "client-http")]
     Http(Arc<remote::HttpLink>),
     #[cfg(feature = "client-stdio")]
-    Child(child::ChildLink),
+    Child(Box<child::ChildLink>),
 }
 
 /// Configures a [`Client`]; start with [`Client::builder`] (or
@@ -242,11 +242,10 @@ impl ClientBuilder {
                 self.handler.clone(),
             )?)),
             #[cfg(feature = "client-stdio")]
-            Target::Child(command) => Transport::Child(child::ChildLink::spawn(
-                command,
-                note_tx,
-                self.handler.clone(),
-            )?),
+            Target::Child(command) => {
+                let link = child::ChildLink::spawn(command, note_tx, self.handler.clone())?;
+                Transport::Child(Box::new(link))
+            }
         };
         let client = Client {
             transport,

@@ -8,10 +8,10 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::{
-    Backend, LEGACY_VERSIONS, Server, TOOL_NAMES, TempDb, read_stream_until, tools_cli, tools_ok,
+    Backend, LEGACY_VERSIONS, Server, TOOL_NAMES, TempDb, names_of, next_list_change, notification,
+    rpc, tools_cli, tools_ok,
 };
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 
 const TOOL: &str = "get-compensation-info";
 
@@ -56,7 +56,7 @@ async fn disable_then_enable(backend: Backend) {
     let started = Instant::now();
     let out = tools_ok(server.db(), &["disable", TOOL, "--actor", "alice"]);
     assert!(out.contains("disabled"), "{out}");
-    read_stream_until(&mut listen, "notifications/tools/list_changed").await;
+    next_list_change(&mut listen).await;
     eprintln!("list_changed {:?} after the CLI started", started.elapsed());
     let names = server.tool_names().await;
     assert!(!names.contains(&TOOL.to_owned()), "{names:?}");
@@ -86,7 +86,7 @@ async fn disable_then_enable(backend: Backend) {
     assert!(history.contains(r#""actor":"alice""#), "{history}");
 
     tools_ok(server.db(), &["enable", TOOL, "--actor", "bob"]);
-    read_stream_until(&mut listen, "notifications/tools/list_changed").await;
+    next_list_change(&mut listen).await;
     assert_eq!(server.tool_names().await, TOOL_NAMES);
     let result = server
         .call_tool(
@@ -111,27 +111,18 @@ async fn two_servers(backend: Backend) {
     let a = Server::start_on(TempDb::seeded_on(backend), &[]).await;
     let b = Server::start_on(a.db().share(), &[]).await;
     // A legacy session's GET stream on the second server.
-    let session = b.legacy(Some(LEGACY_VERSIONS[1])).await;
-    let mut get = tokio::net::TcpStream::connect(&b.addr)
-        .await
-        .expect("connect");
-    let request = format!(
-        "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\
-         Mcp-Session-Id: {}\r\nMCP-Protocol-Version: {}\r\n\r\n",
-        b.addr, session.session_id, session.version
-    );
-    get.write_all(request.as_bytes()).await.expect("write");
-    read_stream_until(&mut get, "\r\n\r\n").await;
+    let session = b.legacy_client(LEGACY_VERSIONS[1]).await;
+    session.open_stream().await.expect("the legacy GET stream");
 
     tools_ok(a.db(), &["disable", "check-leave-balance"]);
-    read_stream_until(&mut get, "notifications/tools/list_changed").await;
+    notification(&session, "notifications/tools/list_changed").await;
     for server in [&a, &b] {
         let names = wait_for_tools(server, |n| n.len() == 7).await;
         assert!(!names.contains(&"check-leave-balance".to_owned()));
     }
     // The legacy session sees the new set too.
-    let listed = session.request("tools/list", json!({})).await;
-    assert_eq!(listed.result()["tools"].as_array().map(Vec::len), Some(7));
+    let listed = rpc(&session, "tools/list", json!({})).await;
+    assert_eq!(names_of(&listed.expect("tools/list")).len(), 7);
 }
 
 #[tokio::test]
@@ -217,7 +208,7 @@ async fn on_postgres_the_watcher_survives_an_outage_and_applies_the_next_change(
         .expect("start");
 
     tools_ok(server.db(), &["disable", TOOL, "--actor", "after-outage"]);
-    read_stream_until(&mut listen, "notifications/tools/list_changed").await;
+    next_list_change(&mut listen).await;
     let names = wait_for_tools(&server, |n| n.len() == 7).await;
     assert!(!names.contains(&TOOL.to_owned()), "{names:?}");
 }

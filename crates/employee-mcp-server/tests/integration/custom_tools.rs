@@ -11,10 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{
-    Backend, MODERN, Server, StdioServer, TempDb, read_stream_until, temp_path, tool_error_text,
-    tools_cli, tools_ok,
+    Backend, Server, StdioClient, TempDb, next_list_change, temp_path, tool_error_text, tools_cli,
+    tools_ok,
 };
-use mcpwire_server::protocol::meta;
 use serde_json::{Value, json};
 
 /// The examples shipped in the repository.
@@ -129,11 +128,12 @@ async fn adding_a_file_makes_tools_callable_and_announces_list_changed_case(back
         ],
     );
     assert!(out.contains("added new-hires-since"), "{out}");
-    read_stream_until(&mut listen, "notifications/tools/list_changed").await;
+    next_list_change(&mut listen).await;
 
-    let reply = server.modern("tools/list", json!({})).await;
-    let tools = reply.result()["tools"].as_array().expect("tools").clone();
-    assert_eq!(tools.len(), 10, "{}", reply.text);
+    let result = server.rpc("tools/list", json!({})).await;
+    let result = result.unwrap_or_else(|e| panic!("tools/list: {e}"));
+    let tools = result["tools"].as_array().expect("tools").clone();
+    assert_eq!(tools.len(), 10, "{result:?}");
     let hires = tools
         .iter()
         .find(|t| t["name"] == "new-hires-since")
@@ -203,7 +203,7 @@ async fn adding_a_file_makes_tools_callable_and_announces_list_changed_case(back
 
     // Removal reaches the server the same way.
     tools_ok(server.db(), &["remove", "new-hires-since"]);
-    read_stream_until(&mut listen, "notifications/tools/list_changed").await;
+    next_list_change(&mut listen).await;
     let names = server.tool_names().await;
     assert!(!names.contains(&"new-hires-since".to_owned()), "{names:?}");
     let shown = tools_ok(server.db(), &["show", "headcount-by-location"]);
@@ -622,20 +622,15 @@ async fn an_in_flight_call_finishes_when_its_tool_is_disabled_case(backend: Back
     let disable = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
         tools_ok(server.db(), &["disable", "slow-count"]);
-        read_stream_until(&mut listen, "notifications/tools/list_changed").await;
+        next_list_change(&mut listen).await;
     };
     let (result, ()) = tokio::join!(call, disable);
     assert_eq!(
         result["structuredContent"]["rows"][0]["n"], 3_000_000,
         "{result}"
     );
-    let after = server
-        .modern(
-            "tools/call",
-            json!({"name": "slow-count", "arguments": {"n": 1}}),
-        )
-        .await;
-    assert_eq!(after.error_code(), -32602, "{}", after.text);
+    let after = server.call_tool_error("slow-count", json!({"n": 1})).await;
+    assert_eq!(after, -32602);
 }
 
 both!(
@@ -647,46 +642,26 @@ both!(
 async fn scopes_and_field_redaction_apply_to_custom_tools_case(backend: Backend) {
     let db = seeded(backend).await;
     tools_ok(&db, &["add", "--file", examples().to_str().unwrap()]);
-    let meta = json!({
-        meta::PROTOCOL_VERSION: MODERN,
-        meta::CLIENT_CAPABILITIES: {}
-    });
-    let call = |id: u64, name: &str, args: Value| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-               "params": {"_meta": meta, "name": name, "arguments": args}})
-    };
     // hr:directory: new hires without email; headcount (hr:reports) refused.
-    let mut stdio = StdioServer::start_with_env(
-        db.share(),
-        &[],
-        &[("EMPLOYEE_MCP_STDIO_SCOPES", "hr:directory")],
-    );
-    let hires = stdio
-        .request(call(1, "new-hires-since", json!({"since": "2026-01-01"})))
-        .await;
-    let rows = hires["result"]["structuredContent"]["rows"]
-        .as_array()
-        .expect("rows");
+    let scopes = |s| [("EMPLOYEE_MCP_STDIO_SCOPES", s)];
+    let stdio = StdioClient::start_with_env(db.share(), &[], &scopes("hr:directory")).await;
+    let hires = common::call(&stdio, "new-hires-since", json!({"since": "2026-01-01"})).await;
+    let rows = hires["structuredContent"]["rows"].as_array().expect("rows");
     assert!(!rows.is_empty(), "{hires}");
     assert!(rows.iter().all(|r| r.get("email").is_none()), "{hires}");
     assert!(rows.iter().all(|r| r.get("name").is_some()));
-    let denied = stdio
-        .request(call(2, "headcount-by-location", json!({})))
-        .await;
-    assert_eq!(denied["error"]["code"], -31001, "{denied}");
-    drop(stdio);
-    // hr:contact sees the email.
-    let mut stdio = StdioServer::start_with_env(
-        db.share(),
-        &[],
-        &[("EMPLOYEE_MCP_STDIO_SCOPES", "hr:contact")],
+    let denied = stdio.call_tool("headcount-by-location", json!({})).await;
+    assert_eq!(
+        denied.as_ref().map_err(|e| e.code()).err(),
+        Some(Some(-31001)),
+        "{denied:?}"
     );
-    let hires = stdio
-        .request(call(3, "new-hires-since", json!({"since": "2026-01-01"})))
-        .await;
-    let rows = hires["result"]["structuredContent"]["rows"]
-        .as_array()
-        .expect("rows");
+    let status = stdio.close().await;
+    assert!(status.success(), "exit status {status}");
+    // hr:contact sees the email.
+    let stdio = StdioClient::start_with_env(db.share(), &[], &scopes("hr:contact")).await;
+    let hires = common::call(&stdio, "new-hires-since", json!({"since": "2026-01-01"})).await;
+    let rows = hires["structuredContent"]["rows"].as_array().expect("rows");
     assert!(
         rows.iter()
             .all(|r| r["email"].as_str().is_some_and(|e| e.contains('@'))),
@@ -715,7 +690,7 @@ async fn a_tools_file_is_loaded_and_watched_and_a_broken_edit_keeps_the_set_case
     // A valid edit: a second tool.
     let second = first.clone() + &tool("file-two", "SELECT count(*) AS n FROM departments", "");
     std::fs::write(&file.0, &second).expect("edit");
-    read_stream_until(&mut listen, "notifications/tools/list_changed").await;
+    next_list_change(&mut listen).await;
     let names = server.tool_names().await;
     assert!(names.contains(&"file-two".to_owned()), "{names:?}");
 
@@ -731,7 +706,7 @@ async fn a_tools_file_is_loaded_and_watched_and_a_broken_edit_keeps_the_set_case
 
     // Dropping a tool from the file removes it.
     std::fs::write(&file.0, &first).expect("edit");
-    read_stream_until(&mut listen, "notifications/tools/list_changed").await;
+    next_list_change(&mut listen).await;
     let names = server.tool_names().await;
     assert!(!names.contains(&"file-two".to_owned()), "{names:?}");
     assert!(names.contains(&"file-one".to_owned()), "{names:?}");
@@ -876,8 +851,8 @@ async fn on_postgres_a_tool_added_once_is_served_by_every_replica() {
     let mut listen_one = one.listen_tools().await;
     let mut listen_two = two.listen_tools().await;
     tools_ok(two.db(), &["add", "--file", examples().to_str().unwrap()]);
-    read_stream_until(&mut listen_one, "notifications/tools/list_changed").await;
-    read_stream_until(&mut listen_two, "notifications/tools/list_changed").await;
+    next_list_change(&mut listen_one).await;
+    next_list_change(&mut listen_two).await;
     let args = json!({"since": "2026-01-01"});
     let a = one.call_tool("new-hires-since", args.clone()).await;
     let b = two.call_tool("new-hires-since", args).await;
@@ -889,7 +864,7 @@ async fn on_postgres_a_tool_added_once_is_served_by_every_replica() {
     );
     assert_eq!(a["structuredContent"], b["structuredContent"]);
     tools_ok(one.db(), &["remove", "new-hires-since"]);
-    read_stream_until(&mut listen_two, "notifications/tools/list_changed").await;
+    next_list_change(&mut listen_two).await;
     assert!(
         !two.tool_names()
             .await

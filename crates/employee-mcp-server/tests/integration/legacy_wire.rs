@@ -4,7 +4,9 @@
 
 use crate::common;
 
-use common::{LEGACY_VERSIONS, Server, TOOL_NAMES, next_id, text_json, tool_error_text};
+use common::{
+    LEGACY_VERSIONS, Server, TOOL_NAMES, call, next_id, rpc, rpc_error, text_json, tool_error_text,
+};
 use serde_json::{Value, json};
 
 /// No modern-only member anywhere at the top of a legacy result.
@@ -62,19 +64,20 @@ async fn initialize_version_negotiation() {
 #[tokio::test]
 async fn session_ids_are_unique() {
     let server = Server::start().await;
-    let a = server.legacy(Some("2025-06-18")).await;
-    let b = server.legacy(Some("2025-06-18")).await;
-    assert_ne!(a.session_id, b.session_id);
+    let a = server.legacy_client("2025-06-18").await;
+    let b = server.legacy_client("2025-06-18").await;
+    let (a, b) = (a.session_id(), b.session_id());
+    assert!(a.is_some(), "no Mcp-Session-Id on initialize");
+    assert_ne!(a, b);
 }
 
 #[tokio::test]
 async fn ping_answers_empty_object() {
     let server = Server::start().await;
     for version in LEGACY_VERSIONS {
-        let s = server.legacy(Some(version)).await;
-        let reply = s.request("ping", Value::Null).await;
-        assert_eq!(reply.status, 200, "{version}: {}", reply.text);
-        assert_eq!(reply.result(), &json!({}), "{version}");
+        let s = server.legacy_client(version).await;
+        let reply = rpc(&s, "ping", Value::Null).await;
+        assert_eq!(reply.map(Value::Object), Ok(json!({})), "{version}");
     }
 }
 
@@ -82,11 +85,10 @@ async fn ping_answers_empty_object() {
 async fn tools_list_shape_per_revision() {
     let server = Server::start().await;
     for version in LEGACY_VERSIONS {
-        let s = server.legacy(Some(version)).await;
-        let reply = s.request("tools/list", json!({})).await;
-        assert_eq!(reply.status, 200, "{version}: {}", reply.text);
-        let result = reply.result();
-        assert_legacy_result(result);
+        let s = server.legacy_client(version).await;
+        let result = rpc(&s, "tools/list", json!({})).await;
+        let result = Value::Object(result.unwrap_or_else(|e| panic!("{version}: {e}")));
+        assert_legacy_result(&result);
         let tools = result["tools"].as_array().unwrap();
         let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
         assert_eq!(names, TOOL_NAMES, "{version}");
@@ -128,10 +130,8 @@ async fn tools_list_shape_per_revision() {
 async fn tools_call_shape_per_revision() {
     let server = Server::start().await;
     for version in LEGACY_VERSIONS {
-        let s = server.legacy(Some(version)).await;
-        let result = s
-            .call_tool("get-employee-details", json!({"employeeId": "JohnDoe"}))
-            .await;
+        let s = server.legacy_client(version).await;
+        let result = call(&s, "get-employee-details", json!({"employeeId": "JohnDoe"})).await;
         assert_legacy_result(&result);
         assert_ne!(result["isError"], true, "{version}: {result}");
         assert!(
@@ -149,12 +149,12 @@ async fn tools_call_shape_per_revision() {
             );
         }
         // Every tool works on every revision, including the union-typed report.
-        let report = s
-            .call_tool(
-                "generate-employee-report",
-                json!({"reportType": "turnover"}),
-            )
-            .await;
+        let report = call(
+            &s,
+            "generate-employee-report",
+            json!({"reportType": "turnover"}),
+        )
+        .await;
         assert_ne!(report["isError"], true, "{version}: {report}");
         assert_eq!(text_json(&report)["reportType"], "turnover");
     }
@@ -164,26 +164,19 @@ async fn tools_call_shape_per_revision() {
 async fn tool_errors_per_revision() {
     let server = Server::start().await;
     for version in LEGACY_VERSIONS {
-        let s = server.legacy(Some(version)).await;
-        let result = s
-            .call_tool("get-team-members", json!({"teamId": "nope"}))
-            .await;
+        let s = server.legacy_client(version).await;
+        let result = call(&s, "get-team-members", json!({"teamId": "nope"})).await;
         assert_legacy_result(&result);
         assert!(tool_error_text(&result).contains("backend"), "{version}");
-        let result = s
-            .call_tool(
-                "get-team-members",
-                json!({"teamId": "backend", "extra": true}),
-            )
-            .await;
+        let result = call(
+            &s,
+            "get-team-members",
+            json!({"teamId": "backend", "extra": true}),
+        )
+        .await;
         assert!(tool_error_text(&result).contains("extra"), "{version}");
-        let reply = s
-            .request(
-                "tools/call",
-                json!({"name": "no-such-tool", "arguments": {}}),
-            )
-            .await;
-        assert_eq!(reply.error_code(), -32602, "{version}: {}", reply.text);
+        let args = json!({"name": "no-such-tool", "arguments": {}});
+        assert_eq!(rpc_error(&s, "tools/call", args).await, -32602, "{version}");
     }
 }
 
@@ -191,29 +184,27 @@ async fn tool_errors_per_revision() {
 async fn invalid_cursor_and_unknown_methods() {
     let server = Server::start().await;
     for version in LEGACY_VERSIONS {
-        let s = server.legacy(Some(version)).await;
-        let reply = s
-            .request("tools/list", json!({"cursor": "optional-cursor-value"}))
-            .await;
-        assert_eq!(reply.error_code(), -32602, "{version}: {}", reply.text);
+        let s = server.legacy_client(version).await;
+        let cursor = json!({"cursor": "optional-cursor-value"});
+        let code = rpc_error(&s, "tools/list", cursor).await;
+        assert_eq!(code, -32602, "{version}");
         for method in [
             "server/discover",
             "resources/list",
             "prompts/list",
             "employees/fire",
         ] {
-            let reply = s.request(method, json!({})).await;
-            assert_eq!(
-                reply.error_code(),
-                -32601,
-                "{version} {method}: {}",
-                reply.text
-            );
+            let code = rpc_error(&s, method, json!({})).await;
+            assert_eq!(code, -32601, "{version} {method}");
             // Legacy never sees the modern-only codes.
-            assert!(reply.error_code() > -32020 || reply.error_code() < -32099);
+            assert!(
+                !(-32099..=-32020).contains(&code),
+                "{version} {method}: {code}"
+            );
         }
         // Still serving this session afterwards.
-        assert_eq!(s.request("ping", Value::Null).await.result(), &json!({}));
+        let ping = rpc(&s, "ping", Value::Null).await;
+        assert_eq!(ping.map(Value::Object), Ok(json!({})));
     }
 }
 

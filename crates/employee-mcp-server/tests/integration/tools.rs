@@ -47,9 +47,8 @@ fn ids(list: &Value, field: &str) -> Vec<String> {
 
 async fn tools_list_modern_shape(backend: Backend) {
     let server = Server::start_backend(backend).await;
-    let reply = server.modern("tools/list", json!({})).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    let result = reply.result();
+    let result = server.rpc("tools/list", json!({})).await;
+    let result = result.unwrap_or_else(|e| panic!("tools/list: {e}"));
     let tools = result["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, TOOL_NAMES);

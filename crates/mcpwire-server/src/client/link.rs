@@ -1,9 +1,11 @@
 //! The client's side of an in-memory [`Connection`]: lines the server
 //! writes are routed to the request waiting for them, to a subscription,
 //! to the input handler (server→client requests on legacy sessions), or
-//! to the notification queue.
+//! to the notification queue. The child-process mode routes its stdout
+//! lines the same way ([`deliver`]).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mcpwire_protocol::jsonrpc::Message;
@@ -23,6 +25,9 @@ pub(super) struct Routes {
     /// Open subscriptions (`subscriptions/listen`), by request id: their
     /// tagged notifications and their final response.
     pub(super) subscriptions: Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>,
+    /// Set (under `waiting`'s lock) once the server is gone: a request
+    /// registered later fails at once instead of waiting forever.
+    closed: AtomicBool,
 }
 
 /// The key of a JSON-RPC id (numbers and strings never collide: a string
@@ -34,18 +39,33 @@ pub(super) fn id_key(id: &Value) -> String {
 impl Routes {
     pub(super) fn wait_for(&self, id: &Value) -> oneshot::Receiver<Value> {
         let (tx, rx) = oneshot::channel();
-        lock(&self.waiting).insert(id_key(id), tx);
+        let mut waiting = lock(&self.waiting);
+        if !self.closed.load(Ordering::Relaxed) {
+            waiting.insert(id_key(id), tx);
+        }
         rx
     }
 
     pub(super) fn subscribe(&self, id: &Value) -> mpsc::UnboundedReceiver<Value> {
         let (tx, rx) = mpsc::unbounded_channel();
-        lock(&self.subscriptions).insert(id_key(id), tx);
+        let _waiting = lock(&self.waiting);
+        if !self.closed.load(Ordering::Relaxed) {
+            lock(&self.subscriptions).insert(id_key(id), tx);
+        }
         rx
     }
 
     pub(super) fn unsubscribe(&self, id: &Value) {
         lock(&self.subscriptions).remove(&id_key(id));
+    }
+
+    /// The server is gone: whoever still waits learns it from a dropped
+    /// sender.
+    pub(super) fn close(&self) {
+        let mut waiting = lock(&self.waiting);
+        self.closed.store(true, Ordering::Relaxed);
+        waiting.clear();
+        lock(&self.subscriptions).clear();
     }
 
     /// Hands a response to its subscription or its waiting request.
@@ -81,40 +101,52 @@ pub(super) async fn route(
     handler: Option<InputHandler>,
 ) {
     while let Some(line) = lines.recv().await {
-        let Ok(message) = serde_json::from_str::<Value>(&line) else {
-            tracing::warn!(%line, "the server wrote a line that is not JSON");
+        let Some((id, request)) = deliver(&line, &routes, &notifications) else {
             continue;
         };
-        // A batch reply: each response on its own.
-        if let Value::Array(items) = message {
-            for item in items {
-                if let Some(id) = item.get("id").cloned() {
-                    routes.response(&id, item);
-                }
+        // Answered on its own task: the handler may take its time (or
+        // call the server) while other lines keep flowing.
+        let (handler, connection) = (handler.clone(), Arc::clone(&connection));
+        tokio::spawn(async move {
+            let reply = answer(handler.as_ref(), &request, id).await;
+            connection.receive(reply.as_bytes()).await;
+        });
+    }
+    routes.close();
+}
+
+/// Routes one line the server wrote: a response to its waiting request or
+/// subscription, a notification to its subscription or the queue. A
+/// server→client request is returned (its id and the message) for the
+/// caller to answer on its own transport.
+pub(super) fn deliver(
+    line: &str,
+    routes: &Routes,
+    notifications: &mpsc::UnboundedSender<Value>,
+) -> Option<(Value, Value)> {
+    let Ok(message) = serde_json::from_str::<Value>(line) else {
+        tracing::warn!(%line, "the server wrote a line that is not JSON");
+        return None;
+    };
+    // A batch reply: each response on its own.
+    if let Value::Array(items) = message {
+        for item in items {
+            if let Some(id) = item.get("id").cloned() {
+                routes.response(&id, item);
             }
-            continue;
         }
-        match (message.get("id").cloned(), message.get("method").is_some()) {
-            (Some(id), false) => routes.response(&id, message),
-            (Some(id), true) => {
-                // Answered on its own task: the handler may take its time
-                // (or call the server) while other lines keep flowing.
-                let (handler, connection) = (handler.clone(), Arc::clone(&connection));
-                tokio::spawn(async move {
-                    let reply = answer(handler.as_ref(), &message, id).await;
-                    connection.receive(reply.as_bytes()).await;
-                });
-            }
-            (None, _) => {
-                if !routes.subscription_event(&message) {
-                    let _ = notifications.send(message);
-                }
+        return None;
+    }
+    match (message.get("id").cloned(), message.get("method").is_some()) {
+        (Some(id), false) => routes.response(&id, message),
+        (Some(id), true) => return Some((id, message)),
+        (None, _) => {
+            if !routes.subscription_event(&message) {
+                let _ = notifications.send(message);
             }
         }
     }
-    // The server is gone: whoever still waits learns it from a dropped sender.
-    lock(&routes.waiting).clear();
-    lock(&routes.subscriptions).clear();
+    None
 }
 
 /// The client's response to a server→client request (legacy sessions).

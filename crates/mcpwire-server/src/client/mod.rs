@@ -55,7 +55,33 @@
 //! let tools = client.list_tools().await?;
 //! # Ok(()) }
 //! ```
+//!
+//! # Child-process mode
+//!
+//! With the feature `client-stdio`, [`Client::child`] spawns a server
+//! process and speaks the stdio transport on its pipes: one JSON-RPC
+//! message per line on its stdin, its stdout read line by line and routed
+//! as in memory (responses by id, subscription events to their
+//! [`Subscription`], the rest to [`Client::next_notification`],
+//! server→client requests to the input handler, answered on stdin). Its
+//! stderr is left as the command sets it. [`Client::close`] closes stdin
+//! and waits for the exit ([`Client::close_child`] returns the status);
+//! dropping the client kills the process.
+//!
+//! ```no_run
+//! # #[cfg(feature = "client-stdio")]
+//! # async fn demo() -> Result<(), mcpwire_server::client::ClientError> {
+//! use mcpwire_server::client::Client;
+//! let mut command = tokio::process::Command::new("my-mcp-server");
+//! command.arg("--stdio");
+//! let client = Client::child(command).connect().await?;
+//! let tools = client.list_tools().await?;
+//! client.close().await;
+//! # Ok(()) }
+//! ```
 
+#[cfg(feature = "client-stdio")]
+mod child;
 mod error;
 mod link;
 #[cfg(feature = "client-http")]
@@ -107,6 +133,9 @@ enum Target {
         url: String,
         headers: Vec<(String, String)>,
     },
+    /// A process to spawn, speaking the stdio transport on its pipes.
+    #[cfg(feature = "client-stdio")]
+    Child(tokio::process::Command),
 }
 
 /// How a connected client reaches its server.
@@ -117,10 +146,12 @@ enum Transport {
     },
     #[cfg(feature = "client-http")]
     Http(Arc<remote::HttpLink>),
+    #[cfg(feature = "client-stdio")]
+    Child(Box<child::ChildLink>),
 }
 
 /// Configures a [`Client`]; start with [`Client::builder`] (or
-/// [`Client::http`]).
+/// [`Client::http`], [`Client::child`]).
 pub struct ClientBuilder {
     target: Target,
     wire: ClientWire,
@@ -165,7 +196,8 @@ impl ClientBuilder {
 
     /// Attaches a value to every request, as a transport would: e.g. the
     /// [`Principal`](crate::Principal) whose scopes the engine checks.
-    /// In-memory only: over HTTP the server's transport decides.
+    /// In-memory only: over HTTP or a child's stdio the server's transport
+    /// decides.
     pub fn extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
         self.extensions.insert(value);
         self
@@ -209,6 +241,11 @@ impl ClientBuilder {
                 note_tx,
                 self.handler.clone(),
             )?)),
+            #[cfg(feature = "client-stdio")]
+            Target::Child(command) => {
+                let link = child::ChildLink::spawn(command, note_tx, self.handler.clone())?;
+                Transport::Child(Box::new(link))
+            }
         };
         let client = Client {
             transport,
@@ -275,6 +312,8 @@ impl Drop for Client {
             Transport::Memory { connection, .. } => connection.abort(),
             #[cfg(feature = "client-http")]
             Transport::Http(link) => link.abort_streams(),
+            #[cfg(feature = "client-stdio")]
+            Transport::Child(link) => link.abort(),
         }
     }
 }
@@ -395,6 +434,16 @@ impl Client {
         })
     }
 
+    /// Configures a client that spawns `command` and speaks the stdio
+    /// transport on its stdin and stdout (feature `client-stdio`); see
+    /// [child-process mode](self#child-process-mode). The process is
+    /// killed when the client is dropped; [`close`](Client::close) lets it
+    /// finish first.
+    #[cfg(feature = "client-stdio")]
+    pub fn child(command: tokio::process::Command) -> ClientBuilder {
+        Self::builder_for(Target::Child(command))
+    }
+
     fn builder_for(target: Target) -> ClientBuilder {
         ClientBuilder {
             target,
@@ -501,6 +550,12 @@ impl Client {
                 let (events, reader) = link.listen(&message).await?;
                 (events, Some(reader))
             }
+            #[cfg(feature = "client-stdio")]
+            Transport::Child(link) => {
+                let events = link.routes().subscribe(&id);
+                link.send(&message).await?;
+                (events, None)
+            }
         };
         let first = events.recv().await.ok_or(ClientError::Closed)?;
         if let Some(error) = first.get("error") {
@@ -526,21 +581,26 @@ impl Client {
         }
     }
 
-    #[cfg_attr(not(feature = "client-http"), allow(irrefutable_let_patterns))]
     fn forget_subscription(&self, id: &Value) {
-        if let Transport::Memory { routes, .. } = &self.transport {
-            routes.unsubscribe(id);
+        match &self.transport {
+            Transport::Memory { routes, .. } => routes.unsubscribe(id),
+            #[cfg(feature = "client-http")]
+            Transport::Http(_) => {}
+            #[cfg(feature = "client-stdio")]
+            Transport::Child(link) => link.routes().unsubscribe(id),
         }
     }
 
     /// Opens the server's stream for messages outside requests: in HTTP
     /// mode on a legacy session, the GET stream (its notifications then
     /// arrive at [`next_notification`](Self::next_notification), its
-    /// requests go to the input handler). In memory there is nothing to
-    /// open: those messages always flow.
+    /// requests go to the input handler). In memory and on a child's
+    /// stdio there is nothing to open: those messages always flow.
     pub async fn open_stream(&self) -> Result<(), ClientError> {
         match &self.transport {
             Transport::Memory { .. } => Ok(()),
+            #[cfg(feature = "client-stdio")]
+            Transport::Child(_) => Ok(()),
             #[cfg(feature = "client-http")]
             Transport::Http(link) => link.open_stream().await,
         }
@@ -550,6 +610,8 @@ impl Client {
     pub fn session_id(&self) -> Option<String> {
         match &self.transport {
             Transport::Memory { .. } => None,
+            #[cfg(feature = "client-stdio")]
+            Transport::Child(_) => None,
             #[cfg(feature = "client-http")]
             Transport::Http(link) => link.session_id(),
         }
@@ -593,6 +655,18 @@ impl Client {
         Err(ClientError::TooManyRounds(MAX_INPUT_ROUNDS))
     }
 
+    /// One request and its response, with `_meta` added as
+    /// [`request`](Self::request) does but no input rounds: an
+    /// `input_required` result comes back as it is, for callers that
+    /// drive the multi round trip themselves (e.g. tests of it).
+    pub async fn request_once(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+    ) -> Result<Map<String, Value>, ClientError> {
+        self.round_trip(method, params).await
+    }
+
     /// Sends a notification (e.g. `notifications/cancelled`). Over HTTP a
     /// refusal is logged: notifications have no answer to report it in.
     pub async fn notify(&self, method: &str, params: Map<String, Value>) {
@@ -607,16 +681,47 @@ impl Client {
                     tracing::warn!(%method, error = %e, "the server refused a notification");
                 }
             }
+            #[cfg(feature = "client-stdio")]
+            Transport::Child(link) => {
+                if link.send(&message).await.is_err() {
+                    tracing::warn!(%method, "the server's stdin is closed");
+                }
+            }
         }
     }
 
     /// Ends the connection: subscriptions end and running requests finish;
-    /// over HTTP a legacy session is deleted.
+    /// over HTTP a legacy session is deleted; a child process gets EOF on
+    /// stdin and is waited for.
     pub async fn close(self) {
         match &self.transport {
             Transport::Memory { connection, .. } => connection.finish().await,
             #[cfg(feature = "client-http")]
             Transport::Http(link) => link.close().await,
+            #[cfg(feature = "client-stdio")]
+            Transport::Child(link) => {
+                link.close().await;
+            }
+        }
+    }
+
+    /// Child-process mode: closes the child's stdin, waits for it to exit
+    /// (killing it after 30 s) and returns its exit status; `None` on
+    /// other transports or when it was already reaped.
+    #[cfg(feature = "client-stdio")]
+    pub async fn close_child(self) -> Option<std::process::ExitStatus> {
+        match &self.transport {
+            Transport::Child(link) => link.close().await,
+            _ => None,
+        }
+    }
+
+    /// Child-process mode: the process id of the server, while it runs.
+    #[cfg(feature = "client-stdio")]
+    pub fn child_id(&self) -> Option<u32> {
+        match &self.transport {
+            Transport::Child(link) => link.id(),
+            _ => None,
         }
     }
 
@@ -636,6 +741,8 @@ impl Client {
             }
             #[cfg(feature = "client-http")]
             Transport::Http(link) => link.exchange(message).await?,
+            #[cfg(feature = "client-stdio")]
+            Transport::Child(link) => link.exchange(&message).await?,
         };
         if let Some(error) = response.get("error") {
             return Err(ClientError::from_error_object(error));

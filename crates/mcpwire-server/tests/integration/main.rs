@@ -1,11 +1,12 @@
 //! The integration tests of mcpwire-server, one harness (one binary to build
 //! and link): each module is one concern, driven over the wire (HTTP on port
-//! 0, stdio pipes) or through the in-memory client.
+//! 0, stdio pipes, a child process) or through the in-memory client.
 
 mod common;
 
 mod client;
 mod client_http;
+mod client_stdio;
 mod envelope;
 mod legacy_http;
 mod modern_http;

@@ -7,12 +7,31 @@
 //! itself on it), keeps its bytes in memory, deletes the file, and gives every
 //! server its own copy.
 //!
-//! HTTP goes through a minimal HTTP/1.1 client on a plain `TcpStream`
-//! (`Connection: close`, one request per connection), which lets tests send
-//! arbitrary Host headers and non-UTF-8 header values; [`client_builder`]
-//! gives a reqwest client (crypto provider installed) where a test wants
-//! one. [`access`] adds bearer tokens from a test issuer and the `audit`
-//! subcommand.
+//! Two ways to talk to it:
+//!
+//! - **The library's client** (`mcpwire_server::client::Client`) for
+//!   well-formed MCP traffic, so tests read as what a real client sees:
+//!   [`Server::client`], [`Server::rpc`], [`Server::call_tool`],
+//!   [`Server::tool_names`], [`Server::assert_alive`],
+//!   [`Server::listen_tools`] + [`next_list_change`],
+//!   [`Server::legacy_client`] (a legacy session), [`details_asking`] (one
+//!   elicitation round), the free [`rpc`] / [`rpc_error`] / [`call`] for any
+//!   client, and [`StdioClient`] (the binary on stdio, child-process mode).
+//! - **Raw wire** for tests that deliberately send malformed or hostile
+//!   bytes or assert HTTP-level facts (status codes, headers, Host/Origin
+//!   checks, oversize bodies, bad JSON, SSE framing, connection limits,
+//!   what exactly stdout carries): [`http_request`] / [`Server::send`] /
+//!   [`Server::post_json`] / [`Server::post_modern`] / [`Server::modern`]
+//!   (a minimal HTTP/1.1 client on a plain `TcpStream`, `Connection:
+//!   close`, one request per connection, so tests can send arbitrary Host
+//!   headers and non-UTF-8 header values and see every status and header),
+//!   [`Server::legacy`] + [`LegacySession`] (the handshake and session
+//!   headers by hand), [`SessionStream`] (raw SSE bytes of a GET
+//!   stream), and [`StdioServer`] (line I/O on the child's pipes).
+//!
+//! [`client_builder`] gives a reqwest client (crypto provider installed)
+//! where a test wants one. [`access`] adds bearer tokens from a test
+//! issuer and the `audit` subcommand.
 
 /// A fresh PostgreSQL database per test (shared with employee-directory).
 #[path = "../../../../employee-directory/tests/integration/common/pg.rs"]
@@ -30,10 +49,10 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mcpwire_server::client::Client;
-use mcpwire_server::protocol::meta;
+use mcpwire_server::client::{Client, ClientError, Subscription};
+use mcpwire_server::protocol::{ProtocolVersion, meta};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{ChildStdin, ChildStdout};
 
@@ -570,37 +589,22 @@ impl Server {
     }
 
     /// Opens a modern `subscriptions/listen` stream for tool list changes
-    /// and waits for its acknowledgement.
-    pub async fn listen_tools(&self) -> tokio::net::TcpStream {
-        let body = modern_body(
-            next_id(),
-            "subscriptions/listen",
-            json!({"notifications": {"toolsListChanged": true}}),
-        );
-        let body = serde_json::to_string(&body).expect("json");
-        let addr = &self.addr;
-        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let request = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {MODERN}\r\n\
-             Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        stream.write_all(request.as_bytes()).await.expect("write");
-        read_stream_until(&mut stream, "notifications/subscriptions/acknowledged").await;
-        stream
+    /// (through the library's client) and waits for its acknowledgement;
+    /// see [`next_list_change`].
+    pub async fn listen_tools(&self) -> Subscription {
+        let client = self.client().await;
+        let listen = client.listen(json!({"toolsListChanged": true}));
+        tokio::time::timeout(TIMEOUT, listen)
+            .await
+            .unwrap_or_else(|_| panic!("no acknowledgement within {TIMEOUT:?}"))
+            .unwrap_or_else(|e| panic!("subscriptions/listen on {}: {e}", self.url()))
     }
 
-    /// The names `tools/list` shows now (first page).
+    /// The names `tools/list` shows now (first page), through the client.
     pub async fn tool_names(&self) -> Vec<String> {
-        let reply = self.modern("tools/list", json!({})).await;
-        assert_eq!(reply.status, 200, "{}", reply.text);
-        reply.result()["tools"]
-            .as_array()
-            .expect("tools")
-            .iter()
-            .map(|t| t["name"].as_str().expect("name").to_owned())
-            .collect()
+        let result = self.rpc("tools/list", json!({})).await;
+        let result = result.unwrap_or_else(|e| panic!("tools/list: {e}"));
+        names_of(&result)
     }
 
     pub fn pid(&self) -> u32 {
@@ -710,12 +714,24 @@ impl Server {
     /// A modern `tools/call` through the library's client (HTTP mode);
     /// returns the result, panicking on a JSON-RPC error.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Value {
-        let client = self.client().await;
-        let reply = tokio::time::timeout(TIMEOUT, client.call_tool(name, arguments))
-            .await
-            .unwrap_or_else(|_| panic!("tools/call {name} took over {TIMEOUT:?}"))
-            .unwrap_or_else(|e| panic!("tools/call {name}: {e}"));
-        Value::Object(reply.raw)
+        call(self.client().await, name, arguments).await
+    }
+
+    /// A modern `tools/call` through the client that must fail with a
+    /// JSON-RPC error; returns its code.
+    pub async fn call_tool_error(&self, name: &str, arguments: Value) -> i64 {
+        let params = json!({"name": name, "arguments": arguments});
+        rpc_error(self.client().await, "tools/call", params).await
+    }
+
+    /// A modern request through the library's client: the result object,
+    /// or the [`ClientError`] (a JSON-RPC error has its `.code()`).
+    pub async fn rpc(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Map<String, Value>, ClientError> {
+        rpc(self.client().await, method, params).await
     }
 
     /// This server's modern client (`mcpwire_server::client` over HTTP),
@@ -731,16 +747,25 @@ impl Server {
             .await
     }
 
-    /// A good request proving the server still serves.
+    /// A legacy session opened by the library's client (`initialize` at
+    /// `version`, then `notifications/initialized`); closing it deletes
+    /// the session. [`Server::legacy`] is the raw one, for tests of the
+    /// handshake and of HTTP-level session facts.
+    pub async fn legacy_client(&self, version: &str) -> Client {
+        let v = ProtocolVersion::parse(version)
+            .unwrap_or_else(|| panic!("not a protocol version: {version}"));
+        let connect = Client::http(&self.url()).legacy(v).connect();
+        tokio::time::timeout(TIMEOUT, connect)
+            .await
+            .unwrap_or_else(|_| panic!("initialize {version} took over {TIMEOUT:?}"))
+            .unwrap_or_else(|e| panic!("legacy {version} session on {}: {e}", self.url()))
+    }
+
+    /// A good request proving the server still serves (through the client).
     pub async fn assert_alive(&self) {
-        let reply = self.modern("tools/list", json!({})).await;
-        assert_eq!(reply.status, 200, "server stopped serving: {}", reply.text);
-        assert_eq!(
-            reply.result()["tools"].as_array().map(Vec::len),
-            Some(8),
-            "{}",
-            reply.text
-        );
+        let list = self.rpc("tools/list", json!({})).await;
+        let list = list.unwrap_or_else(|e| panic!("server stopped serving: {e}"));
+        assert_eq!(names_of(&list).len(), 8, "{list:?}");
         let result = self
             .call_tool(
                 "get-employee-details",
@@ -853,6 +878,140 @@ impl LegacySession<'_> {
     /// DELETE on the endpoint with this session's id.
     pub async fn delete(&self) -> Reply {
         self.server.send("DELETE", &self.headers(), None).await
+    }
+}
+
+// ------------------------------------------------ the library's client
+
+/// A `json!` object as request params (`Value::Null` is none).
+pub fn object(params: Value) -> Map<String, Value> {
+    match params {
+        Value::Object(m) => m,
+        Value::Null => Map::new(),
+        other => panic!("params must be an object: {other}"),
+    }
+}
+
+/// Any request through `client` within [`TIMEOUT`]: the result object, or
+/// the [`ClientError`] (a JSON-RPC error has its `.code()`).
+pub async fn rpc(
+    client: &Client,
+    method: &str,
+    params: Value,
+) -> Result<Map<String, Value>, ClientError> {
+    tokio::time::timeout(TIMEOUT, client.request(method, object(params)))
+        .await
+        .unwrap_or_else(|_| panic!("{method} took over {TIMEOUT:?}"))
+}
+
+/// The JSON-RPC error code `method` gets through `client`; panics (with
+/// the answer) on a result or another failure.
+pub async fn rpc_error(client: &Client, method: &str, params: Value) -> i64 {
+    match rpc(client, method, params).await {
+        Err(e) => e
+            .code()
+            .unwrap_or_else(|| panic!("{method}: not a JSON-RPC error: {e}")),
+        Ok(result) => panic!("{method}: expected an error, got {result:?}"),
+    }
+}
+
+/// `tools/call` through `client`: the whole result object, panicking on a
+/// JSON-RPC error.
+pub async fn call(client: &Client, name: &str, arguments: Value) -> Value {
+    let reply = tokio::time::timeout(TIMEOUT, client.call_tool(name, arguments))
+        .await
+        .unwrap_or_else(|_| panic!("tools/call {name} took over {TIMEOUT:?}"))
+        .unwrap_or_else(|e| panic!("tools/call {name}: {e}"));
+    Value::Object(reply.raw)
+}
+
+/// The tool names in a `tools/list` result.
+#[track_caller]
+pub fn names_of(result: &Map<String, Value>) -> Vec<String> {
+    result["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {result:?}"))
+        .iter()
+        .map(|t| t["name"].as_str().expect("name").to_owned())
+        .collect()
+}
+
+/// Waits (within [`TIMEOUT`]) for the next `notifications/tools/list_changed`
+/// on a [`Server::listen_tools`] subscription, skipping anything else.
+pub async fn next_list_change(subscription: &mut Subscription) {
+    let seen = tokio::time::timeout(TIMEOUT, async {
+        while let Some(n) = subscription.next().await {
+            if n["method"] == "notifications/tools/list_changed" {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    match seen {
+        Ok(true) => {}
+        Ok(false) => panic!("the subscription ended before a tools/list_changed"),
+        Err(_) => panic!("no tools/list_changed within {TIMEOUT:?}"),
+    }
+}
+
+/// The next notification named `method` that `client` receives outside
+/// subscriptions (e.g. on a legacy session's GET stream, opened with
+/// `open_stream`), within [`TIMEOUT`]; others are skipped.
+pub async fn notification(client: &Client, method: &str) -> Value {
+    let seen = tokio::time::timeout(TIMEOUT, async {
+        while let Some(n) = client.next_notification().await {
+            if n["method"] == method {
+                return Some(n);
+            }
+        }
+        None
+    })
+    .await;
+    match seen {
+        Ok(Some(n)) => n,
+        Ok(None) => panic!("the connection closed before a {method}"),
+        Err(_) => panic!("no {method} within {TIMEOUT:?}"),
+    }
+}
+
+/// The real binary on stdin/stdout driven by the library's client
+/// (child-process mode); [`StdioServer`] is the raw one.
+pub struct StdioClient {
+    pub client: Client,
+    _db: TempDb,
+}
+
+impl std::ops::Deref for StdioClient {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl StdioClient {
+    /// A modern client of `--stdio` on `db`, with extra flags and
+    /// environment variables.
+    pub async fn start_with_env(db: TempDb, args: &[&str], env: &[(&str, &str)]) -> StdioClient {
+        let mut command = tokio::process::Command::new(BIN);
+        command
+            .arg("--stdio")
+            .arg("--database")
+            .arg(db.url())
+            .args(args)
+            .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
+            .stderr(Stdio::null());
+        let client = Client::child(command)
+            .connect()
+            .await
+            .expect("spawn employee-mcp-server --stdio");
+        StdioClient { client, _db: db }
+    }
+
+    /// Closes stdin and returns the exit status.
+    pub async fn close(self) -> std::process::ExitStatus {
+        self.client.close_child().await.expect("an exit status")
     }
 }
 
@@ -1117,26 +1276,6 @@ pub fn pg_scratch(cmd: &str, name: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-/// Reads `stream` until `needle` shows up (within [`TIMEOUT`]); returns
-/// everything read.
-pub async fn read_stream_until(stream: &mut tokio::net::TcpStream, needle: &str) -> String {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    let deadline = Instant::now() + TIMEOUT;
-    while !String::from_utf8_lossy(&got).contains(needle) {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let n = tokio::time::timeout(left, stream.read(&mut buf))
-            .await
-            .unwrap_or_else(|_| {
-                panic!("no {needle:?} in time: {:?}", String::from_utf8_lossy(&got))
-            })
-            .expect("read");
-        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
-        got.extend_from_slice(&buf[..n]);
-    }
-    String::from_utf8_lossy(&got).into_owned()
-}
-
 /// Runs `employee-mcp-server tools ARGS --database URL`: (success, stdout,
 /// stderr).
 pub fn tools_cli(db: &TempDb, args: &[&str]) -> (bool, String, String) {
@@ -1166,22 +1305,27 @@ pub fn tools_ok(db: &TempDb, args: &[&str]) -> String {
 
 // ------------------------------------------- multi round trip (elicitation)
 
-/// A modern `get-employee-details` call from a client that can elicit,
-/// with `extra` parameters (input responses, request state).
+/// A modern `get-employee-details` call from a client that declares
+/// elicitation, with `extra` parameters (input responses, request state);
+/// one round through the library's client (`request_once`: an
+/// `input_required` result is returned, not answered).
 pub async fn details_asking(server: &Server, employee_id: &str, extra: Value) -> Value {
     let mut params =
         json!({"name": "get-employee-details", "arguments": {"employeeId": employee_id}});
     for (k, v) in extra.as_object().into_iter().flatten() {
         params[k] = v.clone();
     }
-    params["_meta"] = json!({
-        meta::PROTOCOL_VERSION: MODERN,
-        meta::CLIENT_CAPABILITIES: {"elicitation": {}}
-    });
-    let body = json!({"jsonrpc": "2.0", "id": next_id(), "method": "tools/call", "params": params});
-    let reply = server.post_modern(&body, &[]).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    reply.result().clone()
+    let client = Client::http(&server.url())
+        .capabilities(json!({"elicitation": {}}))
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("client for {}: {e}", server.url()));
+    let round = client.request_once("tools/call", object(params));
+    let result = tokio::time::timeout(TIMEOUT, round)
+        .await
+        .unwrap_or_else(|_| panic!("tools/call took over {TIMEOUT:?}"))
+        .unwrap_or_else(|e| panic!("tools/call: {e}"));
+    Value::Object(result)
 }
 
 /// The answer to round 1's question: `action` and the chosen id.

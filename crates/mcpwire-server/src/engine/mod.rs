@@ -30,7 +30,9 @@ use serde_json::Value;
 
 pub use connection::{Connection, MAX_IN_FLIGHT};
 pub use pending::Pending;
-pub(crate) use wire::{VersionHeader, check_session_version};
+pub(crate) use wire::VersionHeader;
+#[cfg(feature = "http")]
+pub(crate) use wire::check_session_version;
 
 use self::replicas::Replicas;
 use crate::access::Principal;

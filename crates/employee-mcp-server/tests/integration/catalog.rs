@@ -63,18 +63,15 @@ async fn disable_then_enable(backend: Backend) {
     assert_eq!(names.len(), 7);
 
     // A new call of the disabled tool is an unknown tool.
-    let reply = server
-        .modern(
+    let refused = server
+        .rpc(
             "tools/call",
             json!({"name": TOOL, "arguments": {"role": "Software Engineer"}}),
         )
-        .await;
-    assert_eq!(reply.error_code(), -32602, "{}", reply.text);
-    assert!(
-        reply.error_message().contains("unknown tool"),
-        "{}",
-        reply.text
-    );
+        .await
+        .expect_err("a disabled tool is not called");
+    assert_eq!(refused.code(), Some(-32602), "{refused}");
+    assert!(refused.to_string().contains("unknown tool"), "{refused}");
 
     // The state and the change are on record.
     let rows = list_json(server.db());

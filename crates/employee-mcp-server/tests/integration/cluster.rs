@@ -204,14 +204,7 @@ async fn listen(addr: &str) -> EventStream {
 
 /// Names in `tools/list` of one endpoint.
 async fn tool_names(server: &Server) -> BTreeSet<String> {
-    let reply = server.modern("tools/list", json!({})).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    reply.result()["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .map(|t| t["name"].as_str().expect("name").to_owned())
-        .collect()
+    server.tool_names().await.into_iter().collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -263,13 +256,14 @@ async fn a_disabled_tool_is_refused_by_every_replica() {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let reply = replica
-            .modern(
+        let refused = replica
+            .rpc(
                 "tools/call",
                 json!({"name": "get-compensation-info", "arguments": arguments("get-compensation-info")}),
             )
-            .await;
-        assert_eq!(reply.error_code(), -32602, "{}", reply.text);
+            .await
+            .expect_err("a disabled tool is not called");
+        assert_eq!(refused.code(), Some(-32602), "{refused}");
     }
 }
 
@@ -658,18 +652,17 @@ async fn a_postgres_outage_under_load_gives_clear_errors_then_recovers() {
     for (i, replica) in cluster.replicas.iter().enumerate() {
         loop {
             let reply = replica
-                .modern(
+                .rpc(
                     "tools/call",
                     json!({"name": "get-employee-details", "arguments": {"employeeId": "AliceJohnson"}}),
                 )
                 .await;
-            if reply.status == 200 && reply.body["result"]["isError"] != true {
+            if matches!(&reply, Ok(r) if r.get("isError") != Some(&Value::Bool(true))) {
                 break;
             }
             assert!(
                 Instant::now() < deadline,
-                "replica {i} did not recover: {}\n{}",
-                reply.text,
+                "replica {i} did not recover: {reply:?}\n{}",
                 cluster.replica_log(i)
             );
             tokio::time::sleep(Duration::from_millis(200)).await;

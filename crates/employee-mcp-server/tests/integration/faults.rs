@@ -34,9 +34,11 @@ fn formats(v: &Value, at: &str, out: &mut Vec<(String, String)>) {
 #[tokio::test]
 async fn tools_list_publishes_only_standard_formats() {
     let server = Server::start().await;
-    let reply = server.modern("tools/list", json!({})).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    let tools = &reply.result()["tools"];
+    let listed = server
+        .rpc("tools/list", json!({}))
+        .await
+        .expect("tools/list");
+    let tools = &listed["tools"];
     let mut found = Vec::new();
     formats(tools, "/tools", &mut found);
     let bad: Vec<_> = found
@@ -66,22 +68,26 @@ async fn deleted_database_withholds_answers_and_a_copy_put_back_is_refused() {
     std::fs::remove_file(&path).expect("delete the database");
 
     let call = json!({"name": "get-employee-details", "arguments": {"employeeId": "AliceJohnson"}});
-    let reply = server.modern("tools/call", call.clone()).await;
-    assert_eq!(reply.error_code(), -32603, "{}", reply.text);
-    assert!(
-        reply.error_message().contains("audit trail"),
-        "{}",
-        reply.text
-    );
+    let withheld = server
+        .rpc("tools/call", call.clone())
+        .await
+        .expect_err("no answer without its audit row");
+    assert_eq!(withheld.code(), Some(-32603), "{withheld}");
+    assert!(withheld.to_string().contains("audit trail"), "{withheld}");
     assert!(!path.exists(), "the server recreated the database file");
     // Still serving: other requests are answered.
-    let list = server.modern("tools/list", json!({})).await;
-    assert_eq!(list.status, 200, "{}", list.text);
+    server
+        .rpc("tools/list", json!({}))
+        .await
+        .expect("tools/list still answered");
 
     // A copy put back is another file: refused until restart, untouched.
     std::fs::write(&path, &bytes).expect("put a copy back");
-    let reply = server.modern("tools/call", call).await;
-    assert_eq!(reply.error_code(), -32603, "{}", reply.text);
+    let withheld = server
+        .rpc("tools/call", call)
+        .await
+        .expect_err("a copy put back is refused");
+    assert_eq!(withheld.code(), Some(-32603), "{withheld}");
     assert_eq!(
         std::fs::read(&path).ok(),
         Some(bytes),

@@ -22,22 +22,25 @@ async fn the_rate_limit_holds_for_the_cluster() {
     let (mut admitted, mut limited) = (0, 0);
     for i in 0..15 {
         let reply = replicas[i % 3]
-            .modern(
+            .rpc(
                 "tools/call",
                 json!({ "name": "get-employee-details", "arguments": { "employeeId": "AliceJohnson" } }),
             )
             .await;
-        if reply.status == 200 && reply.text.contains("\"result\"") {
-            admitted += 1;
-        } else {
-            assert_eq!(reply.error_code(), -31002, "{}", reply.text);
-            limited += 1;
+        match reply {
+            Ok(_) => admitted += 1,
+            Err(e) => {
+                assert_eq!(e.code(), Some(-31002), "{e}");
+                limited += 1;
+            }
         }
     }
     // One bucket of 6 for the three (refill: 1 a minute).
     assert_eq!((admitted, limited), (6, 9));
     // Limited, not broken: every replica still lists its tools.
     for r in &replicas {
-        assert_eq!(r.modern("tools/list", json!({})).await.status, 200);
+        r.rpc("tools/list", json!({}))
+            .await
+            .expect("tools/list while limited");
     }
 }

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use common::access::audit_rows;
 use common::{BIN, Server, TempDb};
+use mcpwire_server::client::ClientError;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -61,13 +62,14 @@ enum Ended {
 
 async fn call(server: &Server, name: &str, arguments: Value) -> Ended {
     let reply = server
-        .modern("tools/call", json!({"name": name, "arguments": arguments}))
+        .rpc("tools/call", json!({"name": name, "arguments": arguments}))
         .await;
-    if reply.body.get("error").is_some() {
-        return Ended::Withheld(reply.error_code(), reply.error_message());
-    }
-    let result = reply.result();
-    if result["isError"] == true {
+    let result = match reply {
+        Ok(result) => result,
+        Err(ClientError::Rpc { code, message, .. }) => return Ended::Withheld(code, message),
+        Err(e) => panic!("tools/call {name}: {e}"),
+    };
+    if result.get("isError") == Some(&Value::Bool(true)) {
         return Ended::ToolError(result["content"][0]["text"].as_str().unwrap_or("").into());
     }
     Ended::Answered

@@ -222,8 +222,14 @@ async fn metrics_count_calls_by_tool_and_outcome() {
             )
             .await;
     }
-    let unknown = server.call_tool_error("no-such-tool", json!({})).await;
-    assert_eq!(unknown, -32602);
+    // Raw on purpose: a second connection for the connection counter.
+    let unknown = server
+        .modern(
+            "tools/call",
+            json!({"name": "no-such-tool", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(unknown.error_code(), -32602, "{}", unknown.text);
     let text = wait_for(&metrics, "/metrics", 200).await;
     let samples = parse_prometheus(&text);
 

@@ -285,7 +285,7 @@ impl Slices {
         Ok(returned)
     }
 
-    /// [`lease`], counted.
+    /// One call of `mcp_lease_tokens`: (granted, tokens left in the bucket).
     async fn lease(
         &self,
         pool: &Pool,
@@ -296,32 +296,20 @@ impl Slices {
         returned: f64,
     ) -> Result<(u32, f64), LimitError> {
         self.leases.fetch_add(1, Ordering::Relaxed);
-        lease(pool, caller, tool, limit, want, returned).await
+        let client = pool.get().await.map_err(unavailable)?;
+        let burst = f64::from(limit.burst.max(1));
+        let want = i32::try_from(want).unwrap_or(i32::MAX);
+        // Cached per pooled connection: one round trip per lease.
+        let stmt = client.prepare_cached(LEASE).await.map_err(pg_failed)?;
+        let row = client
+            .query_one(
+                &stmt,
+                &[&caller, &tool, &burst, &per_second(limit), &want, &returned],
+            )
+            .await
+            .map_err(pg_failed)?;
+        let granted: i32 = row.try_get(0).map_err(pg_failed)?;
+        let remaining: f64 = row.try_get(1).map_err(pg_failed)?;
+        Ok((u32::try_from(granted).unwrap_or(0), remaining))
     }
-}
-
-/// One call of `mcp_lease_tokens`: (granted, tokens left in the bucket).
-async fn lease(
-    pool: &Pool,
-    caller: &str,
-    tool: &str,
-    limit: RateLimit,
-    want: u32,
-    returned: f64,
-) -> Result<(u32, f64), LimitError> {
-    let client = pool.get().await.map_err(unavailable)?;
-    let burst = f64::from(limit.burst.max(1));
-    let want = i32::try_from(want).unwrap_or(i32::MAX);
-    // Cached per pooled connection: one round trip per lease.
-    let stmt = client.prepare_cached(LEASE).await.map_err(pg_failed)?;
-    let row = client
-        .query_one(
-            &stmt,
-            &[&caller, &tool, &burst, &per_second(limit), &want, &returned],
-        )
-        .await
-        .map_err(pg_failed)?;
-    let granted: i32 = row.try_get(0).map_err(pg_failed)?;
-    let remaining: f64 = row.try_get(1).map_err(pg_failed)?;
-    Ok((u32::try_from(granted).unwrap_or(0), remaining))
 }

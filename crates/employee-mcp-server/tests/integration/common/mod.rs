@@ -989,20 +989,26 @@ impl std::ops::Deref for StdioClient {
     }
 }
 
+/// The binary on `--stdio` over `db`, with extra flags and environment
+/// variables (stderr discarded), for [`StdioClient`] and [`StdioServer`].
+fn stdio_command(db: &TempDb, args: &[&str], env: &[(&str, &str)]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(BIN);
+    command
+        .arg("--stdio")
+        .arg("--database")
+        .arg(db.url())
+        .args(args)
+        .env("RUST_LOG", "info")
+        .envs(env.iter().copied())
+        .stderr(Stdio::null());
+    command
+}
+
 impl StdioClient {
     /// A modern client of `--stdio` on `db`, with extra flags and
     /// environment variables.
     pub async fn start_with_env(db: TempDb, args: &[&str], env: &[(&str, &str)]) -> StdioClient {
-        let mut command = tokio::process::Command::new(BIN);
-        command
-            .arg("--stdio")
-            .arg("--database")
-            .arg(db.url())
-            .args(args)
-            .env("RUST_LOG", "info")
-            .envs(env.iter().copied())
-            .stderr(Stdio::null());
-        let client = Client::child(command)
+        let client = Client::child(stdio_command(&db, args, env))
             .connect()
             .await
             .expect("spawn employee-mcp-server --stdio");
@@ -1064,16 +1070,9 @@ impl StdioServer {
 
     /// The stdio server on `db` with extra flags and environment variables.
     pub fn start_with_env(db: TempDb, args: &[&str], env: &[(&str, &str)]) -> StdioServer {
-        let mut child = tokio::process::Command::new(BIN)
-            .arg("--stdio")
-            .arg("--database")
-            .arg(db.url())
-            .args(args)
-            .env("RUST_LOG", "info")
-            .envs(env.iter().copied())
+        let mut child = stdio_command(&db, args, env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
             .expect("spawn employee-mcp-server --stdio");

@@ -130,6 +130,16 @@ pub struct ImportReport {
     pub files: Vec<FileDigest>,
 }
 
+impl ImportReport {
+    /// Whether the import adds, updates or removes any row (an import
+    /// whose files equal the database changes nothing and is not recorded).
+    pub fn changes(&self) -> bool {
+        self.counts
+            .iter()
+            .any(|c| c.added + c.updated + c.removed > 0)
+    }
+}
+
 /// Why an export or import failed. Nothing was changed by a failed import.
 #[derive(Debug, thiserror::Error)]
 pub enum ExchangeError {
@@ -302,6 +312,11 @@ fn digests(sources: &[read::Source], checked: &validate::Checked) -> Vec<FileDig
             sha256: sha256.clone(),
         })
         .collect()
+}
+
+/// The entities of `sources`, in apply order.
+fn entities(sources: &[read::Source]) -> Vec<&'static spec::Entity> {
+    sources.iter().map(|s| s.entity).collect()
 }
 
 /// Adds `n` removed rows to `entity`'s counts.

@@ -12,7 +12,7 @@ use futures_util::{SinkExt, StreamExt, pin_mut};
 use tokio_postgres::{Client, NoTls, Transaction};
 
 use super::read::{RowReader, Source};
-use super::spec::{EMPLOYEE_DEPENDENTS, ENTITIES, Entity, Kind};
+use super::spec::{ENTITIES, Entity, Kind};
 use super::sql::{self, Dialect};
 use super::validate::{self, Known};
 use super::value::Value;
@@ -181,22 +181,29 @@ pub async fn import(
     for (source, digest) in sources.iter().zip(&files) {
         stage(&tx, source, options, digest).await?;
     }
-    let mut counts = Vec::new();
-    for source in sources {
-        counts.push(apply_entity(&tx, source.entity).await?);
-    }
-    if options.mode == Mode::Replace {
-        remove_absent(&tx, sources, &mut counts).await?;
-    }
+    let removals = match options.mode {
+        Mode::Replace => sql::removals(&super::entities(sources)),
+        Mode::Merge => Vec::new(),
+    };
+    let counts = count_changes(&tx, sources, &removals).await?;
     let report = ImportReport {
         mode: options.mode,
         dry_run: options.dry_run,
         counts,
         files,
     };
-    if options.dry_run {
-        tx.rollback().await.map_err(pg("roll back dry run"))?;
+    // Nothing to change: no write, no history row.
+    if options.dry_run || !report.changes() {
+        tx.rollback().await.map_err(pg("end the import"))?;
         return Ok(report);
+    }
+    for source in sources {
+        tx.execute(&sql::upsert(source.entity, Dialect::Postgres), &[])
+            .await
+            .map_err(refused)?;
+    }
+    for removal in &removals {
+        tx.execute(&removal.apply, &[]).await.map_err(refused)?;
     }
     let values = record::values(options, &report);
     let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
@@ -288,60 +295,33 @@ async fn count(tx: &Transaction<'_>, query: &str) -> Result<u64, ExchangeError> 
     Ok(row.get::<_, i64>(0).max(0) as u64)
 }
 
-async fn apply_entity(
-    tx: &Transaction<'_>,
-    entity: &'static Entity,
-) -> Result<EntityCounts, ExchangeError> {
-    let staged = count(tx, &format!("SELECT count(*) FROM {}", sql::stage(entity))).await?;
-    let added = count(tx, &sql::count_added(entity)).await?;
-    let unchanged = count(tx, &sql::count_unchanged(entity, Dialect::Postgres)).await?;
-    tx.execute(&sql::upsert(entity, Dialect::Postgres), &[])
-        .await
-        .map_err(refused)?;
-    Ok(EntityCounts {
-        entity: entity.name,
-        added,
-        updated: staged.saturating_sub(added + unchanged),
-        unchanged,
-        removed: 0,
-    })
-}
-
-/// Replace mode (see the SQLite twin).
-async fn remove_absent(
+/// Added, updated, unchanged per file, and what replace mode removes
+/// (see the SQLite twin).
+async fn count_changes(
     tx: &Transaction<'_>,
     sources: &[Source],
-    counts: &mut Vec<EntityCounts>,
-) -> Result<(), ExchangeError> {
-    let present = |name: &str| sources.iter().any(|s| s.entity.name == name);
-    for source in sources.iter().rev() {
+    removals: &[sql::Removal],
+) -> Result<Vec<EntityCounts>, ExchangeError> {
+    let mut counts = Vec::new();
+    for source in sources {
         let entity = source.entity;
-        if entity.name == "employees" {
-            for dep in EMPLOYEE_DEPENDENTS.iter().filter(|d| !present(d)) {
-                let sql = format!(
-                    "DELETE FROM {dep} WHERE {}",
-                    sql::employee_removed("employee_id")
-                );
-                let n = tx.execute(&sql, &[]).await.map_err(refused)?;
-                super::add_removed(counts, dep, n);
-            }
-            for (table, column) in [("departments", "head_id"), ("teams", "manager_id")] {
-                if !present(table) {
-                    let sql = format!(
-                        "UPDATE {table} SET {column} = NULL WHERE {}",
-                        sql::employee_removed(column)
-                    );
-                    tx.execute(&sql, &[]).await.map_err(refused)?;
-                }
-            }
-        }
-        let n = tx
-            .execute(&sql::delete_absent(entity), &[])
-            .await
-            .map_err(refused)?;
-        super::add_removed(counts, entity.name, n);
+        let staged = count(tx, &format!("SELECT count(*) FROM {}", sql::stage(entity))).await?;
+        let added = count(tx, &sql::count_added(entity)).await?;
+        let unchanged = count(tx, &sql::count_unchanged(entity, Dialect::Postgres)).await?;
+        counts.push(EntityCounts {
+            entity: entity.name,
+            added,
+            updated: staged.saturating_sub(added + unchanged),
+            unchanged,
+            removed: 0,
+        });
     }
-    Ok(())
+    for removal in removals {
+        if let Some(query) = &removal.count {
+            super::add_removed(&mut counts, removal.entity, count(tx, query).await?);
+        }
+    }
+    Ok(counts)
 }
 
 /// The newest `limit` imports, oldest first.

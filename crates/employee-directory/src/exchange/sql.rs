@@ -3,7 +3,7 @@
 //! then counted against the table (added, unchanged, updated), upserted,
 //! and in replace mode the rows absent from the stage deleted.
 
-use super::spec::Entity;
+use super::spec::{EMPLOYEE_DEPENDENTS, Entity};
 
 /// Which SQL dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,13 +122,35 @@ pub fn upsert(entity: &Entity, dialect: Dialect) -> String {
     )
 }
 
+/// `WHERE NOT EXISTS` of a table row `t` in the stage. The stage is on the
+/// left of each `=`, so the comparison takes the stage's collation (made
+/// the table key's) and the stage's primary key answers it: with the table
+/// on the left, SQLite compares under the table column's collation, cannot
+/// use a stage index declared otherwise, and scans the stage for every
+/// row of the table.
+fn absent_from_stage(entity: &Entity, t: &str) -> String {
+    format!(
+        "NOT EXISTS (SELECT 1 FROM {s} s WHERE {m})",
+        s = stage(entity),
+        m = key_match(entity, "s", t)
+    )
+}
+
+/// How many of the table's rows are not in the stage.
+pub fn count_absent(entity: &Entity) -> String {
+    format!(
+        "SELECT count(*) FROM {t} WHERE {cond}",
+        t = entity.table,
+        cond = absent_from_stage(entity, entity.table)
+    )
+}
+
 /// Deletes the table's rows that are not in the stage.
 pub fn delete_absent(entity: &Entity) -> String {
     format!(
-        "DELETE FROM {t} WHERE NOT EXISTS (SELECT 1 FROM {s} s WHERE {m})",
+        "DELETE FROM {t} WHERE {cond}",
         t = entity.table,
-        s = stage(entity),
-        m = key_match(entity, entity.table, "s")
+        cond = absent_from_stage(entity, entity.table)
     )
 }
 
@@ -137,6 +159,59 @@ pub fn delete_absent(entity: &Entity) -> String {
 pub fn employee_removed(column: &str) -> String {
     format!(
         "{column} IN (SELECT e.id FROM employees e \
-         WHERE NOT EXISTS (SELECT 1 FROM stage_employees s WHERE e.id = s.id))"
+         WHERE NOT EXISTS (SELECT 1 FROM stage_employees s WHERE s.id = e.id))"
     )
+}
+
+/// One statement of replace mode, with the count that predicts its effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Removal {
+    /// The entity whose rows it removes (its `removed` count).
+    pub entity: &'static str,
+    /// `SELECT count(*)` of the rows it removes; `None` for a clean-up that
+    /// removes no row (a reference set to NULL).
+    pub count: Option<String>,
+    /// The statement.
+    pub apply: String,
+}
+
+/// Replace mode's statements, in order, for the entities that have a file
+/// (`present`, in apply order): rows absent from their entity's file go,
+/// dependents first; with the employees file, the rows of dependents that
+/// have no file go with their employee, and heads and team managers that
+/// leave are cleared where departments or teams have no file. Run every
+/// `count` before any change: none depends on another statement's effect.
+pub fn removals(present: &[&'static Entity]) -> Vec<Removal> {
+    let has = |name: &str| present.iter().any(|e| e.name == name);
+    let mut out = Vec::new();
+    for entity in present.iter().rev() {
+        if entity.name == "employees" {
+            for dep in EMPLOYEE_DEPENDENTS.iter().filter(|d| !has(d)) {
+                let cond = employee_removed("employee_id");
+                out.push(Removal {
+                    entity: dep,
+                    count: Some(format!("SELECT count(*) FROM {dep} WHERE {cond}")),
+                    apply: format!("DELETE FROM {dep} WHERE {cond}"),
+                });
+            }
+            for (table, column) in [("departments", "head_id"), ("teams", "manager_id")] {
+                if !has(table) {
+                    out.push(Removal {
+                        entity: table,
+                        count: None,
+                        apply: format!(
+                            "UPDATE {table} SET {column} = NULL WHERE {}",
+                            employee_removed(column)
+                        ),
+                    });
+                }
+            }
+        }
+        out.push(Removal {
+            entity: entity.name,
+            count: Some(count_absent(entity)),
+            apply: delete_absent(entity),
+        });
+    }
+    out
 }

@@ -11,7 +11,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, ToSql, params_from_iter};
 
 use super::read::{RowReader, Source};
-use super::spec::{EMPLOYEE_DEPENDENTS, ENTITIES, Entity, Kind};
+use super::spec::{ENTITIES, Entity, Kind};
 use super::sql::{self, Dialect};
 use super::validate::{self, Known};
 use super::value::Value;
@@ -174,28 +174,7 @@ fn stage_all(
     files: &[super::FileDigest],
 ) -> Result<(), ExchangeError> {
     for (source, digest) in sources.iter().zip(files) {
-        let entity = source.entity;
-        let cols: Vec<String> = entity
-            .columns
-            .iter()
-            .map(|c| {
-                let decl = match c.kind {
-                    Kind::Int | Kind::Ranked(_) => "INTEGER",
-                    Kind::Days => "REAL",
-                    Kind::Text => "TEXT COLLATE NOCASE",
-                    _ => "TEXT",
-                };
-                format!("{} {decl}", c.sql)
-            })
-            .collect();
-        let keys: Vec<&str> = entity.key.iter().map(|&k| entity.columns[k].sql).collect();
-        let ddl = format!(
-            "DROP TABLE IF EXISTS temp.{s}; CREATE TEMP TABLE {s} ({}, PRIMARY KEY ({}))",
-            cols.join(", "),
-            keys.join(", "),
-            s = sql::stage(entity)
-        );
-        conn.execute_batch(&ddl)
+        conn.execute_batch(&stage_ddl(conn, source.entity)?)
             .map_err(db("create staging table"))?;
         // The temp database only: no lock on the directory file.
         conn.execute_batch("BEGIN").map_err(db("begin staging"))?;
@@ -205,6 +184,52 @@ fn stage_all(
         staged?;
     }
     Ok(())
+}
+
+/// The staging table of `entity`, keyed like its table: each key column
+/// takes the collation of the table's primary key, so the set-based
+/// statements match rows as the table does and can search the stage by
+/// its key (see `sql::removals`).
+fn stage_ddl(conn: &Connection, entity: &Entity) -> Result<String, ExchangeError> {
+    let collations = key_collations(conn, entity.table)?;
+    let cols: Vec<String> = entity
+        .columns
+        .iter()
+        .map(|c| {
+            let decl = match c.kind {
+                Kind::Int | Kind::Ranked(_) => "INTEGER",
+                Kind::Days => "REAL",
+                _ => "TEXT",
+            };
+            match collations.iter().find(|(name, _)| name == c.sql) {
+                Some((_, coll)) => format!("{} {decl} COLLATE {coll}", c.sql),
+                None => format!("{} {decl}", c.sql),
+            }
+        })
+        .collect();
+    let keys: Vec<&str> = entity.key.iter().map(|&k| entity.columns[k].sql).collect();
+    Ok(format!(
+        "DROP TABLE IF EXISTS temp.{s}; CREATE TEMP TABLE {s} ({}, PRIMARY KEY ({}))",
+        cols.join(", "),
+        keys.join(", "),
+        s = sql::stage(entity)
+    ))
+}
+
+/// The columns of `table`'s primary key index with their collations
+/// (none for an integer primary key, which is the rowid).
+fn key_collations(conn: &Connection, table: &str) -> Result<Vec<(String, String)>, ExchangeError> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT x.name, x.coll FROM pragma_index_list(?1) l, pragma_index_xinfo(l.name) x \
+             WHERE l.origin = 'pk' AND x.key = 1 AND x.name IS NOT NULL",
+        )
+        .map_err(db("read key collations"))?;
+    let rows = stmt
+        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(db("read key collations"))?;
+    rows.collect::<Result<_, _>>()
+        .map_err(db("read key collations"))
 }
 
 fn stage_file(
@@ -258,8 +283,8 @@ fn refused(e: rusqlite::Error) -> ExchangeError {
     ExchangeError::Refused(e.to_string())
 }
 
-/// One transaction: count, upsert, delete (replace), record; rolled back
-/// for a dry run.
+/// One transaction: count every change first, then (unless it is a dry run
+/// or there is nothing to change) upsert, delete (replace), record.
 fn apply(
     conn: &mut Connection,
     sources: &[Source],
@@ -269,53 +294,30 @@ fn apply(
     // Foreign keys are checked once, before commit, instead of per row: a
     // row-by-row check with deferred violations outstanding scans the
     // employees for each new employee (manager_id's index is not usable
-    // under the parent key's NOCASE), quadratic at 100k. Validation has
-    // already resolved every reference; nothing relies on cascades here.
+    // under the parent key's NOCASE). Validation has already resolved
+    // every reference; nothing relies on cascades here.
     conn.pragma_update(None, "foreign_keys", false)
         .map_err(db("pause foreign keys"))?;
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(db("begin import"))?;
-    let mut counts: Vec<EntityCounts> = Vec::new();
-    for source in sources {
-        let entity = source.entity;
-        let staged = count(&tx, &format!("SELECT count(*) FROM {}", sql::stage(entity)))?;
-        let added = count(&tx, &sql::count_added(entity))?;
-        let unchanged = count(&tx, &sql::count_unchanged(entity, Dialect::Sqlite))?;
-        counts.push(EntityCounts {
-            entity: entity.name,
-            added,
-            updated: staged.saturating_sub(added + unchanged),
-            unchanged,
-            removed: 0,
-        });
-    }
-    let paused = if bulk_write(&tx, options, &counts)? {
-        Some(bulk::pause(&tx).map_err(db("pause aggregate triggers"))?)
-    } else {
-        None
+    let removals = match options.mode {
+        Mode::Replace => sql::removals(&super::entities(sources)),
+        Mode::Merge => Vec::new(),
     };
-    for source in sources {
-        tx.execute(&sql::upsert(source.entity, Dialect::Sqlite), [])
-            .map_err(refused)?;
-    }
-    if options.mode == Mode::Replace {
-        remove_absent(&tx, sources, &mut counts)?;
-    }
-    if let Some(paused) = paused {
-        paused.rebuild(&tx).map_err(db("rebuild the aggregates"))?;
-    }
-    check_foreign_keys(&tx)?;
+    let counts = count_changes(&tx, sources, &removals)?;
     let report = ImportReport {
         mode: options.mode,
         dry_run: options.dry_run,
         counts,
         files,
     };
-    if options.dry_run {
-        tx.rollback().map_err(db("roll back dry run"))?;
+    // Nothing to change: no write, no aggregate rebuild, no history row.
+    if options.dry_run || !report.changes() {
+        tx.rollback().map_err(db("end the import"))?;
         return Ok(report);
     }
+    write_changes(&tx, sources, &removals, &report.counts)?;
     let values = record::values(options, &report);
     tx.execute(
         &format!(
@@ -329,23 +331,72 @@ fn apply(
     Ok(report)
 }
 
-/// Whether the import rewrites enough of the people to pause the aggregate
-/// triggers and rebuild the aggregates once (`bulk::worth_it`). A replace
-/// of people always does: its stage is the whole directory, and so may its
-/// deletions be.
-fn bulk_write(
+/// Added, updated, unchanged per file, and what replace mode removes.
+fn count_changes(
     tx: &Connection,
-    options: &ImportOptions,
+    sources: &[Source],
+    removals: &[sql::Removal],
+) -> Result<Vec<EntityCounts>, ExchangeError> {
+    let mut counts: Vec<EntityCounts> = Vec::new();
+    for source in sources {
+        let entity = source.entity;
+        let staged = count(tx, &format!("SELECT count(*) FROM {}", sql::stage(entity)))?;
+        let added = count(tx, &sql::count_added(entity))?;
+        let unchanged = count(tx, &sql::count_unchanged(entity, Dialect::Sqlite))?;
+        counts.push(EntityCounts {
+            entity: entity.name,
+            added,
+            updated: staged.saturating_sub(added + unchanged),
+            unchanged,
+            removed: 0,
+        });
+    }
+    for removal in removals {
+        if let Some(query) = &removal.count {
+            super::add_removed(&mut counts, removal.entity, count(tx, query)?);
+        }
+    }
+    Ok(counts)
+}
+
+/// Upserts, replace mode's removals and the aggregates, then the foreign
+/// key check.
+fn write_changes(
+    tx: &Connection,
+    sources: &[Source],
+    removals: &[sql::Removal],
     counts: &[EntityCounts],
-) -> Result<bool, ExchangeError> {
-    let people: Vec<&EntityCounts> = counts
+) -> Result<(), ExchangeError> {
+    let paused = if bulk_write(tx, counts)? {
+        Some(bulk::pause(tx).map_err(db("pause aggregate triggers"))?)
+    } else {
+        None
+    };
+    for source in sources {
+        tx.execute(&sql::upsert(source.entity, Dialect::Sqlite), [])
+            .map_err(refused)?;
+    }
+    for removal in removals {
+        tx.execute(&removal.apply, []).map_err(refused)?;
+    }
+    if let Some(paused) = paused {
+        paused.rebuild(tx).map_err(db("rebuild the aggregates"))?;
+    }
+    check_foreign_keys(tx)
+}
+
+/// Whether the import rewrites enough of the people to pause the aggregate
+/// triggers and rebuild the aggregates once (`bulk::worth_it`), in either
+/// mode: the counts say how many rows of people change.
+fn bulk_write(tx: &Connection, counts: &[EntityCounts]) -> Result<bool, ExchangeError> {
+    let changed: u64 = counts
         .iter()
         .filter(|c| matches!(c.entity, "employees" | "employee_skills"))
-        .collect();
-    if options.mode == Mode::Replace {
-        return Ok(!people.is_empty());
+        .map(|c| c.added + c.updated + c.removed)
+        .sum();
+    if changed == 0 {
+        return Ok(false);
     }
-    let changed: u64 = people.iter().map(|c| c.added + c.updated).sum();
     let existing = count(tx, "SELECT count(*) FROM employees")?
         + count(tx, "SELECT count(*) FROM employee_skills")?;
     Ok(bulk::worth_it(changed, existing))
@@ -364,46 +415,6 @@ fn check_foreign_keys(tx: &Connection) -> Result<(), ExchangeError> {
         return Err(ExchangeError::Refused(format!(
             "a row of {table} would refer to a missing row of {parent}"
         )));
-    }
-    Ok(())
-}
-
-/// Replace mode: deletes rows absent from their entity's file, dependents
-/// first; an employee's rows in entities without a file go with them.
-fn remove_absent(
-    tx: &Connection,
-    sources: &[Source],
-    counts: &mut Vec<EntityCounts>,
-) -> Result<(), ExchangeError> {
-    let present = |name: &str| sources.iter().any(|s| s.entity.name == name);
-    let removed = |entity, n: usize, counts: &mut Vec<EntityCounts>| {
-        super::add_removed(counts, entity, n as u64);
-    };
-    for source in sources.iter().rev() {
-        let entity = source.entity;
-        if entity.name == "employees" {
-            for dep in EMPLOYEE_DEPENDENTS.iter().filter(|d| !present(d)) {
-                let sql = format!(
-                    "DELETE FROM {dep} WHERE {}",
-                    sql::employee_removed("employee_id")
-                );
-                let n = tx.execute(&sql, []).map_err(refused)?;
-                removed(dep, n, counts);
-            }
-            for (table, column) in [("departments", "head_id"), ("teams", "manager_id")] {
-                if !present(table) {
-                    let sql = format!(
-                        "UPDATE {table} SET {column} = NULL WHERE {}",
-                        sql::employee_removed(column)
-                    );
-                    tx.execute(&sql, []).map_err(refused)?;
-                }
-            }
-        }
-        let n = tx
-            .execute(&sql::delete_absent(entity), [])
-            .map_err(refused)?;
-        removed(entity.name, n, counts);
     }
     Ok(())
 }

@@ -198,6 +198,11 @@ fn print_report(report: &ImportReport) {
             "dry run ({mode} mode, {files} files), nothing changed: would add {added}, update \
              {updated} and remove {removed} rows"
         );
+    } else if !report.changes() {
+        println!(
+            "nothing to import ({mode} mode, {files} files): every row equals the database's; \
+             nothing changed and no history was recorded"
+        );
     } else {
         println!(
             "imported ({mode} mode, {files} files): {added} rows added, {updated} updated, \

@@ -460,3 +460,111 @@ pub fn history(path: &Path, limit: u32) -> Result<Vec<super::ImportRecord>, Exch
     rows.collect::<Result<Vec<_>, _>>()
         .map_err(db("read import history"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exchange::spec;
+
+    /// A migrated, empty directory in memory with a stage for every entity.
+    fn staged() -> Connection {
+        let mut conn = Connection::open_in_memory().expect("open");
+        crate::sqlite::migrate::migrate(&mut conn).expect("migrate");
+        // As `apply` runs them.
+        conn.pragma_update(None, "foreign_keys", false)
+            .expect("pause foreign keys");
+        for entity in ENTITIES {
+            conn.execute_batch(&stage_ddl(&conn, entity).expect("stage ddl"))
+                .expect("create stage");
+        }
+        conn
+    }
+
+    /// The first loop of `query`'s plan that reads a whole table once per
+    /// row of another: a full scan inside a correlated subquery, or a scan
+    /// nested in a join under another scan.
+    fn per_row_scan(conn: &Connection, query: &str) -> Option<String> {
+        let mut stmt = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {query}"))
+            .unwrap_or_else(|e| panic!("{query}: {e}"));
+        let nodes: Vec<(i64, i64, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(3)?)))
+            .expect("plan")
+            .collect::<Result<_, _>>()
+            .expect("plan rows");
+        let detail = |id: i64| nodes.iter().find(|n| n.0 == id);
+        let is_scan = |d: &str| d.starts_with("SCAN ") && !d.starts_with("SCAN CONSTANT");
+        for (id, parent, text) in &nodes {
+            if !is_scan(text) {
+                continue;
+            }
+            let mut up = *parent;
+            while let Some((_, next, above)) = detail(up) {
+                if above.starts_with("CORRELATED") {
+                    return Some(format!("{text} (in {above})"));
+                }
+                up = *next;
+            }
+            let earlier_scan = nodes
+                .iter()
+                .any(|(i, p, d)| p == parent && i < id && is_scan(d));
+            if earlier_scan {
+                return Some(format!("{text} (nested in a scan)"));
+            }
+        }
+        None
+    }
+
+    /// Every statement an import runs after staging, for `present` files.
+    fn statements(present: &[&'static Entity], mode: Mode) -> Vec<String> {
+        let mut out = Vec::new();
+        for entity in present {
+            out.push(sql::count_added(entity));
+            out.push(sql::count_unchanged(entity, Dialect::Sqlite));
+            out.push(sql::upsert(entity, Dialect::Sqlite));
+        }
+        if mode == Mode::Replace {
+            for removal in sql::removals(present) {
+                out.extend(removal.count);
+                out.push(removal.apply);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn no_import_statement_scans_a_table_per_row_of_another() {
+        let conn = staged();
+        let all: Vec<&'static Entity> = ENTITIES.iter().collect();
+        let people_only = vec![spec::entity("employees").expect("employees")];
+        for present in [all, people_only] {
+            for mode in [Mode::Merge, Mode::Replace] {
+                for query in statements(&present, mode) {
+                    if let Some(scan) = per_row_scan(&conn, &query) {
+                        panic!("{query}\nscans per row: {scan}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_plan_check_sees_a_scan_per_row() {
+        // The replace delete as it was: the table on the left of `=` takes
+        // employee_id's BINARY collation, which the stage's index does not
+        // serve, so the stage is scanned for every row of the table.
+        let conn = staged();
+        let old = "DELETE FROM employee_skills WHERE NOT EXISTS (SELECT 1 FROM \
+                   stage_employee_skills s WHERE employee_skills.employee_id = s.employee_id \
+                   AND employee_skills.skill_id = s.skill_id)";
+        conn.execute_batch(
+            "DROP TABLE temp.stage_employee_skills; CREATE TEMP TABLE stage_employee_skills \
+             (employee_id TEXT COLLATE NOCASE, skill_id INTEGER, proficiency INTEGER, \
+             PRIMARY KEY (employee_id, skill_id))",
+        )
+        .expect("old stage");
+        assert!(per_row_scan(&conn, old).is_some());
+        let join = "SELECT count(*) FROM employees a, employees b WHERE a.first_name < b.last_name";
+        assert!(per_row_scan(&conn, join).is_some());
+    }
+}

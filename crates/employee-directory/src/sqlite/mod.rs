@@ -4,7 +4,7 @@
 //! can be added as a sibling module behind [`crate::backend::Backend`].
 
 pub(crate) mod bulk;
-mod migrate;
+pub(crate) mod migrate;
 mod pool;
 mod queries;
 mod reports;

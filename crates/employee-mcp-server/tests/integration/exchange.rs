@@ -343,6 +343,32 @@ fn merge_replace_and_dry_run_count_and_dry_run_changes_nothing() {
     );
 }
 
+#[test]
+fn a_replace_with_the_files_of_the_database_changes_nothing() {
+    let db = TempDb::seeded();
+    let dir = export(&db);
+    let before = contents(&export(&db));
+    let history = |db: &TempDb| ok(&["import", "--database", &db.url(), "--history"]);
+    let recorded = history(&db);
+    for mode in ["replace", "merge"] {
+        let (success, out, err) = import(&db, &dir, &["--mode", mode]);
+        assert!(success, "{err}");
+        assert!(
+            out.contains("employees: 0 added, 0 updated, 1407 unchanged, 0 removed"),
+            "{out}"
+        );
+        assert!(
+            out.lines()
+                .last()
+                .unwrap_or_default()
+                .starts_with(&format!("nothing to import ({mode} mode, 10 files)")),
+            "{out}"
+        );
+    }
+    assert_eq!(contents(&export(&db)), before);
+    assert_eq!(history(&db), recorded, "a no-op import was recorded");
+}
+
 /// Writes `employees.csv` = the export's first data rows with `edit`
 /// applied, imports it, and checks the exact message and that nothing
 /// changed.

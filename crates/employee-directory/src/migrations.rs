@@ -43,6 +43,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(10, "0010_band_salaries.sql"),
     migration!(11, "0011_roster_totals.sql"),
     migration!(12, "0012_statement_aggregates.sql"),
+    migration!(13, "0013_reference_indexes.sql"),
 ];
 
 /// The schema version this build migrates to.

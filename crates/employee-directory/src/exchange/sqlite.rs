@@ -298,15 +298,18 @@ fn apply(
     // every reference; nothing relies on cascades here.
     conn.pragma_update(None, "foreign_keys", false)
         .map_err(db("pause foreign keys"))?;
-    let tx = conn
-        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-        .map_err(db("begin import"))?;
     let removals = match options.mode {
         Mode::Replace => sql::removals(&super::entities(sources)),
         Mode::Merge => Vec::new(),
     };
-    let counts = count_changes(&tx, sources, &removals)?;
-    let report = ImportReport {
+    // Counted in a read transaction: servers' audit commits do not wait
+    // for the counting, and an import with nothing to change (or a dry
+    // run) never takes the write lock.
+    let read = conn.transaction().map_err(db("begin import"))?;
+    let counts = count_changes(&read, sources, &removals)?;
+    let counted_at = generation(&read)?;
+    read.rollback().map_err(db("end counting"))?;
+    let mut report = ImportReport {
         mode: options.mode,
         dry_run: options.dry_run,
         counts,
@@ -314,8 +317,18 @@ fn apply(
     };
     // Nothing to change: no write, no aggregate rebuild, no history row.
     if options.dry_run || !report.changes() {
-        tx.rollback().map_err(db("end the import"))?;
         return Ok(report);
+    }
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(db("begin import"))?;
+    // Another import committed in between: count again, under the lock.
+    if generation(&tx)? != counted_at {
+        report.counts = count_changes(&tx, sources, &removals)?;
+        if !report.changes() {
+            tx.rollback().map_err(db("end the import"))?;
+            return Ok(report);
+        }
     }
     write_changes(&tx, sources, &removals, &report.counts)?;
     let values = record::values(options, &report);
@@ -329,6 +342,14 @@ fn apply(
     .map_err(db("record the import"))?;
     tx.commit().map_err(refused)?;
     Ok(report)
+}
+
+/// The directory's change counter (bumped by every commit that changes it).
+fn generation(tx: &Connection) -> Result<i64, ExchangeError> {
+    tx.query_row("SELECT n FROM directory_generation WHERE id = 1", [], |r| {
+        r.get(0)
+    })
+    .map_err(db("read the change counter"))
 }
 
 /// Added, updated, unchanged per file, and what replace mode removes.

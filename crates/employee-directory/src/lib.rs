@@ -208,22 +208,25 @@ impl Directory {
     }
 
     /// Active members of a team (manager first) with their roles and who they
-    /// report to. Accepts the id (`backend`), name (`Backend`) or
-    /// `department-team` (`engineering-backend`).
+    /// report to, every one of them (a client pages with
+    /// [`Directory::team_page`]). Accepts the id (`backend`), name
+    /// (`Backend`) or `department-team` (`engineering-backend`).
     pub async fn team_members(&self, team_id: &str) -> Result<Option<TeamRoster>, DirectoryError> {
-        self.team_members_cached(team_id)
+        self.team_page(team_id, &TeamQuery::first(u32::MAX))
             .await
             .map(Cached::into_owned)
     }
 
-    /// [`Directory::team_members`], shared (see
-    /// [`Directory::employee_cached`]).
-    pub async fn team_members_cached(
+    /// One page of a team's members as `q` asks, with the counts over the
+    /// whole team, shared (see [`Directory::employee_cached`]). A page
+    /// costs what it holds, whatever the team's size.
+    pub async fn team_page(
         &self,
         team_id: &str,
+        q: &TeamQuery,
     ) -> Result<Cached<Option<TeamRoster>>, DirectoryError> {
-        let id = team_id.to_string();
-        dispatch!(self, db => db.team_roster(id))
+        let (id, q) = (team_id.to_string(), q.clone());
+        dispatch!(self, db => db.team_page(id, q))
     }
 
     /// Active employees with a skill containing the query (ignoring case),

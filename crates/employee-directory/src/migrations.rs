@@ -44,6 +44,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(11, "0011_roster_totals.sql"),
     migration!(12, "0012_statement_aggregates.sql"),
     migration!(13, "0013_reference_indexes.sql"),
+    migration!(14, "0014_team_paging.sql"),
 ];
 
 /// The schema version this build migrates to.

@@ -2,8 +2,8 @@
 //!
 //! Department rosters and skill matches are read in this order by the
 //! database, a page at a time through an index (ids compare as bytes or
-//! ASCII-lowercased, which both backends index alike). Team rosters (a
-//! few people each) are sorted here, in Rust, after the query. Every
+//! ASCII-lowercased, which both backends index alike), and so are team
+//! rosters (manager first, then level, name and id). Every
 //! key ends with the employee id (unique), so "the rows after this key" is
 //! well defined even after the directory changed between two pages: a
 //! client paging with the key of the last row it saw (a keyset cursor)
@@ -11,8 +11,8 @@
 //! and none added before it.
 
 use crate::model::{
-    Level, MatchPosition, RosterEntry, RosterPosition, SKILLS_LISTED, SkillMatch, SkillMatchKind,
-    SkillSearch, TeamMember,
+    Level, MatchPosition, MemberPosition, RosterEntry, RosterPosition, SKILLS_LISTED, SkillMatch,
+    SkillMatchKind, SkillSearch, TeamMember,
 };
 
 /// A row's position in its list: rows compare as their keys do.
@@ -63,14 +63,67 @@ impl RosterPosition {
 }
 
 /// Position in a team roster: the manager first, then by level (highest
-/// first), name and id.
+/// first), name and id (both ASCII-lowercased, as the backends index
+/// them: see [`MEMBER_ORDER`]).
 pub fn member_key(m: &TeamMember) -> SortKey {
-    vec![
-        flag(!m.is_manager),
-        descending(level_rank(m.level), Level::ALL.len()),
-        lower(&m.name),
-        lower(&m.employee_id),
-    ]
+    member_position(m).key()
+}
+
+/// The position of a team member.
+pub fn member_position(m: &TeamMember) -> MemberPosition {
+    MemberPosition {
+        manager: m.is_manager,
+        rank: member_rank(m.level),
+        name: m.name.to_ascii_lowercase(),
+        employee_id: m.employee_id.to_ascii_lowercase(),
+    }
+}
+
+/// A level's rank in a team page: 1 for the highest level.
+pub fn member_rank(level: Level) -> u8 {
+    let top = Level::ALL.len();
+    u8::try_from(top - level_rank(level)).unwrap_or(u8::MAX)
+}
+
+/// The order of a team's members after the manager, as SQL both backends
+/// run on `employees e` (the level's rank, the name and the id,
+/// ASCII-lowercased: SQLite's `lower` and PostgreSQL's under the columns'
+/// `"C"` collation fold ASCII only). The `employees_team_page` index of
+/// migration 0014 is on these expressions, so a page reads only its rows.
+pub const MEMBER_ORDER: &str = "CASE e.level WHEN 'executive' THEN 1 \
+     WHEN 'director' THEN 2 WHEN 'principal' THEN 3 WHEN 'staff' THEN 4 \
+     WHEN 'senior' THEN 5 WHEN 'mid' THEN 6 ELSE 7 END, \
+     lower(e.first_name || ' ' || e.last_name), lower(e.id)";
+
+impl MemberPosition {
+    /// The position as a sort key (what a cursor carries).
+    pub fn key(&self) -> SortKey {
+        vec![
+            flag(!self.manager),
+            self.rank.to_string(),
+            self.name.clone(),
+            self.employee_id.clone(),
+        ]
+    }
+
+    /// The position a [`MemberPosition::key`] was made from; `None` for a
+    /// key of another shape.
+    pub fn from_key(key: &[String]) -> Option<MemberPosition> {
+        let [flag, rank, name, id] = key else {
+            return None;
+        };
+        let manager = match flag.as_str() {
+            "0" => true,
+            "1" => false,
+            _ => return None,
+        };
+        Some(MemberPosition {
+            manager,
+            rank: rank.parse().ok().filter(|r| *r <= 9)?,
+            name: name.clone(),
+            employee_id: id.clone(),
+        })
+    }
 }
 
 /// Position in the matches of a skill search for `query`: skills equal to
@@ -215,10 +268,6 @@ pub fn match_rank(query: &str, skill: &str) -> u8 {
     }
 }
 
-pub(crate) fn sort_members(rows: &mut [TeamMember]) {
-    rows.sort_by_cached_key(member_key);
-}
-
 fn level_rank(level: Level) -> usize {
     Level::ALL.iter().position(|l| *l == level).unwrap_or(0)
 }
@@ -230,10 +279,6 @@ fn descending(rank: usize, top: usize) -> String {
 
 fn flag(b: bool) -> String {
     if b { "1" } else { "0" }.to_owned()
-}
-
-fn lower(s: &str) -> String {
-    s.to_lowercase()
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use chrono::NaiveDate;
 use serde::Serialize;
 
-use crate::model::{LeaveType, Level, ReportType, RosterQuery, SkillQuery, SkillSearch};
+use crate::model::{LeaveType, Level, ReportType, RosterQuery, SkillQuery, SkillSearch, TeamQuery};
 
 /// Default budget of the cache, in estimated bytes held (four per byte of
 /// an answer's JSON): the whole seeded directory's profiles (about
@@ -52,7 +52,7 @@ pub(crate) enum Key {
     Employee(String),
     Department(String, RosterQuery, NaiveDate),
     Tenure(String, NaiveDate),
-    Team(String),
+    Team(String, TeamQuery),
     Skill(SkillQuery),
     Band(String, Level),
     RoleLevels(String),
@@ -66,7 +66,6 @@ impl Key {
         let text = match self {
             Key::Employee(s)
             | Key::Tenure(s, _)
-            | Key::Team(s)
             | Key::Band(s, _)
             | Key::RoleLevels(s)
             | Key::Leave(s, _, _) => s.len(),
@@ -77,6 +76,13 @@ impl Key {
                     .as_ref()
                     .map_or(0, |p| p.skill.len() + p.employee_id.len());
                 q.skill.len() + after
+            }
+            Key::Team(s, q) => {
+                let after = q
+                    .after
+                    .as_ref()
+                    .map_or(0, |p| p.name.len() + p.employee_id.len());
+                s.len() + after
             }
             Key::Department(s, q, _) => {
                 let after = q.after.as_ref().map_or(0, |p| {
@@ -267,7 +273,7 @@ mod tests {
     }
 
     fn team(id: &str) -> Key {
-        Key::Team(id.to_owned())
+        Key::Team(id.to_owned(), TeamQuery::first(20))
     }
 
     #[test]

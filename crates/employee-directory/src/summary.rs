@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{GroupCount, Level, RosterSummary, TeamMember, TeamSummary};
+use crate::model::{GroupCount, Level, RosterSummary};
 
 /// The team value of people outside any team (a department head).
 pub(crate) const NO_TEAM: &str = "No team";
@@ -12,36 +12,13 @@ pub(crate) const NO_TEAM: &str = "No team";
 /// last entry ("N other values").
 pub(crate) const MAX_GROUPS: usize = 25;
 
-/// One counted row: its team name, level and location label.
-pub(crate) struct Counted<'a> {
-    pub team: Option<&'a str>,
-    pub level: Level,
-    pub location: &'a str,
-}
-
-/// Counts the rows by team, level and location.
-pub(crate) fn summarize<'a>(rows: impl IntoIterator<Item = Counted<'a>>) -> RosterSummary {
-    let (mut teams, mut levels, mut locations) =
-        (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
-    for r in rows {
-        *teams.entry(r.team.unwrap_or(NO_TEAM)).or_insert(0u32) += 1;
-        *levels.entry(r.level.as_str()).or_insert(0u32) += 1;
-        *locations.entry(r.location).or_insert(0u32) += 1;
-    }
-    RosterSummary {
-        by_team: largest_first(teams),
-        by_level: largest_first(levels),
-        by_location: largest_first(locations),
-    }
-}
-
-/// The same counts from a database's groups: `top` the largest teams
+/// The counts from a database's groups: `top` the largest teams
 /// (their names, `None` for people outside any team; by count, then team
 /// id; at most [`MAX_GROUPS`]), `teams` how many teams have people and
 /// `people` how many people in all; `places` people per level and
-/// location. Teams past the 24 largest fold into one entry, as in
-/// [`summarize`] (ties are broken by team id rather than name, so the
-/// database need not name every team).
+/// location. Teams past the 24 largest fold into one entry (ties are
+/// broken by team id rather than name, so the database need not name
+/// every team).
 pub(crate) fn summarize_groups<'a>(
     top: Vec<(Option<String>, u32)>,
     teams: u32,
@@ -97,11 +74,18 @@ fn largest_first(counts: BTreeMap<&str, u32>) -> Vec<GroupCount> {
     out
 }
 
-/// The counts of a team's members (all in one team).
-pub(crate) fn team_summary(team: &TeamSummary, members: &[TeamMember]) -> RosterSummary {
-    summarize(members.iter().map(|m| Counted {
-        team: Some(team.name.as_str()),
-        level: m.level,
-        location: m.location.display.as_str(),
-    }))
+/// People of one level at one place ("City, Country"), as counted by a
+/// database.
+pub(crate) type Place = (Level, String, u32);
+
+/// A team's head count and its counts by level and place.
+pub(crate) fn team_counts(team: &str, places: &[Place]) -> (u32, RosterSummary) {
+    let count = places.iter().map(|(_, _, n)| n).sum();
+    let summary = summarize_groups(
+        vec![(Some(team.to_owned()), count)],
+        1,
+        count,
+        places.iter().map(|(l, p, n)| (*l, p.as_str(), *n)),
+    );
+    (count, summary)
 }

@@ -16,9 +16,10 @@ pub use enums::{
     ReportType, TerminationReason,
 };
 pub use org::{
-    DepartmentRoster, DepartmentSummary, GroupCount, Health, MatchPosition, RosterEntry,
-    RosterPosition, RosterQuery, RosterSummary, SKILLS_LISTED, SkillMatch, SkillMatchKind,
-    SkillQuery, SkillSearch, TEAMS_LISTED, TeamMember, TeamRef, TeamRoster, TeamSummary,
+    DepartmentRoster, DepartmentSummary, GroupCount, Health, MatchPosition, MemberPosition,
+    RosterEntry, RosterPosition, RosterQuery, RosterSummary, SKILLS_LISTED, SkillMatch,
+    SkillMatchKind, SkillQuery, SkillSearch, TEAMS_LISTED, TeamMember, TeamQuery, TeamRef,
+    TeamRoster, TeamSummary,
 };
 pub use pay::{CompensationBand, LeaveBalance, SalaryStats};
 pub use report::{

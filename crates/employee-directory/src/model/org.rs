@@ -204,7 +204,8 @@ pub struct TeamMember {
     pub start_date: NaiveDate,
 }
 
-/// Active members of a team and who they report to.
+/// Active members of a team and who they report to: counts over the
+/// whole team and one page of members.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TeamRoster {
@@ -214,8 +215,41 @@ pub struct TeamRoster {
     pub count: u32,
     /// Counts by team, level and location over the whole team.
     pub summary: RosterSummary,
-    /// Members, the manager first, then by level (highest first) and name.
+    /// Members of the page, the manager first, then by level (highest
+    /// first) and name.
     pub members: Vec<TeamMember>,
+    /// Whether members follow this page.
+    pub more: bool,
+}
+
+/// Where a team page starts: after this member (see
+/// [`crate::page_order::member_key`]). Any value is a valid position.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MemberPosition {
+    /// The row is the team's manager (who comes first).
+    pub manager: bool,
+    /// The level's rank, 1 for the highest level (as the key sorts).
+    pub rank: u8,
+    /// The full name, ASCII-lowercased.
+    pub name: String,
+    /// The employee id, ASCII-lowercased.
+    pub employee_id: String,
+}
+
+/// Which page of a team to read.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TeamQuery {
+    /// Members after this position; `None` for the first page.
+    pub after: Option<MemberPosition>,
+    /// Most members in the page.
+    pub limit: u32,
+}
+
+impl TeamQuery {
+    /// The first `limit` members.
+    pub fn first(limit: u32) -> TeamQuery {
+        TeamQuery { after: None, limit }
+    }
 }
 
 /// How a skill search matched: the best kind among the matched skills.

@@ -14,6 +14,7 @@ mod roster;
 pub(crate) mod row;
 mod seed;
 mod skills;
+mod team;
 mod watch;
 
 use chrono::NaiveDate;
@@ -22,7 +23,7 @@ use tracing::Instrument;
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::model::{
     CompensationBand, DepartmentRoster, EmployeeDetails, Health, LeaveBalance, LeaveType, Level,
-    Report, ReportType, RosterQuery, SkillQuery, SkillSearch, TeamRoster, Tenure,
+    Report, ReportType, RosterQuery, SkillQuery, SkillSearch, TeamQuery, TeamRoster, Tenure,
 };
 use crate::options::DirectoryOptions;
 use crate::read_cache::{Cached, Key, ReadCache, Stamp, found_skill};
@@ -201,11 +202,12 @@ impl PostgresBackend {
         cached!(self, Key::Tenure(id.clone(), today), Option::is_some, c => queries::tenure(c, &id, today))
     }
 
-    pub(crate) async fn team_roster(
+    pub(crate) async fn team_page(
         &self,
         id: String,
+        q: TeamQuery,
     ) -> Result<Cached<Option<TeamRoster>>, DirectoryError> {
-        cached!(self, Key::Team(id.clone()), Option::is_some, c => queries::team_roster(c, &id))
+        cached!(self, Key::Team(id.clone(), q.clone()), Option::is_some, c => team::team_page(c, &id, &q))
     }
 
     pub(crate) async fn search_by_skill(

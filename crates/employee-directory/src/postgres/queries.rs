@@ -19,12 +19,9 @@ use crate::ids::{compact, slugify};
 use crate::lookup::{like_pattern, strip_level_prefix};
 use crate::model::{
     CompensationBand, EmployeeDetails, EmployeeSkill, EmploymentStatus, EmploymentType, Health,
-    HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType, TeamMember, TeamRoster,
-    TeamSummary, Tenure,
+    HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType, Tenure,
 };
-use crate::page_order;
 use crate::seed::job_title;
-use crate::summary::team_summary;
 use crate::tenure;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
@@ -87,7 +84,7 @@ pub(crate) const DEPARTMENT: &str = "(SELECT r.id FROM departments r
 
 /// A team id for `$1` (lowercased id or name) or `$2` (slug, or
 /// `department-team`).
-const TEAM: &str = "(SELECT r.id FROM teams r
+pub(crate) const TEAM: &str = "(SELECT r.id FROM teams r
       WHERE lower(r.id) = $1::text OR lower(r.name) = $1::text OR lower(r.id) = $2::text
          OR (r.department_id || '-' || r.id) = $2::text
       ORDER BY lower(r.id) LIMIT 1)";
@@ -228,80 +225,6 @@ pub(crate) async fn tenure(
         total_days: span.total_days,
         total_years: (span.total_days as f64 / 365.25 * 100.0).round() / 100.0,
         summary: tenure::summary(&span),
-    }))
-}
-
-pub(crate) async fn team_roster(c: &ClientWrapper, input: &str) -> Result<Option<TeamRoster>> {
-    let Some((key, slug)) = org_key(input) else {
-        return Ok(None);
-    };
-    let p: &Params = &[&key, &slug];
-    let summary = format!(
-        "SELECT t.id, t.name, t.description, d.name, d.id,
-                m.first_name || ' ' || m.last_name, m.id
-         FROM teams t
-         JOIN departments d ON d.id = t.department_id
-         LEFT JOIN employees m ON m.id = t.manager_id
-         WHERE t.id = {TEAM}"
-    );
-    let members = format!(
-        "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
-                e.id = t.manager_id, m.id, m.first_name || ' ' || m.last_name,
-                e.email, e.employment_type, e.office_type, l.city, l.region, l.country,
-                e.start_date
-         FROM employees e
-         JOIN teams t ON t.id = e.team_id
-         JOIN roles r ON r.id = e.role_id
-         JOIN locations l ON l.id = e.location_id
-         LEFT JOIN employees m ON m.id = e.manager_id
-         WHERE e.team_id = {TEAM} AND e.status = 'active'"
-    );
-    let (summary, members) = tokio::try_join!(
-        row_opt(c, "load team", &summary, p),
-        rows(c, "load team members", &members, p),
-    )?;
-    let Some(row) = summary else {
-        return Ok(None);
-    };
-    let team = TeamSummary {
-        team_id: get(&row, 0)?,
-        name: get(&row, 1)?,
-        description: get(&row, 2)?,
-        department: get(&row, 3)?,
-        department_id: get(&row, 4)?,
-        manager: get(&row, 5)?,
-        manager_id: get(&row, 6)?,
-    };
-    let mut members: Vec<TeamMember> = members
-        .iter()
-        .map(|r| {
-            let role: String = get(r, 2)?;
-            let track: String = get(r, 3)?;
-            let level = parsed(r, 4, "level", Level::parse)?;
-            Ok(TeamMember {
-                employee_id: get(r, 0)?,
-                name: get(r, 1)?,
-                title: job_title(&role, &track, level),
-                role,
-                level,
-                is_manager: get::<Option<bool>>(r, 5)?.unwrap_or(false),
-                manager_id: get(r, 6)?,
-                manager: get(r, 7)?,
-                email: get(r, 8)?,
-                employment_type: parsed(r, 9, "employment type", EmploymentType::parse)?,
-                office_type: parsed(r, 10, "office type", OfficeType::parse)?,
-                location: location(r, 11)?,
-                start_date: get(r, 14)?,
-            })
-        })
-        .collect::<Result<_>>()?;
-    page_order::sort_members(&mut members);
-    let summary = team_summary(&team, &members);
-    Ok(Some(TeamRoster {
-        team,
-        count: u32::try_from(members.len()).unwrap_or(u32::MAX),
-        summary,
-        members,
     }))
 }
 

@@ -12,6 +12,7 @@ mod roster;
 mod row;
 mod seed;
 mod skills;
+mod team;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use chrono::NaiveDate;
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::model::{
     CompensationBand, DepartmentRoster, EmployeeDetails, Health, LeaveBalance, LeaveType, Level,
-    Report, ReportType, RosterQuery, SkillQuery, SkillSearch, TeamRoster, Tenure,
+    Report, ReportType, RosterQuery, SkillQuery, SkillSearch, TeamQuery, TeamRoster, Tenure,
 };
 use crate::options::DirectoryOptions;
 use crate::read_cache::{Cached, Key, ReadCache, Stamp, found_skill};
@@ -184,12 +185,13 @@ impl SqliteBackend {
         .await
     }
 
-    pub(crate) async fn team_roster(
+    pub(crate) async fn team_page(
         &self,
         id: String,
+        q: TeamQuery,
     ) -> Result<Cached<Option<TeamRoster>>, DirectoryError> {
-        let key = Key::Team(id.clone());
-        self.cached(key, Option::is_some, move |c| queries::team_roster(c, &id))
+        let key = Key::Team(id.clone(), q.clone());
+        self.cached(key, Option::is_some, move |c| team::team_page(c, &id, &q))
             .await
     }
 

@@ -13,12 +13,9 @@ use crate::ids::{compact, slugify};
 use crate::lookup::{like_pattern, strip_level_prefix};
 use crate::model::{
     CompensationBand, EmployeeDetails, EmployeeSkill, EmploymentStatus, EmploymentType, Health,
-    HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType, TeamMember, TeamRoster,
-    TeamSummary, Tenure,
+    HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType, Tenure,
 };
-use crate::page_order;
 use crate::seed::job_title;
-use crate::summary::team_summary;
 use crate::tenure;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
@@ -225,80 +222,6 @@ pub(crate) fn tenure(conn: &Connection, input: &str, today: NaiveDate) -> Result
     )
     .optional()
     .map_err(DirectoryError::db("load tenure"))
-}
-
-pub(crate) fn team_roster(conn: &Connection, input: &str) -> Result<Option<TeamRoster>> {
-    let Some(id) = resolve_team(conn, input)? else {
-        return Ok(None);
-    };
-    let team = conn
-        .cached_row(
-            "SELECT t.id, t.name, t.description, d.name, d.id,
-                    m.first_name || ' ' || m.last_name, m.id
-             FROM teams t
-             JOIN departments d ON d.id = t.department_id
-             LEFT JOIN employees m ON m.id = t.manager_id
-             WHERE t.id = ?1",
-            [&id],
-            |row| {
-                Ok(TeamSummary {
-                    team_id: row.get(0)?,
-                    name: row.get(1)?,
-                    description: row.get(2)?,
-                    department: row.get(3)?,
-                    department_id: row.get(4)?,
-                    manager: row.get(5)?,
-                    manager_id: row.get(6)?,
-                })
-            },
-        )
-        .map_err(DirectoryError::db("load team"))?;
-
-    let sql = "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
-                e.id = t.manager_id, m.id, m.first_name || ' ' || m.last_name,
-                e.email, e.employment_type, e.office_type, l.city, l.region, l.country,
-                e.start_date
-         FROM employees e
-         JOIN teams t ON t.id = e.team_id
-         JOIN roles r ON r.id = e.role_id
-         JOIN locations l ON l.id = e.location_id
-         LEFT JOIN employees m ON m.id = e.manager_id
-         WHERE e.team_id = ?1 AND e.status = 'active'";
-    let mut stmt = conn
-        .prepare_cached(sql)
-        .map_err(DirectoryError::db("load team members"))?;
-    let mut members: Vec<TeamMember> = stmt
-        .query_map([&id], |row| {
-            let role: String = row.get(2)?;
-            let track: String = row.get(3)?;
-            let level = parsed(row, 4, "level", Level::parse)?;
-            Ok(TeamMember {
-                employee_id: row.get(0)?,
-                name: row.get(1)?,
-                title: job_title(&role, &track, level),
-                role,
-                level,
-                is_manager: row.get(5)?,
-                manager_id: row.get(6)?,
-                manager: row.get(7)?,
-                email: row.get(8)?,
-                employment_type: parsed(row, 9, "employment type", EmploymentType::parse)?,
-                office_type: parsed(row, 10, "office type", OfficeType::parse)?,
-                location: location(row, 11)?,
-                start_date: date(row, 14)?,
-            })
-        })
-        .and_then(Iterator::collect)
-        .map_err(DirectoryError::db("load team members"))?;
-
-    page_order::sort_members(&mut members);
-    let summary = team_summary(&team, &members);
-    Ok(Some(TeamRoster {
-        team,
-        count: u32::try_from(members.len()).unwrap_or(u32::MAX),
-        summary,
-        members,
-    }))
 }
 
 /// Finds a role id and canonical title; "Senior Software Engineer" is

@@ -8,9 +8,11 @@ use crate::common;
 
 use common::{Kind, TempDb, clock, open, today};
 use employee_directory::page_order::{
-    match_key, match_rank, member_key, roster_key, roster_position,
+    MEMBER_ORDER, match_key, match_rank, member_key, member_position, roster_key, roster_position,
 };
-use employee_directory::{Directory, RosterPosition, RosterQuery, SkillMatchKind};
+use employee_directory::{
+    Directory, MemberPosition, RosterPosition, RosterQuery, SkillMatchKind, TeamQuery,
+};
 
 fn strictly_increasing<T>(rows: &[T], key: impl Fn(&T) -> Vec<String>) -> bool {
     rows.windows(2).all(|w| key(&w[0]) < key(&w[1]))
@@ -151,10 +153,119 @@ async fn roster_pages_cover_the_roster_once(kind: Kind) {
     assert!(page.team_count > 0 && !page.department.teams.is_empty());
 }
 
+/// Every page of `team`, `limit` members at a time, from the first; each
+/// page carries the counts over the whole team.
+async fn walk_team(dir: &Directory, team: &str, limit: u32) -> Vec<String> {
+    let mut q = TeamQuery::first(limit);
+    let mut ids = Vec::new();
+    loop {
+        let page = dir.team_page(team, &q).await.unwrap();
+        let page = page.get().as_ref().unwrap();
+        assert!(page.members.len() as u32 <= limit);
+        let counted: u32 = page.summary.by_level.iter().map(|g| g.count).sum();
+        assert_eq!(counted, page.count, "{team}");
+        ids.extend(page.members.iter().map(|m| m.employee_id.clone()));
+        match page.members.last() {
+            Some(last) if page.more => q.after = Some(member_position(last)),
+            _ => return ids,
+        }
+    }
+}
+
+/// Team pages read by keyset list the whole team once, manager first, in
+/// key order, whatever the page size; a position no row has starts right
+/// after it.
+async fn team_pages_cover_the_team_once(kind: Kind) {
+    let dir = open(kind, today()).await;
+    for (id, _) in dir.team_ids().await.unwrap() {
+        let whole = dir.team_members(&id).await.unwrap().unwrap();
+        let all: Vec<String> = whole
+            .members
+            .iter()
+            .map(|m| m.employee_id.clone())
+            .collect();
+        assert_eq!(whole.count as usize, all.len(), "{id}");
+        assert!(!whole.more);
+        for limit in [1, 3, 250] {
+            assert_eq!(walk_team(&dir, &id, limit).await, all, "{id} by {limit}");
+        }
+    }
+    let whole = dir.team_members("backend").await.unwrap().unwrap();
+    let second = &whole.members[1];
+    let mut between = member_position(second);
+    between.employee_id.pop();
+    let page = dir
+        .team_page(
+            "backend",
+            &TeamQuery {
+                after: Some(between),
+                limit: 1,
+            },
+        )
+        .await
+        .unwrap();
+    let page = page.get().as_ref().unwrap();
+    assert_eq!(page.members[0].employee_id, second.employee_id);
+    // After the last possible position: nothing, and the counts still.
+    let end = MemberPosition {
+        manager: false,
+        rank: 9,
+        name: String::new(),
+        employee_id: String::new(),
+    };
+    let page = dir
+        .team_page(
+            "backend",
+            &TeamQuery {
+                after: Some(end),
+                limit: 5,
+            },
+        )
+        .await
+        .unwrap();
+    let page = page.get().as_ref().unwrap();
+    assert!(page.members.is_empty() && !page.more && page.count == whole.count);
+}
+
 on_both_backends!(
     rosters_and_matches_are_in_key_order,
-    roster_pages_cover_the_roster_once
+    roster_pages_cover_the_roster_once,
+    team_pages_cover_the_team_once
 );
+
+/// A team page is a range read of `employees_team_page` (no sort, no scan
+/// of the team), and the counts read the covering `employees_team`.
+#[tokio::test]
+async fn a_team_page_reads_only_its_rows() {
+    let file = TempDb::new("team-plan");
+    Directory::open(&file.url(), clock(today())).await.unwrap();
+    let conn = rusqlite::Connection::open(&file.path).unwrap();
+    let plan = |sql: &str| -> String {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let rows: Vec<String> = stmt
+            .query_map([], |r| r.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        rows.join("; ")
+    };
+    let order = MEMBER_ORDER;
+    let page = plan(&format!(
+        "SELECT e.id FROM employees e JOIN teams t ON t.id = e.team_id
+         WHERE e.team_id = 'backend' AND e.status = 'active' AND e.id IS NOT t.manager_id
+           AND ({order}) > (1, 'a', 'b') ORDER BY {order} LIMIT 5"
+    ));
+    assert!(page.contains("USING INDEX employees_team_page"), "{page}");
+    assert!(!page.contains("TEMP B-TREE"), "{page}");
+    let counts = plan(
+        "SELECT level, location_id, COUNT(*) FROM employees
+         WHERE team_id = 'backend' AND status = 'active' GROUP BY level, location_id",
+    );
+    assert!(
+        counts.contains("USING COVERING INDEX employees_team"),
+        "{counts}"
+    );
+}
 
 #[tokio::test]
 async fn the_trigram_index_follows_the_skills_table() {

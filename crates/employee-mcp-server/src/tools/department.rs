@@ -90,7 +90,10 @@ pub fn tool(directory: Directory) -> Tool {
 async fn roster(directory: Directory, input: Input) -> ToolResult<SharedOutput<RosterPage>> {
     let cursor = input.cursor.as_deref().map(paging::open).transpose()?;
     let after = match &cursor {
-        Some((_, key)) => Some(RosterPosition::from_key(key).ok_or_else(paging::forged)?),
+        Some((found, key)) => Some(
+            RosterPosition::from_key(key)
+                .ok_or_else(|| paging::unreadable(found, "department/"))?,
+        ),
         None => None,
     };
     let query = RosterQuery {

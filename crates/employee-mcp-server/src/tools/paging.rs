@@ -36,62 +36,6 @@ struct Body {
     after: SortKey,
 }
 
-/// One page of a sorted list.
-pub(crate) struct Page<'a, T> {
-    /// The rows of this page.
-    pub rows: &'a [T],
-    /// The cursor of the next page, while rows remain.
-    pub next_cursor: Option<String>,
-}
-
-/// The page of `rows` (sorted by `key`) after `cursor`, at most `limit`
-/// rows. `list` names the list (tool and arguments) the cursor must match.
-pub(crate) fn page<'a, T>(
-    rows: &'a [T],
-    key: impl Fn(&T) -> SortKey,
-    list: &str,
-    cursor: Option<&str>,
-    limit: usize,
-) -> Result<Page<'a, T>, ToolError> {
-    let start = match cursor {
-        None => 0,
-        Some(c) => {
-            let after = decode(list, c)?;
-            rows.partition_point(|r| key(r) <= after)
-        }
-    };
-    Ok(page_from(rows, key, list, start, limit))
-}
-
-/// The first page of `rows` (sorted by `key`), at most `limit` rows.
-pub(crate) fn first_page<'a, T>(
-    rows: &'a [T],
-    key: impl Fn(&T) -> SortKey,
-    list: &str,
-    limit: usize,
-) -> Page<'a, T> {
-    page_from(rows, key, list, 0, limit)
-}
-
-fn page_from<'a, T>(
-    rows: &'a [T],
-    key: impl Fn(&T) -> SortKey,
-    list: &str,
-    start: usize,
-    limit: usize,
-) -> Page<'a, T> {
-    let end = start.saturating_add(limit.max(1)).min(rows.len());
-    let shown = &rows[start..end];
-    let next_cursor = match shown.last() {
-        Some(last) if end < rows.len() => Some(encode(list, key(last))),
-        _ => None,
-    };
-    Page {
-        rows: shown,
-        next_cursor,
-    }
-}
-
 fn checksum(body: &[u8]) -> [u8; CHECK_BYTES] {
     let digest = Sha256::digest(body);
     let mut out = [0; CHECK_BYTES];
@@ -111,13 +55,6 @@ pub(crate) fn encode(list: &str, after: SortKey) -> String {
     let check = checksum(&bytes);
     bytes.extend_from_slice(&check);
     URL_SAFE_NO_PAD.encode(bytes)
-}
-
-/// The key a cursor of `list` carries, or the error the model sees.
-fn decode(list: &str, cursor: &str) -> Result<SortKey, ToolError> {
-    let (found, after) = open(cursor)?;
-    check_list(&found, list)?;
-    Ok(after)
 }
 
 /// The error for a cursor this server did not issue, or that was edited.
@@ -152,38 +89,40 @@ pub(crate) fn open(cursor: &str) -> Result<(String, SortKey), ToolError> {
     Ok((body.list, body.after))
 }
 
+/// The error for a cursor whose key is not one of this tool's lists
+/// (whose names start with `prefix`): made for another tool's list, or
+/// forged.
+pub(crate) fn unreadable(found: &str, prefix: &str) -> ToolError {
+    if found.starts_with(prefix) {
+        forged()
+    } else {
+        another_list()
+    }
+}
+
 /// The error when a cursor of list `found` is used with list `expected`.
 pub(crate) fn check_list(found: &str, expected: &str) -> Result<(), ToolError> {
     if found == expected {
         return Ok(());
     }
-    Err(ToolError::execution(
+    Err(another_list())
+}
+
+fn another_list() -> ToolError {
+    ToolError::execution(
         "The cursor belongs to another list (other arguments or another tool). Use it with \
          the same arguments it was returned for, or start again without cursor.",
-    ))
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn key(n: &u32) -> SortKey {
-        vec![format!("{n:04}")]
-    }
-
-    #[test]
-    fn pages_cover_every_row_once() {
-        let rows: Vec<u32> = (0..10).collect();
-        let (mut seen, mut cursor) = (Vec::new(), None);
-        loop {
-            let p = page(&rows, key, "l", cursor.as_deref(), 3).unwrap();
-            seen.extend_from_slice(p.rows);
-            match p.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => break,
-            }
-        }
-        assert_eq!(seen, rows);
+    fn decode(list: &str, cursor: &str) -> Result<SortKey, ToolError> {
+        let (found, after) = open(cursor)?;
+        check_list(&found, list)?;
+        Ok(after)
     }
 
     #[test]

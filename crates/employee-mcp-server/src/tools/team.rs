@@ -5,13 +5,15 @@
 //! team of thousands answers in a few kilobytes.
 
 use employee_directory::page_order::member_key;
-use employee_directory::{Directory, RosterSummary, TeamMember, TeamRoster, TeamSummary};
+use employee_directory::{
+    Directory, MemberPosition, RosterSummary, TeamMember, TeamQuery, TeamRoster, TeamSummary,
+};
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::paging::{self, Page};
+use super::paging;
 use crate::scopes;
 
 /// Members listed when the call gives no `limit`.
@@ -76,8 +78,19 @@ pub fn tool(directory: Directory) -> Tool {
 }
 
 async fn team_members(directory: Directory, input: Input) -> ToolResult<SharedOutput<TeamPage>> {
+    let cursor = input.cursor.as_deref().map(paging::open).transpose()?;
+    let after = match &cursor {
+        Some((found, key)) => {
+            Some(MemberPosition::from_key(key).ok_or_else(|| paging::unreadable(found, "team/"))?)
+        }
+        None => None,
+    };
+    let query = TeamQuery {
+        after,
+        limit: input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT),
+    };
     let answer = directory
-        .team_members_cached(&input.team_id)
+        .team_page(&input.team_id, &query)
         .await
         .map_err(super::unavailable)?;
     let Some(roster) = answer.get() else {
@@ -89,33 +102,28 @@ async fn team_members(directory: Directory, input: Input) -> ToolResult<SharedOu
             super::some_of(&list, super::IDS_LISTED)
         )));
     };
-    let limit = input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
     let list = format!("team/{}", roster.team.team_id.to_lowercase());
-    if input.cursor.is_none() && input.limit.is_none() {
-        // The usual call: made once per kept answer.
-        return super::shared(&answer, |_| {
-            let page = paging::first_page(&roster.members, member_key, &list, limit);
-            SharedOutput::new(&page_of(roster, page))
-        });
+    if let Some((found, _)) = &cursor {
+        paging::check_list(found, &list)?;
     }
-    let page = paging::page(
-        &roster.members,
-        member_key,
-        &list,
-        input.cursor.as_deref(),
-        limit,
-    )?;
-    SharedOutput::new(&page_of(roster, page)).map_err(ToolError::internal)
+    // Made once per kept answer: every call for the same page of the same
+    // unchanged directory sends the same bytes.
+    super::shared_found(&answer, |roster| SharedOutput::new(&page_of(roster, &list)))
+        .unwrap_or_else(|| Err(ToolError::internal("the team vanished")))
 }
 
 /// The answer for one page of `roster`.
-fn page_of(roster: &TeamRoster, page: Page<'_, TeamMember>) -> TeamPage {
+fn page_of(roster: &TeamRoster, list: &str) -> TeamPage {
+    let next_cursor = match roster.members.last() {
+        Some(last) if roster.more => Some(paging::encode(list, member_key(last))),
+        _ => None,
+    };
     TeamPage {
         team: roster.team.clone(),
         total: roster.count,
         summary: roster.summary.clone(),
-        count: u32::try_from(page.rows.len()).unwrap_or(u32::MAX),
-        next_cursor: page.next_cursor,
-        members: page.rows.to_vec(),
+        count: u32::try_from(roster.members.len()).unwrap_or(u32::MAX),
+        next_cursor,
+        members: roster.members.clone(),
     }
 }

@@ -111,6 +111,31 @@ pub struct ImportArgs {
     /// With --history: most imports to list (the newest).
     #[arg(long, default_value_t = 50, requires = "history")]
     pub limit: u32,
+
+    /// CSV field separator: `,`, `;` or `tab` (default: read from the
+    /// header row, comma unless it reads as `;` or TAB).
+    #[arg(long, value_name = "SEP", value_parser = delimiter)]
+    pub delimiter: Option<u8>,
+
+    /// How dates that are not year-first are written, as a chrono format
+    /// (`%d/%m/%Y`, `%m/%d/%Y`); `YYYY-MM-DD` is read as well.
+    #[arg(long, value_name = "FMT", value_parser = date_format)]
+    pub date_format: Option<String>,
+}
+
+/// Parses `--delimiter`.
+fn delimiter(text: &str) -> Result<u8, String> {
+    match text {
+        "," | "comma" => Ok(b','),
+        ";" | "semicolon" => Ok(b';'),
+        "tab" | "\\t" | "\t" => Ok(b'\t'),
+        other => Err(format!("{other:?} is not a separator: use ',', ';' or tab")),
+    }
+}
+
+/// Checks `--date-format` at startup.
+fn date_format(text: &str) -> Result<String, String> {
+    exchange::check_date_format(text).map(|()| text.to_string())
 }
 
 /// The `export` subcommand.
@@ -159,6 +184,8 @@ pub async fn import(args: &ImportArgs) -> Result<(), String> {
         dry_run: args.dry_run,
         max_row_bytes: args.max_row_bytes as usize,
         actor: crate::catalog::command::actor(args.actor.as_deref()),
+        delimiter: args.delimiter,
+        date_format: args.date_format.clone(),
     };
     match exchange::import(&args.database, &options).await {
         Ok(report) => {

@@ -9,6 +9,7 @@
 //! tables from which set-based statements count and apply the changes. Only
 //! keys are held in memory.
 
+mod date;
 mod history;
 mod postgres;
 mod problems;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+pub use date::check_format as check_date_format;
 pub use history::ImportRecord;
 pub use problems::{MAX_REPORTED, Problem, Problems};
 
@@ -89,6 +91,12 @@ pub struct ImportOptions {
     pub max_row_bytes: usize,
     /// Who imports, for the history.
     pub actor: String,
+    /// CSV field separator (`b','`, `b';'` or `b'\t'`); `None`: detected
+    /// from the header row (comma unless the header reads as `;` or TAB).
+    pub delimiter: Option<u8>,
+    /// A chrono format (`%d/%m/%Y`) for dates that are not `YYYY-MM-DD`
+    /// (nor `YYYY/MM/DD`, `YYYY.MM.DD`); checked with [`check_date_format`].
+    pub date_format: Option<String>,
 }
 
 /// Changes to one entity.
@@ -177,6 +185,9 @@ pub enum ExchangeError {
     /// cover, such as a name used twice).
     #[error("the database refused the import, nothing was imported: {0}")]
     Refused(String),
+    /// An option cannot be used (e.g. a date format naming no day).
+    #[error("{0}")]
+    InvalidOption(String),
     /// `sqlite::memory:` cannot be imported into or exported from.
     #[error("{0} names no database file; import and export need sqlite://PATH or postgres://…")]
     NotAFile(String),
@@ -278,6 +289,9 @@ pub async fn export(
 /// empty and migrated if it does not exist).
 pub async fn import(url: &str, options: &ImportOptions) -> Result<ImportReport, ExchangeError> {
     let target = target(url)?;
+    if let Some(format) = &options.date_format {
+        date::check_format(format).map_err(ExchangeError::InvalidOption)?;
+    }
     let sources = read::sources(&options.dir, options.format)?;
     prepare(url, Fill::Empty).await?;
     match target {

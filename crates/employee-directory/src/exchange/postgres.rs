@@ -168,11 +168,9 @@ pub async fn import(
     let mut client = connect(url).await?;
     let known = load_known(&client).await?;
     let (srcs, opts) = (sources.to_vec(), options.clone());
-    let checked = tokio::task::spawn_blocking(move || {
-        validate::validate(&srcs, opts.format, opts.mode, opts.max_row_bytes, &known)
-    })
-    .await
-    .map_err(DirectoryError::from)??;
+    let checked = tokio::task::spawn_blocking(move || validate::validate(&srcs, &opts, &known))
+        .await
+        .map_err(DirectoryError::from)??;
     if !checked.problems.is_empty() {
         return Err(ExchangeError::Invalid(checked.problems));
     }
@@ -241,12 +239,12 @@ async fn stage(
     let sink = tx.copy_in::<_, Bytes>(&copy).await.map_err(refused)?;
     pin_mut!(sink);
     let mut ignored = Problems::default();
-    let mut reader = RowReader::open(source, options.format, options.max_row_bytes, &mut ignored)?;
+    let mut reader = RowReader::open(source, options, &mut ignored)?;
     let mut buf = BytesMut::with_capacity(COPY_CHUNK + 4096);
     while let Some(row) = reader.next_row(entity) {
         let values = row
             .ok()
-            .and_then(|r| super::read::values(entity, &r))
+            .and_then(|r| reader.values(entity, &r))
             .ok_or_else(|| ExchangeError::Changed(source.file.clone()))?;
         copy_line(&mut buf, &values);
         if buf.len() >= COPY_CHUNK {

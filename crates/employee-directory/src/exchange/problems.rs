@@ -24,7 +24,8 @@ fn shorten(text: &mut String, max: usize) {
 pub struct Problem {
     /// The file's name (e.g. `employees.csv`).
     pub file: String,
-    /// 1-based line where the row starts.
+    /// 1-based line where the row starts; 0 for the file as a whole
+    /// (shown as `FILE: reason`).
     pub line: u64,
     /// The column in the file's vocabulary, when the problem is in one.
     pub column: Option<String>,
@@ -34,6 +35,9 @@ pub struct Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            return write!(f, "{}: {}", self.file, self.reason);
+        }
         match &self.column {
             Some(c) => write!(
                 f,

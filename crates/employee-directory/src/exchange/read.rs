@@ -2,16 +2,19 @@
 //! one row at a time, each cell as text by entity column, every row bounded
 //! in bytes, the file's SHA-256 computed on the way.
 
+use std::collections::{HashSet, VecDeque};
+use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use sha2::{Digest, Sha256};
 
 use super::problems::{Problem, Problems};
-use super::spec::{ENTITIES, Entity};
-use super::{ExchangeError, Format};
+use super::spec::{Column, ENTITIES, Entity};
+use super::{ExchangeError, Format, ImportOptions};
 
 /// One entity file found in the import directory.
 #[derive(Debug, Clone)]
@@ -24,19 +27,28 @@ pub struct Source {
     pub file: String,
 }
 
-/// The entity files present in `dir`, in apply order.
+/// The entity files present in `dir`, in apply order. A name that is
+/// there but is not a readable regular file (a FIFO, a device, a
+/// directory, a dangling link, no permission) is a problem of that file,
+/// never "absent": replace mode would otherwise empty the entity.
 pub fn sources(dir: &Path, format: Format) -> Result<Vec<Source>, ExchangeError> {
     if !dir.is_dir() {
         return Err(ExchangeError::NoDirectory(dir.to_path_buf()));
     }
-    let found: Vec<Source> = ENTITIES
-        .iter()
-        .filter_map(|entity| {
-            let file = format!("{}.{}", entity.name, format.extension());
-            let path = dir.join(&file);
-            path.is_file().then_some(Source { entity, path, file })
-        })
-        .collect();
+    let mut found = Vec::new();
+    let mut problems = Problems::default();
+    for entity in ENTITIES {
+        let file = format!("{}.{}", entity.name, format.extension());
+        let path = dir.join(&file);
+        match present(&path) {
+            Ok(false) => {}
+            Ok(true) => found.push(Source { entity, path, file }),
+            Err(reason) => problems.at(&file, 0, None, reason),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ExchangeError::Invalid(problems));
+    }
     if found.is_empty() {
         return Err(ExchangeError::NoFiles {
             dir: dir.to_path_buf(),
@@ -44,6 +56,62 @@ pub fn sources(dir: &Path, format: Format) -> Result<Vec<Source>, ExchangeError>
         });
     }
     Ok(found)
+}
+
+/// Whether something is at `path` (`Ok(false)`: nothing); the error says
+/// why what is there cannot be read. Only a regular file is opened: opening
+/// a FIFO would wait for a writer.
+fn present(path: &Path) -> Result<bool, String> {
+    let link = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta.file_type().is_symlink(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(format!("cannot be examined: {e}")),
+    };
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => {
+            "a symbolic link to nothing; point it at a regular file or remove it".to_string()
+        }
+        _ => format!("cannot be examined: {e}; make it readable or remove it"),
+    })?;
+    if !meta.is_file() {
+        let what = file_kind(&meta.file_type());
+        let what = if link {
+            format!("a symbolic link to {what}")
+        } else {
+            what.to_string()
+        };
+        return Err(format!(
+            "not a regular file ({what}); name a regular file or remove it"
+        ));
+    }
+    File::open(path)
+        .map_err(|e| format!("cannot be opened: {e}; make it readable or remove it"))?;
+    Ok(true)
+}
+
+/// What a file that is not regular is, in words.
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else {
+        "a special file"
+    }
 }
 
 /// One row: its line and a cell per entity column (`None`: absent, empty
@@ -65,6 +133,23 @@ struct Meter {
     /// Most bytes past `row_start` the reader may pull (row bound plus the
     /// parser's buffer).
     allowance: Option<u64>,
+    /// Offsets of the LF bytes read and not yet passed (CSV only): whether
+    /// a record ended on one tells its last line (see [`csv_line`]).
+    newlines: Option<VecDeque<u64>>,
+}
+
+impl Meter {
+    /// Whether the byte at `offset` is an LF; forgets those before it
+    /// (offsets asked only grow).
+    fn is_newline(&mut self, offset: u64) -> bool {
+        let Some(newlines) = self.newlines.as_mut() else {
+            return false;
+        };
+        while newlines.front().is_some_and(|&at| at < offset) {
+            newlines.pop_front();
+        }
+        newlines.front() == Some(&offset)
+    }
 }
 
 struct Metered {
@@ -77,6 +162,11 @@ impl Read for Metered {
         let n = self.file.read(buf)?;
         let mut m = self.meter.lock().unwrap_or_else(PoisonError::into_inner);
         m.hasher.update(&buf[..n]);
+        let start = m.read;
+        if let Some(newlines) = m.newlines.as_mut() {
+            let found = buf[..n].iter().enumerate().filter(|(_, b)| **b == b'\n');
+            newlines.extend(found.map(|(i, _)| start + i as u64));
+        }
         m.read += n as u64;
         if let Some(allowance) = m.allowance
             && m.read - m.row_start > allowance
@@ -95,6 +185,8 @@ const CSV_BUFFER: usize = 64 * 1024;
 pub struct RowReader {
     file: String,
     max_row_bytes: usize,
+    /// The import's date format, for [`RowReader::values`].
+    date_format: Option<String>,
     meter: Arc<Mutex<Meter>>,
     inner: Inner,
     /// Set after a problem that ends the file (the rest cannot be read).
@@ -116,36 +208,45 @@ enum Inner {
 }
 
 impl RowReader {
-    /// Opens `source`; problems with the header (unknown, repeated or
-    /// missing required columns) are added to `problems` and the reader
-    /// then yields no rows.
+    /// Opens `source` as `options` say (format, row bound, CSV delimiter);
+    /// problems with the header (unknown, repeated or missing required
+    /// columns) are added to `problems` and the reader then yields no rows.
     pub fn open(
         source: &Source,
-        format: Format,
-        max_row_bytes: usize,
+        options: &ImportOptions,
         problems: &mut Problems,
     ) -> Result<RowReader, ExchangeError> {
+        let max_row_bytes = options.max_row_bytes;
         let file = File::open(&source.path).map_err(|e| ExchangeError::io(&source.path, e))?;
+        // `sources` checked the name; this is the file actually opened.
+        let regular = file.metadata().is_ok_and(|m| m.is_file());
+        if !regular {
+            let reason = io::Error::other("not a regular file");
+            return Err(ExchangeError::io(&source.path, reason));
+        }
+        let csv = options.format == Format::Csv;
         let meter = Arc::new(Mutex::new(Meter {
             hasher: Sha256::new(),
             read: 0,
             row_start: 0,
-            allowance: None,
+            allowance: csv.then_some((max_row_bytes + CSV_BUFFER) as u64),
+            newlines: csv.then(VecDeque::new),
         }));
         let metered = Metered {
             file,
             meter: Arc::clone(&meter),
         };
         let mut done = false;
-        let inner = match format {
+        let inner = match options.format {
             Format::Csv => {
-                meter
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .allowance = Some((max_row_bytes + CSV_BUFFER) as u64);
+                let delimiter = match options.delimiter {
+                    Some(d) => d,
+                    None => detect_delimiter(source, max_row_bytes)?,
+                };
                 let mut reader = csv::ReaderBuilder::new()
                     .has_headers(true)
                     .flexible(true)
+                    .delimiter(delimiter)
                     .buffer_capacity(CSV_BUFFER)
                     .from_reader(metered);
                 let map = match reader.byte_headers() {
@@ -171,10 +272,26 @@ impl RowReader {
         Ok(RowReader {
             file: source.file.clone(),
             max_row_bytes,
+            date_format: options.date_format.clone(),
             meter,
             inner,
             done,
         })
+    }
+
+    /// The row's values in database form, defaults applied; `None` if a
+    /// cell does not parse (validation has passed, so the file changed).
+    pub fn values(&self, entity: &Entity, row: &RawRow) -> Option<Vec<super::value::Value>> {
+        let format = self.date_format.as_deref();
+        entity
+            .columns
+            .iter()
+            .zip(&row.cells)
+            .map(|(column, cell)| match cell.as_deref().or(column.default) {
+                None => Some(super::value::Value::Null),
+                Some(text) => super::date::parse_value(column.kind, text, format).ok(),
+            })
+            .collect()
     }
 
     /// The next row; `Err` is a problem with that row (reading goes on
@@ -199,10 +316,13 @@ impl RowReader {
                     // The meter bounds memory (a row plus one read buffer);
                     // the exact length is checked once the row is parsed.
                     Ok(true) if reader.position().byte() - start > self.max_row_bytes as u64 => {
-                        let line = record.position().map_or(0, |p| p.line());
+                        let line = csv_line(reader, record, &self.meter);
                         Err(self.problem(line, None, too_long(self.max_row_bytes)))
                     }
-                    Ok(true) => csv_row(&self.file, entity, map, record),
+                    Ok(true) => {
+                        let line = csv_line(reader, record, &self.meter);
+                        csv_row(&self.file, entity, map, record, line)
+                    }
                     Err(e) => {
                         self.done = true;
                         let line = reader.position().line();
@@ -331,13 +451,66 @@ fn unknown_column(entity: &Entity) -> String {
     format!("unknown column; {} has {}", entity.name, names.join(", "))
 }
 
+/// The line a CSV record starts on. The parser's own count is taken
+/// before the line break that ended the previous record when that was a
+/// CRLF (and before blank lines), so it is derived from where the record
+/// ends: the LFs read through its end, less one if it ended on an LF, less
+/// the line breaks inside its quoted fields.
+fn csv_line(reader: &csv::Reader<Metered>, record: &csv::ByteRecord, meter: &Mutex<Meter>) -> u64 {
+    let end = reader.position();
+    let ended_on_lf = end.byte() > 0
+        && meter
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_newline(end.byte() - 1);
+    let inside = record.as_slice().iter().filter(|b| **b == b'\n').count() as u64;
+    (end.line() - u64::from(ended_on_lf))
+        .saturating_sub(inside)
+        .max(1)
+}
+
+/// Field separators a CSV file may use, the default first.
+const DELIMITERS: &[u8] = b",;\t";
+
+/// The separator of `source`'s CSV: the one under which its header row
+/// names the most columns of its entity (comma when none names more).
+fn detect_delimiter(source: &Source, max_row_bytes: usize) -> Result<u8, ExchangeError> {
+    let file = File::open(&source.path).map_err(|e| ExchangeError::io(&source.path, e))?;
+    let mut header = Vec::new();
+    BufReader::new(file)
+        .take(max_row_bytes as u64)
+        .read_until(b'\n', &mut header)
+        .map_err(|e| ExchangeError::io(&source.path, e))?;
+    let header = header.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&header);
+    let named = |d: u8| {
+        header
+            .split(|b| *b == d)
+            .filter_map(|name| std::str::from_utf8(name).ok())
+            .filter(|name| {
+                source
+                    .entity
+                    .column(name.trim().trim_matches('"'))
+                    .is_some()
+            })
+            .count()
+    };
+    let mut best = (DELIMITERS[0], named(DELIMITERS[0]));
+    for &d in &DELIMITERS[1..] {
+        let n = named(d);
+        if n > best.1 {
+            best = (d, n);
+        }
+    }
+    Ok(best.0)
+}
+
 fn csv_row(
     file: &str,
     entity: &Entity,
     map: &[Option<usize>],
     record: &csv::ByteRecord,
+    line: u64,
 ) -> Result<RawRow, Problem> {
-    let line = record.position().map_or(0, csv::Position::line);
     let problem = |column: Option<&str>, reason: String| Problem {
         file: file.to_string(),
         line,
@@ -366,11 +539,57 @@ fn csv_row(
                 ),
             )
         })?;
+        let column = &entity.columns[c];
+        check_characters(column, text).map_err(|r| problem(Some(column.name), r))?;
         if !text.is_empty() {
             cells[c] = Some(text.to_string());
         }
     }
     Ok(RawRow { line, cells })
+}
+
+/// Refuses control characters (C0 and DEL) other than TAB; line breaks
+/// (CR, LF) only where the column may span lines. NUL and the like are
+/// never data: they come from a broken export or a binary file, and
+/// would reach every tool's answers.
+fn check_characters(column: &Column, text: &str) -> Result<(), String> {
+    let refused = |c: char| {
+        let control = c.is_ascii_control() && c != '\t';
+        control && !(column.multiline && matches!(c, '\r' | '\n'))
+    };
+    let Some((at, c)) = text.chars().enumerate().find(|(_, c)| refused(*c)) else {
+        return Ok(());
+    };
+    let code = format!("U+{:04X}", u32::from(c));
+    let at = at + 1;
+    Err(match c {
+        '\r' | '\n' => format!(
+            "contains a line break ({code}) at character {at}; this column holds one line: \
+             remove the line break (only descriptions may span lines)"
+        ),
+        _ => {
+            let name = control_name(c).map_or(String::new(), |n| format!(" ({n})"));
+            format!(
+                "contains the control character {code}{name} at character {at}; remove it \
+                 (a broken export or a binary file?)"
+            )
+        }
+    })
+}
+
+/// The usual name of a control character, for the common ones.
+fn control_name(c: char) -> Option<&'static str> {
+    Some(match c {
+        '\0' => "NUL",
+        '\u{7}' => "BEL",
+        '\u{8}' => "backspace",
+        '\u{b}' => "vertical tab",
+        '\u{c}' => "form feed",
+        '\u{1a}' => "SUB, end of file",
+        '\u{1b}' => "ESC",
+        '\u{7f}' => "DEL",
+        _ => return None,
+    })
 }
 
 enum Line {
@@ -435,17 +654,24 @@ fn json_row(file: &str, entity: &Entity, line: u64, buf: &[u8]) -> Result<RawRow
             format!("not valid UTF-8 (byte {} of the line)", e.valid_up_to() + 1),
         )
     })?;
-    let object: serde_json::Map<String, serde_json::Value> =
+    let members: Members =
         serde_json::from_str(text).map_err(|e| problem(None, format!("not a JSON object: {e}")))?;
+    if let Some(key) = members.repeated {
+        return Err(problem(None, format!("key {key:?} appears twice")));
+    }
     let mut cells = vec![None; entity.columns.len()];
-    for (key, value) in object {
+    for (key, value) in members.pairs {
         let Some(c) = entity.column(&key) else {
             return Err(problem(Some(&key), unknown_column(entity)));
         };
+        let column = &entity.columns[c];
         cells[c] = match value {
             serde_json::Value::Null => None,
             serde_json::Value::String(s) if s.is_empty() => None,
-            serde_json::Value::String(s) => Some(s),
+            serde_json::Value::String(s) => {
+                check_characters(column, &s).map_err(|r| problem(Some(&key), r))?;
+                Some(s)
+            }
             serde_json::Value::Number(n) => Some(n.to_string()),
             _ => {
                 return Err(problem(
@@ -458,18 +684,47 @@ fn json_row(file: &str, entity: &Entity, line: u64, buf: &[u8]) -> Result<RawRow
     Ok(RawRow { line, cells })
 }
 
-/// The row's values in database form, defaults applied; `None` if a cell
-/// does not parse (validation has passed, so the file changed).
-pub fn values(entity: &Entity, row: &RawRow) -> Option<Vec<super::value::Value>> {
-    entity
-        .columns
-        .iter()
-        .zip(&row.cells)
-        .map(|(column, cell)| match cell.as_deref().or(column.default) {
-            None => Some(super::value::Value::Null),
-            Some(text) => super::value::parse(column.kind, text).ok(),
-        })
-        .collect()
+/// A JSON object's members in file order, and the first key written twice
+/// (which `serde_json::Map` would silently drop: the last value wins).
+/// Values are read by the same deserializer, so its nesting limit and its
+/// number range still apply.
+struct Members {
+    pairs: Vec<(String, serde_json::Value)>,
+    repeated: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for Members {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Members, D::Error> {
+        deserializer.deserialize_map(MembersVisitor)
+    }
+}
+
+struct MembersVisitor;
+
+impl<'de> Visitor<'de> for MembersVisitor {
+    type Value = Members;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // As serde_json's own map says, so messages stay the same.
+        f.write_str("a map")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
+        let mut seen = HashSet::new();
+        let mut members = Members {
+            pairs: Vec::new(),
+            repeated: None,
+        };
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value::<serde_json::Value>()?;
+            if !seen.insert(key.clone()) {
+                members.repeated.get_or_insert(key);
+                continue;
+            }
+            members.pairs.push((key, value));
+        }
+        Ok(members)
+    }
 }
 
 #[cfg(test)]
@@ -491,5 +746,136 @@ mod tests {
         ));
         assert_eq!(buf, b"{}");
         assert!(matches!(read_line(&mut reader, &mut buf, 4), Ok(Line::Eof)));
+    }
+
+    /// Reads `text` as `name`.csv / .jsonl; the line or problem of each row.
+    fn read(entity: &str, format: Format, text: &[u8]) -> Vec<Result<u64, String>> {
+        let entity = super::super::spec::entity(entity).expect("entity");
+        let dir = std::env::temp_dir().join(format!(
+            "read-test-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let file = format!("{}.{}", entity.name, format.extension());
+        let path = dir.join(&file);
+        std::fs::write(&path, text).expect("write");
+        let source = Source { entity, path, file };
+        let options = ImportOptions {
+            dir: dir.clone(),
+            format,
+            mode: super::super::Mode::Merge,
+            dry_run: true,
+            max_row_bytes: 1024,
+            actor: String::new(),
+            delimiter: None,
+            date_format: None,
+        };
+        let mut problems = Problems::default();
+        let mut reader = RowReader::open(&source, &options, &mut problems).expect("open");
+        assert!(problems.is_empty(), "{:?}", problems.first);
+        let mut out = Vec::new();
+        while let Some(row) = reader.next_row(entity) {
+            out.push(row.map(|r| r.line).map_err(|p| p.to_string()));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        out
+    }
+
+    #[test]
+    fn csv_lines_count_with_lf_crlf_blank_lines_and_quoted_breaks() {
+        let lf = b"teamId,name,departmentId,description\nt1,a,d,x\nt2,b,d,\"b\nc\"\n\nt3,c,d,x\nt4,e,d,x";
+        let crlf = b"\xef\xbb\xbfteamId,name,departmentId,description\r\nt1,a,d,x\r\n\
+                     t2,b,d,\"b\r\nc\"\r\n\r\nt3,c,d,x\r\nt4,e,d,x\r\n";
+        for text in [&lf[..], &crlf[..]] {
+            let lines: Vec<u64> = read("teams", Format::Csv, text)
+                .into_iter()
+                .map(|r| r.expect("row"))
+                .collect();
+            assert_eq!(lines, [2, 3, 6, 7], "{}", String::from_utf8_lossy(text));
+        }
+    }
+
+    #[test]
+    fn the_header_row_decides_the_delimiter() {
+        for text in [
+            &b"skillId;name;category\n1;a, b;x\n"[..],
+            b"skillId\tname\tcategory\n1\ta; b\tx\n",
+            b"\"skillId\";\"name\";\"category\"\r\n1;a;x\r\n",
+        ] {
+            assert_eq!(read("skills", Format::Csv, text), [Ok(2)]);
+        }
+    }
+
+    #[test]
+    fn control_characters_are_refused_and_line_breaks_only_in_descriptions() {
+        let nul = read(
+            "skills",
+            Format::Csv,
+            b"skillId,name,category\n1,A\x00b,x\n",
+        );
+        assert_eq!(
+            nul,
+            [Err(
+                "skills.csv:2: column name: contains the control character U+0000 (NUL) \
+                  at character 2; remove it (a broken export or a binary file?)"
+                    .to_string()
+            )]
+        );
+        let tab = read(
+            "skills",
+            Format::Csv,
+            b"skillId,name,category\n1,\"a\tb\",x\n",
+        );
+        assert_eq!(tab, [Ok(2)]);
+        let broken = read(
+            "skills",
+            Format::Csv,
+            b"skillId,name,category\n1,\"a\r\nb\",x\n",
+        );
+        assert!(
+            broken[0]
+                .as_ref()
+                .is_err_and(|e| e.contains("line break (U+000D)"))
+        );
+        let description = b"teamId,name,departmentId,description\nt,T,d,\"one\r\ntwo\"\n";
+        assert_eq!(read("teams", Format::Csv, description), [Ok(2)]);
+        let json = read(
+            "skills",
+            Format::Jsonl,
+            b"{\"skillId\":1,\"name\":\"a\\u007f\",\"category\":\"x\"}\n",
+        );
+        assert!(
+            json[0].as_ref().is_err_and(|e| e.contains("U+007F (DEL)")),
+            "{json:?}"
+        );
+    }
+
+    #[test]
+    fn a_json_key_twice_is_refused_and_bounds_hold() {
+        let twice = read(
+            "skills",
+            Format::Jsonl,
+            b"{\"skillId\":1,\"name\":\"a\",\"name\":\"b\",\"category\":\"x\"}\n",
+        );
+        assert_eq!(
+            twice,
+            [Err("skills.jsonl:1: key \"name\" appears twice".to_string())]
+        );
+        let deep = format!("{{\"name\":{}{}}}\n", "[".repeat(500), "]".repeat(500));
+        let deep = read("skills", Format::Jsonl, deep.as_bytes());
+        assert!(
+            deep[0]
+                .as_ref()
+                .is_err_and(|e| e.contains("recursion limit")),
+            "{deep:?}"
+        );
+        let huge = read("skills", Format::Jsonl, b"{\"skillId\":1e400}\n");
+        assert!(
+            huge[0]
+                .as_ref()
+                .is_err_and(|e| e.contains("number out of range")),
+            "{huge:?}"
+        );
     }
 }

@@ -36,6 +36,9 @@ pub struct Column {
     pub default: Option<&'static str>,
     /// The entity whose (single-column) key this value must name.
     pub refers: Option<&'static str>,
+    /// Whether a value may span lines (CR, LF): free text such as a
+    /// description. Other control characters are refused everywhere.
+    pub multiline: bool,
 }
 
 /// One entity: a file and a table.
@@ -90,6 +93,7 @@ const fn col(name: &'static str, sql: &'static str, kind: Kind) -> Column {
         required: true,
         default: None,
         refers: None,
+        multiline: false,
     }
 }
 
@@ -98,6 +102,12 @@ const fn opt(name: &'static str, sql: &'static str, kind: Kind) -> Column {
         required: false,
         ..col(name, sql, kind)
     }
+}
+
+/// Free text whose values may span lines.
+const fn lines(mut c: Column) -> Column {
+    c.multiline = true;
+    c
 }
 
 const fn reference(mut c: Column, entity: &'static str) -> Column {
@@ -125,7 +135,7 @@ pub const ENTITIES: &[Entity] = &[
         columns: &[
             col("departmentId", "id", Kind::Text),
             col("name", "name", Kind::Text),
-            col("description", "description", Kind::Text),
+            lines(col("description", "description", Kind::Text)),
             reference(opt("headId", "head_id", Kind::Text), "employees"),
         ],
         key: &[0],
@@ -140,7 +150,7 @@ pub const ENTITIES: &[Entity] = &[
                 col("departmentId", "department_id", Kind::Text),
                 "departments",
             ),
-            col("description", "description", Kind::Text),
+            lines(col("description", "description", Kind::Text)),
             reference(opt("managerId", "manager_id", Kind::Text), "employees"),
         ],
         key: &[0],

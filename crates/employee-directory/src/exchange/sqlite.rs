@@ -149,13 +149,7 @@ pub fn import(
 ) -> Result<ImportReport, ExchangeError> {
     let mut conn = open(path)?;
     let known = load_known(&conn)?;
-    let checked = validate::validate(
-        sources,
-        options.format,
-        options.mode,
-        options.max_row_bytes,
-        &known,
-    )?;
+    let checked = validate::validate(sources, options, &known)?;
     drop(known);
     if !checked.problems.is_empty() {
         return Err(ExchangeError::Invalid(checked.problems));
@@ -243,11 +237,11 @@ fn stage_file(
         .prepare(&sql::stage_insert(entity))
         .map_err(db("prepare staging insert"))?;
     let mut ignored = Problems::default();
-    let mut reader = RowReader::open(source, options.format, options.max_row_bytes, &mut ignored)?;
+    let mut reader = RowReader::open(source, options, &mut ignored)?;
     while let Some(row) = reader.next_row(entity) {
         let values = row
             .ok()
-            .and_then(|r| super::read::values(entity, &r))
+            .and_then(|r| reader.values(entity, &r))
             .ok_or_else(|| ExchangeError::Changed(source.file.clone()))?;
         stmt.execute(params_from_iter(values.iter().map(as_sql)))
             .map_err(db("stage a row"))?;

@@ -12,7 +12,7 @@ use super::problems::Problems;
 use super::read::{RawRow, RowReader, Source};
 use super::spec::{Entity, Kind};
 use super::value::{self, Value};
-use super::{ExchangeError, Format, Mode};
+use super::{ExchangeError, ImportOptions, Mode};
 
 /// Keys already in the database, for references the files do not satisfy.
 #[derive(Debug, Default)]
@@ -60,16 +60,16 @@ pub struct Checked {
     pub files: Vec<(u64, String)>,
 }
 
-/// Validates every source; `known` holds the database's keys.
+/// Validates every source, read as `options` say; `known` holds the
+/// database's keys.
 pub fn validate(
     sources: &[Source],
-    format: Format,
-    mode: Mode,
-    max_row_bytes: usize,
+    options: &ImportOptions,
     known: &Known,
 ) -> Result<Checked, ExchangeError> {
+    let (format, mode) = (options.format, options.mode);
     let mut checked = Checked::default();
-    let file_keys = collect_keys(sources, format, max_row_bytes)?;
+    let file_keys = collect_keys(sources, options)?;
     let present: HashSet<&str> = sources.iter().map(|s| s.entity.name).collect();
     let resolve = Resolver {
         file_keys: &file_keys.keys,
@@ -77,9 +77,10 @@ pub fn validate(
         present: &present,
         mode,
         ext: format.extension(),
+        date_format: options.date_format.as_deref(),
     };
     for source in sources {
-        let mut reader = RowReader::open(source, format, max_row_bytes, &mut checked.problems)?;
+        let mut reader = RowReader::open(source, options, &mut checked.problems)?;
         let mut seen: HashMap<u64, u64> = HashMap::new();
         let mut rows = 0;
         while let Some(row) = reader.next_row(source.entity) {
@@ -110,11 +111,7 @@ struct FileKeys {
     managers: HashMap<String, (u64, String, Option<String>)>,
 }
 
-fn collect_keys(
-    sources: &[Source],
-    format: Format,
-    max_row_bytes: usize,
-) -> Result<FileKeys, ExchangeError> {
+fn collect_keys(sources: &[Source], options: &ImportOptions) -> Result<FileKeys, ExchangeError> {
     let mut keys = HashMap::new();
     let mut managers = HashMap::new();
     // Header problems are reported by the second pass.
@@ -126,7 +123,7 @@ fn collect_keys(
             continue;
         }
         let set: &mut HashSet<String> = keys.entry(entity.name).or_default();
-        let mut reader = RowReader::open(source, format, max_row_bytes, &mut ignored)?;
+        let mut reader = RowReader::open(source, options, &mut ignored)?;
         while let Some(row) = reader.next_row(entity) {
             let Ok(row) = row else { continue };
             let Some(key) = key_of(entity, &row.cells) else {
@@ -167,6 +164,8 @@ struct Resolver<'a> {
     present: &'a HashSet<&'a str>,
     mode: Mode,
     ext: &'static str,
+    /// How dates in the files are written (`--date-format`).
+    date_format: Option<&'a str>,
 }
 
 impl Resolver<'_> {
@@ -212,7 +211,7 @@ fn check_row(
             values.push(Value::Null);
             continue;
         };
-        match value::parse(column.kind, text) {
+        match super::date::parse_value(column.kind, text, resolve.date_format) {
             Err(reason) => {
                 problems.at(&source.file, row.line, Some(column.name), reason);
                 values.push(Value::Null);

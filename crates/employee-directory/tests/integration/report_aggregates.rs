@@ -411,6 +411,8 @@ async fn an_import_keeps_every_aggregate(kind: Kind) {
                 dry_run: false,
                 max_row_bytes: 1 << 16,
                 actor: "test".into(),
+                delimiter: None,
+                date_format: None,
             };
             exchange::import(&url, &options).await.unwrap()
         }

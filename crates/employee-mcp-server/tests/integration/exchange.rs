@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::common::{self, BIN, Server, TIMEOUT, TempDb, temp_path};
 
 /// Runs the binary with `args`: (success, stdout, stderr).
-fn cli(args: &[&str]) -> (bool, String, String) {
+pub(crate) fn cli(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(BIN)
         .args(args)
         .env("RUST_LOG", "warn")
@@ -27,13 +27,13 @@ fn cli(args: &[&str]) -> (bool, String, String) {
     )
 }
 
-fn ok(args: &[&str]) -> String {
+pub(crate) fn ok(args: &[&str]) -> String {
     let (success, out, err) = cli(args);
     assert!(success, "{args:?} failed: {err}");
     out
 }
 
-fn export(db: &TempDb) -> PathBuf {
+pub(crate) fn export(db: &TempDb) -> PathBuf {
     let dir = temp_path("export", "d");
     ok(&[
         "export",
@@ -45,7 +45,7 @@ fn export(db: &TempDb) -> PathBuf {
     dir
 }
 
-fn import(db: &TempDb, dir: &Path, extra: &[&str]) -> (bool, String, String) {
+pub(crate) fn import(db: &TempDb, dir: &Path, extra: &[&str]) -> (bool, String, String) {
     let mut args = vec![
         "import",
         "--database",
@@ -60,7 +60,7 @@ fn import(db: &TempDb, dir: &Path, extra: &[&str]) -> (bool, String, String) {
 }
 
 /// Every file of an export, by name: what the database holds.
-fn contents(dir: &Path) -> Vec<(String, String)> {
+pub(crate) fn contents(dir: &Path) -> Vec<(String, String)> {
     let mut files: Vec<(String, String)> = std::fs::read_dir(dir)
         .expect("read export")
         .map(|e| {
@@ -73,12 +73,12 @@ fn contents(dir: &Path) -> Vec<(String, String)> {
     files
 }
 
-fn rows(dir: &Path, file: &str) -> Vec<csv_row::Row> {
+pub(crate) fn rows(dir: &Path, file: &str) -> Vec<csv_row::Row> {
     csv_row::read(&dir.join(file))
 }
 
 /// A tiny CSV reader for files the export wrote (test side only).
-mod csv_row {
+pub(crate) mod csv_row {
     use std::path::Path;
 
     pub type Row = Vec<String>;

@@ -15,6 +15,7 @@ mod cluster;
 mod connections;
 mod custom_tools;
 mod exchange;
+mod exchange_hostile;
 mod faults;
 mod legacy_wire;
 mod modern_wire;

@@ -1,13 +1,15 @@
 //! The database seam: one variant per supported backend.
 //!
-//! `Directory` only talks to [`Backend`]; adding PostgreSQL means adding a
-//! `postgres` module with the same methods, a variant here, a URL scheme in
-//! [`Backend::open`] and an arm in `dispatch!` (in `lib.rs`).
+//! `Directory` only talks to [`Backend`]: SQLite or PostgreSQL, as the
+//! [`DatabaseUrl`] says. Another backend would be a module with the same
+//! methods, a variant here and in `DatabaseUrl`, and an arm in `dispatch!`
+//! (in `lib.rs`).
 
+use crate::database_url::DatabaseUrl;
 use crate::error::DirectoryError;
 use crate::options::DirectoryOptions;
-use crate::postgres::{self, PostgresBackend};
-use crate::sqlite::{self, SqliteBackend};
+use crate::postgres::PostgresBackend;
+use crate::sqlite::{SqliteBackend, Target};
 
 pub(crate) enum Backend {
     Sqlite(SqliteBackend),
@@ -16,23 +18,21 @@ pub(crate) enum Backend {
 }
 
 impl Backend {
-    /// Opens the backend named by the URL scheme.
+    /// Opens the backend `url` names.
     pub(crate) async fn open(
-        url: &str,
+        url: &DatabaseUrl,
         options: DirectoryOptions,
     ) -> Result<Backend, DirectoryError> {
-        if let Some(target) = sqlite::parse_url(url) {
-            return Ok(Backend::Sqlite(
-                SqliteBackend::open(target?, options).await?,
-            ));
-        }
-        if postgres::is_url(url) {
-            return Ok(Backend::Postgres(Box::new(
-                PostgresBackend::open(url.trim(), options).await?,
-            )));
-        }
-        Err(DirectoryError::UnsupportedUrl {
-            url: url.to_string(),
+        Ok(match url {
+            DatabaseUrl::Sqlite { path, .. } => {
+                Backend::Sqlite(SqliteBackend::open(Target::File(path.clone()), options).await?)
+            }
+            DatabaseUrl::Memory => {
+                Backend::Sqlite(SqliteBackend::open(Target::Memory, options).await?)
+            }
+            DatabaseUrl::Postgres(url) => {
+                Backend::Postgres(Box::new(PostgresBackend::open(url, options).await?))
+            }
         })
     }
 

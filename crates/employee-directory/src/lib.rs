@@ -40,6 +40,7 @@
 mod aggregate;
 mod backend;
 mod clock;
+mod database_url;
 mod error;
 pub mod exchange;
 mod ids;
@@ -62,6 +63,7 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 
 pub use clock::{Clock, FixedClock, SystemClock};
+pub use database_url::{DatabaseUrl, redact};
 pub use error::{DirectoryError, UnavailableReason};
 pub use model::*;
 pub use options::{
@@ -138,6 +140,15 @@ impl Directory {
     /// for a lock or a free connection.
     pub async fn open_with(
         url: &str,
+        clock: Arc<dyn Clock>,
+        options: DirectoryOptions,
+    ) -> Result<Directory, DirectoryError> {
+        Directory::open_url(&DatabaseUrl::parse(url)?, clock, options).await
+    }
+
+    /// [`Directory::open_with`] a URL parsed already.
+    pub async fn open_url(
+        url: &DatabaseUrl,
         clock: Arc<dyn Clock>,
         options: DirectoryOptions,
     ) -> Result<Directory, DirectoryError> {

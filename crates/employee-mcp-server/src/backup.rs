@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use crate::audit::Location;
+use employee_directory::DatabaseUrl;
 
 /// How long `restore` waits for a server's write (an audit commit) to
 /// finish before it takes the write lock.
@@ -40,13 +40,13 @@ const KEPT: [&str; 5] = [
 ];
 
 /// The SQLite file behind `url`, or why there is none.
-fn sqlite_file(url: &str, what: &str) -> Result<std::path::PathBuf, String> {
-    match Location::from_url(url)? {
-        Location::File(path) => Ok(path),
-        Location::Memory => Err(format!(
+fn sqlite_file(url: &DatabaseUrl, what: &str) -> Result<std::path::PathBuf, String> {
+    match url {
+        DatabaseUrl::Sqlite { path, .. } => Ok(path.clone()),
+        DatabaseUrl::Memory => Err(format!(
             "{what} needs a database file (sqlite://PATH), not an in-memory database"
         )),
-        Location::Postgres(_) => Err(format!(
+        DatabaseUrl::Postgres(_) => Err(format!(
             "{what} is for SQLite files; for PostgreSQL use pg_dump and pg_restore (see the \
              README, \"Backup and restore\")"
         )),
@@ -55,7 +55,7 @@ fn sqlite_file(url: &str, what: &str) -> Result<std::path::PathBuf, String> {
 
 /// `backup`: a consistent copy of the live database at `out`, which must
 /// not exist. Returns a one-line summary.
-pub fn backup(url: &str, out: &Path) -> Result<String, String> {
+pub fn backup(url: &DatabaseUrl, out: &Path) -> Result<String, String> {
     let path = sqlite_file(url, "backup")?;
     if !path.exists() {
         return Err(format!("no database at {}", path.display()));
@@ -87,7 +87,7 @@ pub fn backup(url: &str, out: &Path) -> Result<String, String> {
 
 /// `restore`: the backup's directory and catalogue rows into the live
 /// database, in one transaction; returns the per-table summary.
-pub fn restore(url: &str, from: &Path) -> Result<String, String> {
+pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<String, String> {
     let path = sqlite_file(url, "restore")?;
     if !from.is_file() {
         return Err(format!("no backup file at {}", from.display()));

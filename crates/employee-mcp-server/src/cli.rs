@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use employee_directory::DatabaseUrl;
 use mcpwire_server::access::CallOutcome;
 
 use crate::audit::{DEFAULT_RETENTION, Retention};
@@ -89,7 +90,7 @@ pub enum Command {
 pub struct BackupArgs {
     /// Database URL, as given to the server (sqlite://PATH).
     #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
-    pub database: String,
+    pub database: DatabaseUrl,
     /// The backup file to write (must not exist).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -100,7 +101,7 @@ pub struct BackupArgs {
 pub struct RestoreArgs {
     /// Database URL, as given to the server (sqlite://PATH).
     #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
-    pub database: String,
+    pub database: DatabaseUrl,
     /// The backup file to restore from (written by `backup`).
     #[arg(long, value_name = "FILE")]
     pub from: PathBuf,
@@ -117,7 +118,7 @@ pub struct ServeArgs {
     /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE` (an existing
     /// database; the first server migrates and seeds it, replicas share it).
     #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
-    pub database: String,
+    pub database: DatabaseUrl,
 
     /// Leave a new database empty instead of filling it with the demo
     /// company (for an `import` next).
@@ -468,7 +469,7 @@ pub struct ClusterArgs {
     /// request-state key. Defaults to --database when that is PostgreSQL;
     /// without either, the process keeps them in memory (one replica).
     #[arg(long, env = "EMPLOYEE_MCP_SHARED_STATE_URL", value_name = "URL")]
-    pub shared_state_url: Option<String>,
+    pub shared_state_url: Option<DatabaseUrl>,
 
     /// File holding the requestState signing key: at least 32 random bytes,
     /// raw or hex (`openssl rand -hex 32`). Give every replica the same
@@ -608,7 +609,7 @@ fn outcome_parser() -> impl TypedValueParser<Value = CallOutcome> {
 pub struct AuditArgs {
     /// Database URL, as given to the server.
     #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
-    pub database: String,
+    pub database: DatabaseUrl,
 
     /// Only calls at or after this time: RFC 3339 (2026-10-01T09:00:00Z) or
     /// a duration back from now (30m, 1h, 7d). Read as unix milliseconds.

@@ -10,6 +10,7 @@ use employee_directory::exchange::{
 };
 
 use employee_directory::DEFAULT_DATABASE_URL as DEFAULT_DATABASE;
+use employee_directory::DatabaseUrl;
 
 /// File format flag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -44,7 +45,7 @@ pub enum ModeArg {
 pub struct ExportArgs {
     /// Database URL, as given to the server.
     #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
-    pub database: String,
+    pub database: DatabaseUrl,
 
     /// Folder to write the entity files into (created if missing; files of
     /// the same names are replaced).
@@ -75,7 +76,7 @@ pub struct ImportArgs {
     /// Database URL, as given to the server (created empty, without demo
     /// data, if it does not exist).
     #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE)]
-    pub database: String,
+    pub database: DatabaseUrl,
 
     /// Folder holding the entity files (employees.csv, departments.csv, …;
     /// any subset).
@@ -141,7 +142,7 @@ fn date_format(text: &str) -> Result<String, String> {
 /// The `export` subcommand.
 pub async fn export(args: &ExportArgs) -> Result<(), String> {
     let written = exchange::export(
-        &args.database,
+        args.database.as_str(),
         &args.out,
         args.format.into(),
         args.demo_employees,
@@ -163,7 +164,7 @@ pub async fn export(args: &ExportArgs) -> Result<(), String> {
 /// The `import` subcommand.
 pub async fn import(args: &ImportArgs) -> Result<(), String> {
     if args.history {
-        let records = exchange::history(&args.database, args.limit)
+        let records = exchange::history(args.database.as_str(), args.limit)
             .await
             .map_err(|e| e.to_string())?;
         for r in &records {
@@ -187,7 +188,7 @@ pub async fn import(args: &ImportArgs) -> Result<(), String> {
         delimiter: args.delimiter,
         date_format: args.date_format.clone(),
     };
-    match exchange::import(&args.database, &options).await {
+    match exchange::import(args.database.as_str(), &options).await {
         Ok(report) => {
             print_report(&report);
             Ok(())

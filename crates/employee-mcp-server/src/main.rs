@@ -143,8 +143,7 @@ fn print_audit(args: &AuditArgs) -> Result<(), String> {
         outcome: args.outcome.map(|o| o.as_str().to_owned()),
         limit: args.limit,
     };
-    let location = audit::Location::from_url(&args.database)?;
-    let rows = audit::query(&location, &filter)?;
+    let rows = audit::query(&args.database, &filter)?;
     let mut out = std::io::stdout().lock();
     let write = |out: &mut std::io::StdoutLock<'_>, line: String| {
         writeln!(out, "{line}").map_err(|e| format!("cannot write to stdout: {e}"))

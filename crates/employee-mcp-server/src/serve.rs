@@ -24,7 +24,6 @@ use crate::{audit, auth, catalog, cluster, ops, tools};
 pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
     // Configuration errors first, before seeding a database.
     let callers = Callers::from_args(&cli)?;
-    let audit_location = audit::Location::from_url(&cli.database)?;
     let directory = open_directory(&cli).await?;
     // After the directory: it creates the file and its folder.
     // The file the directory opened, pinned: every other connection to it
@@ -35,7 +34,7 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
         commit_timeout: Duration::from_secs(cli.audit_commit_timeout_secs),
         pin: pin.clone(),
     };
-    let sink = audit::Audit::open(&audit_location, audit_options)?;
+    let sink = audit::Audit::open(&cli.database, audit_options)?;
     let replication = replication(&cli).await?;
     let limits = replication.limits.clone();
     let (server, builtins) = build_server(
@@ -138,7 +137,7 @@ async fn open_directory(cli: &ServeArgs) -> Result<Directory, String> {
         demo_data: !cli.no_demo_data,
         ..DirectoryOptions::default()
     };
-    Directory::open_with(&cli.database, Arc::new(SystemClock), options)
+    Directory::open_url(&cli.database, Arc::new(SystemClock), options)
         .await
         .map_err(|e| format!("cannot open the employee database: {e}"))
 }
@@ -146,7 +145,7 @@ async fn open_directory(cli: &ServeArgs) -> Result<Directory, String> {
 /// Serves MCP on stdin/stdout until stdin ends or a signal.
 async fn on_stdio(server: Server, cli: &ServeArgs, callers: Callers) -> Result<(), String> {
     tracing::info!(
-        database = %audit::display_url(&cli.database),
+        database = %cli.database,
         enforce_scopes = callers.enforce_scopes,
         subject = callers.stdio_principal.as_ref().map_or("-", |p| p.subject.as_str()),
         "serving MCP on stdio"
@@ -217,7 +216,7 @@ async fn on_http(
     tracing::info!(
         authenticated = callers.authenticated,
         "serving MCP on http://{addr}/mcp (database {})",
-        audit::display_url(&cli.database)
+        cli.database
     );
     let limits = ConnectionLimits {
         header_read_timeout: Duration::from_secs(conn.header_read_timeout_secs),
@@ -251,17 +250,18 @@ async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
         None => None,
     };
     let url = match &args.shared_state_url {
-        Some(url) if cluster::is_postgres(url) => url,
-        Some(_) => {
-            return Err("--shared-state-url must be a postgres:// or postgresql:// URL".to_owned());
-        }
-        None if cluster::is_postgres(&cli.database) => &cli.database,
-        None => {
-            return Ok(Replicated {
-                key: file_key,
-                ..Replicated::default()
-            });
-        }
+        Some(url) => url.postgres().ok_or_else(|| {
+            "--shared-state-url must be a postgres:// or postgresql:// URL".to_owned()
+        })?,
+        None => match cli.database.postgres() {
+            Some(url) => url,
+            None => {
+                return Ok(Replicated {
+                    key: file_key,
+                    ..Replicated::default()
+                });
+            }
+        },
     };
     let size = usize::try_from(args.shared_pool_size).unwrap_or(8);
     let timeout = Duration::from_millis(args.shared_state_timeout_ms);
@@ -352,7 +352,7 @@ async fn start_catalog(
     builtins: Vec<mcpwire_server::Tool>,
     pin: Option<Arc<PinnedFile>>,
 ) -> Result<Option<catalog::watch::Watcher>, String> {
-    if !cluster::is_postgres(&cli.database) {
+    if !cli.database.is_postgres() {
         match catalog::database_file(&cli.database) {
             Ok(_) => {}
             Err(reason) if cli.tools_file.is_none() => {

@@ -30,7 +30,7 @@ pub use date::check_format as check_date_format;
 pub use history::ImportRecord;
 pub use problems::{MAX_REPORTED, Problem, Problems};
 
-use crate::{Directory, DirectoryError, DirectoryOptions, SystemClock};
+use crate::{DatabaseUrl, Directory, DirectoryError, DirectoryOptions, SystemClock};
 
 /// Default for [`ImportOptions::max_row_bytes`].
 pub const DEFAULT_MAX_ROW_BYTES: usize = 64 * 1024;
@@ -213,19 +213,11 @@ enum Target {
 }
 
 fn target(url: &str) -> Result<Target, ExchangeError> {
-    if let Some(parsed) = crate::sqlite::parse_url(url) {
-        return match parsed? {
-            crate::sqlite::Target::File(path) => Ok(Target::Sqlite(path)),
-            crate::sqlite::Target::Memory => Err(ExchangeError::NotAFile(url.to_string())),
-        };
+    match DatabaseUrl::parse(url)? {
+        DatabaseUrl::Sqlite { path, .. } => Ok(Target::Sqlite(path)),
+        DatabaseUrl::Memory => Err(ExchangeError::NotAFile(url.to_string())),
+        DatabaseUrl::Postgres(url) => Ok(Target::Postgres(url)),
     }
-    if crate::postgres::is_url(url) {
-        return Ok(Target::Postgres(url.trim().to_string()));
-    }
-    Err(DirectoryError::UnsupportedUrl {
-        url: url.to_string(),
-    }
-    .into())
 }
 
 /// What a database that does not exist yet is created with.

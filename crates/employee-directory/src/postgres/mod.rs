@@ -31,12 +31,6 @@ use crate::trace::query_span;
 use pool::{PgPool, is_connection_lost};
 use serde::Serialize;
 
-/// Whether `url` names a PostgreSQL database.
-pub(crate) fn is_url(url: &str) -> bool {
-    let url = url.trim();
-    url.starts_with("postgres://") || url.starts_with("postgresql://")
-}
-
 /// This backend's `db.system.name` in query spans.
 const DB_SYSTEM: &str = "postgresql";
 
@@ -291,27 +285,5 @@ impl PostgresBackend {
 
     pub(crate) fn pool_stats(&self) -> crate::PoolStats {
         self.pool.stats()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn recognises_urls() {
-        assert!(is_url("postgres://u@h/db"));
-        assert!(is_url(" postgresql://h:5432/db "));
-        assert!(!is_url("sqlite://x"));
-        assert!(!is_url("postgres:/x"));
-    }
-
-    #[test]
-    fn redacts_passwords() {
-        assert_eq!(
-            pool::redact("postgres://u:secret@h/db"),
-            "postgres://u@h/db"
-        );
-        assert_eq!(pool::redact("postgres://h/db"), "postgres://h/db");
     }
 }

@@ -18,6 +18,7 @@ use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
 use crate::PoolStats;
+use crate::database_url::redact;
 use crate::error::{DirectoryError, UnavailableReason};
 use crate::options::DirectoryOptions;
 
@@ -211,18 +212,4 @@ fn describe(config: &tokio_postgres::Config) -> String {
     let port = config.get_ports().first().copied().unwrap_or(5432);
     let db = config.get_dbname().unwrap_or("(default database)");
     format!("{host}:{port}/{db}")
-}
-
-/// The URL without its password, for error messages.
-pub(crate) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    match rest.split_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}@{host}")
-        }
-        None => url.to_string(),
-    }
 }

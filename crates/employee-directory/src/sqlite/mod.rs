@@ -14,7 +14,6 @@ mod seed;
 mod skills;
 mod team;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -35,25 +34,6 @@ use rusqlite::Connection;
 
 /// Most connections a file database keeps open.
 const MAX_CONNECTIONS: usize = 8;
-
-/// Parses a SQLite URL; `None` if it is not one.
-///
-/// Accepted: `sqlite::memory:`, `sqlite://:memory:`, `sqlite://PATH` (relative
-/// or absolute, `sqlite:///abs/path` works too). A `?query` suffix is ignored.
-pub(crate) fn parse_url(url: &str) -> Option<Result<Target, DirectoryError>> {
-    let url = url.trim();
-    if url == "sqlite::memory:" || url == "sqlite://:memory:" {
-        return Some(Ok(Target::Memory));
-    }
-    let rest = url.strip_prefix("sqlite://")?;
-    let path = rest.split('?').next().unwrap_or_default();
-    if path.is_empty() {
-        return Some(Err(DirectoryError::UnsupportedUrl {
-            url: url.to_string(),
-        }));
-    }
-    Some(Ok(Target::File(PathBuf::from(path))))
-}
 
 /// A SQLite-backed directory.
 pub(crate) struct SqliteBackend {
@@ -322,32 +302,5 @@ fn create_parent_dir(path: &std::path::Path) -> Result<(), DirectoryError> {
                 )
             }),
         _ => Ok(()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_urls() {
-        assert!(matches!(
-            parse_url("sqlite::memory:"),
-            Some(Ok(Target::Memory))
-        ));
-        assert!(matches!(
-            parse_url("sqlite://:memory:"),
-            Some(Ok(Target::Memory))
-        ));
-        match parse_url("sqlite://data/hr.db?mode=rwc") {
-            Some(Ok(Target::File(p))) => assert_eq!(p, PathBuf::from("data/hr.db")),
-            _ => panic!("relative path not parsed"),
-        }
-        match parse_url("sqlite:///var/lib/hr.db") {
-            Some(Ok(Target::File(p))) => assert_eq!(p, PathBuf::from("/var/lib/hr.db")),
-            _ => panic!("absolute path not parsed"),
-        }
-        assert!(matches!(parse_url("sqlite://"), Some(Err(_))));
-        assert!(parse_url("postgres://localhost/hr").is_none());
     }
 }

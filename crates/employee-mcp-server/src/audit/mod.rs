@@ -29,13 +29,14 @@ mod store;
 mod writer;
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use employee_directory::DatabaseUrl;
 use employee_directory::pinned::PinnedFile;
 use mcpwire_server::access::{AuditRecord, AuditSink, CallOutcome, RedactionLimits};
 use rusqlite::{Connection, OpenFlags, params_from_iter};
@@ -100,40 +101,6 @@ CREATE INDEX IF NOT EXISTS audit_log_tool ON audit_log (tool, at_unix_ms);
 CREATE INDEX IF NOT EXISTS audit_log_subject ON audit_log (subject, at_unix_ms);
 ";
 
-/// Where the audit table lives, from the `--database` URL.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Location {
-    /// A database file (the directory's).
-    File(PathBuf),
-    /// A private in-memory database: records live as long as the process.
-    Memory,
-    /// A PostgreSQL database (the directory's), shared by replicas.
-    Postgres(String),
-}
-
-impl Location {
-    /// Reads the same URLs as the directory: `sqlite://PATH`,
-    /// `sqlite:///abs/path`, `sqlite::memory:` (a `?query` is ignored),
-    /// `postgres://…` / `postgresql://…`.
-    pub fn from_url(url: &str) -> Result<Location, String> {
-        let url = url.trim();
-        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            return Ok(Location::Postgres(url.to_owned()));
-        }
-        if url == "sqlite::memory:" || url == "sqlite://:memory:" {
-            return Ok(Location::Memory);
-        }
-        let path = url
-            .strip_prefix("sqlite://")
-            .and_then(|rest| rest.split('?').next())
-            .filter(|p| !p.is_empty())
-            .ok_or_else(|| {
-                format!("unsupported database URL \"{url}\"; use sqlite://PATH, sqlite::memory: or postgres://USER@HOST/DATABASE")
-            })?;
-        Ok(Location::File(PathBuf::from(path)))
-    }
-}
-
 /// Runs `work` on a plain thread: the PostgreSQL code drives its own
 /// runtime, which cannot start inside the caller's.
 fn off_runtime<T: Send>(work: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
@@ -143,11 +110,6 @@ fn off_runtime<T: Send>(work: impl FnOnce() -> Result<T, String> + Send) -> Resu
             .join()
             .unwrap_or_else(|_| Err("the audit database thread panicked".to_owned()))
     })
-}
-
-/// A database URL for logs: the password of a PostgreSQL URL removed.
-pub fn display_url(url: &str) -> String {
-    postgres::redact(url)
 }
 
 /// How long audit rows are kept (`--audit-retention`).
@@ -193,7 +155,7 @@ fn parse_duration(text: &str) -> Option<Duration> {
 /// Opens the audit database; a file through `pin` when given (a server),
 /// by path otherwise (the `audit` subcommand).
 fn open(
-    location: &Location,
+    location: &DatabaseUrl,
     create: bool,
     pin: Option<&PinnedFile>,
     busy: Duration,
@@ -206,16 +168,16 @@ fn open(
         format!("cannot open the audit database {}: {e}", describe(location))
     };
     let conn = match (location, pin) {
-        (Location::File(_), Some(pin)) => pin.open(flags).map_err(|e| failed(&e))?,
-        (Location::File(path), None) => {
+        (DatabaseUrl::Sqlite { .. }, Some(pin)) => pin.open(flags).map_err(|e| failed(&e))?,
+        (DatabaseUrl::Sqlite { path, .. }, None) => {
             Connection::open_with_flags(path, flags).map_err(|e| failed(&e))?
         }
-        (Location::Memory, _) => Connection::open_in_memory().map_err(|e| failed(&e))?,
-        (Location::Postgres(_), _) => return Err("not a SQLite location".to_owned()),
+        (DatabaseUrl::Memory, _) => Connection::open_in_memory().map_err(|e| failed(&e))?,
+        (DatabaseUrl::Postgres(_), _) => return Err("not a SQLite location".to_owned()),
     };
     conn.busy_timeout(busy)
         .map_err(|e| format!("cannot configure the audit database: {e}"))?;
-    if let Location::File(_) = location {
+    if let DatabaseUrl::Sqlite { .. } = location {
         let mode: String = conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
             .map_err(|e| format!("cannot switch the audit database to WAL: {e}"))?;
@@ -261,11 +223,11 @@ fn has_column(conn: &Connection, name: &str) -> Result<bool, String> {
     Ok(names.iter().any(|n| n == name))
 }
 
-fn describe(location: &Location) -> String {
+fn describe(location: &DatabaseUrl) -> String {
     match location {
-        Location::File(p) => p.display().to_string(),
-        Location::Memory => "(in memory)".to_owned(),
-        Location::Postgres(url) => postgres::redact(url),
+        DatabaseUrl::Sqlite { path: p, .. } => p.display().to_string(),
+        DatabaseUrl::Memory => "(in memory)".to_owned(),
+        DatabaseUrl::Postgres(_) => location.redacted(),
     }
 }
 
@@ -377,15 +339,15 @@ const WRITER_CACHE_SIZE: i64 = -256;
 impl Audit {
     /// Opens the database (already created by the directory), creates or
     /// migrates the table and starts the writer thread.
-    pub fn open(location: &Location, options: AuditOptions) -> Result<Audit, String> {
-        if *location == Location::Memory {
+    pub fn open(location: &DatabaseUrl, options: AuditOptions) -> Result<Audit, String> {
+        if *location == DatabaseUrl::Memory {
             tracing::warn!(
                 "audit trail kept in memory (sqlite::memory: database); it is lost when the server stops"
             );
         }
         let store: Box<dyn store::Store> = match location {
             // Its own runtime must be built off the caller's async threads.
-            Location::Postgres(url) => Box::new(off_runtime(|| postgres::PgStore::open(url))?),
+            DatabaseUrl::Postgres(url) => Box::new(off_runtime(|| postgres::PgStore::open(url))?),
             _ => {
                 let busy = writer_busy_timeout(options.commit_timeout);
                 let conn = open(location, true, options.pin.as_deref(), busy)?;
@@ -594,7 +556,7 @@ fn open_for_reading(path: &Path) -> Result<Connection, String> {
 
 /// Whether the database has a table `name`; a file that is not a SQLite
 /// database says so here, at its first read.
-fn has_table(conn: &Connection, name: &str, location: &Location) -> Result<bool, String> {
+fn has_table(conn: &Connection, name: &str, location: &DatabaseUrl) -> Result<bool, String> {
     conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
         [name],
@@ -612,18 +574,18 @@ fn has_table(conn: &Connection, name: &str, location: &Location) -> Result<bool,
 }
 
 /// Reads records matching `filter`, oldest first (the newest `limit`).
-pub fn query(location: &Location, filter: &Filter) -> Result<Vec<Row>, String> {
-    if let Location::Postgres(url) = location {
+pub fn query(location: &DatabaseUrl, filter: &Filter) -> Result<Vec<Row>, String> {
+    if let DatabaseUrl::Postgres(url) = location {
         return off_runtime(|| postgres::query(url, filter));
     }
     let conn = match location {
-        Location::File(path) => open_for_reading(path)?,
+        DatabaseUrl::Sqlite { path, .. } => open_for_reading(path)?,
         _ => open(location, false, None, READ_BUSY_TIMEOUT)?,
     };
     if !has_table(&conn, "audit_log", location)? {
         // A directory no server has served yet has no trail; any other
         // file is not ours to read.
-        if let Location::File(path) = location
+        if let DatabaseUrl::Sqlite { path, .. } = location
             && !has_table(&conn, "employees", location)?
         {
             return Err(format!(
@@ -723,21 +685,6 @@ mod tests {
         assert!(parse_time("11575d", now).is_err(), "before 1970");
         assert!(parse_time("99999999999d", now).is_err());
         assert!(parse_time("9223372036854775807s", now).is_err());
-    }
-
-    #[test]
-    fn reads_urls() {
-        assert_eq!(Location::from_url("sqlite::memory:"), Ok(Location::Memory));
-        assert_eq!(
-            Location::from_url("sqlite://data/hr.db?mode=rwc"),
-            Ok(Location::File(PathBuf::from("data/hr.db")))
-        );
-        assert_eq!(
-            Location::from_url("postgres://u@h/db"),
-            Ok(Location::Postgres("postgres://u@h/db".to_owned()))
-        );
-        assert!(Location::from_url("mysql://x").is_err());
-        assert_eq!(display_url("postgres://u:secret@h/db"), "postgres://u@h/db");
     }
 
     #[test]

@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use employee_directory::redact;
 use tokio::runtime::Runtime;
 use tokio_postgres::{Client, NoTls, Statement};
 
@@ -53,20 +54,6 @@ CREATE INDEX IF NOT EXISTS audit_log_at ON audit_log (at_unix_ms);
 CREATE INDEX IF NOT EXISTS audit_log_tool ON audit_log (tool, at_unix_ms);
 CREATE INDEX IF NOT EXISTS audit_log_subject ON audit_log (subject, at_unix_ms);
 ";
-
-/// The URL without its password, for messages.
-pub(super) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    match rest.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}@{host}")
-        }
-        None => url.to_owned(),
-    }
-}
 
 /// PostgreSQL text cannot hold NUL; a client-chosen string may.
 fn text(s: &str) -> String {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
-use employee_directory::{DEFAULT_DATABASE_URL, Directory, SystemClock};
+use employee_directory::{DEFAULT_DATABASE_URL, DatabaseUrl, Directory, SystemClock};
 use serde_json::json;
 
 use super::{Store, sqlite};
@@ -19,7 +19,7 @@ use crate::custom::spec::{self, ToolSpec};
 pub struct ToolsArgs {
     /// Database URL, as given to the server: sqlite://PATH or postgres://….
     #[arg(long, env = "EMPLOYEE_MCP_DATABASE", default_value = DEFAULT_DATABASE_URL, global = true)]
-    pub database: String,
+    pub database: DatabaseUrl,
 
     /// PostgreSQL: the role custom tools' statements run as (created with
     /// SELECT on the directory tables when the user may; see the README).
@@ -107,7 +107,7 @@ pub fn actor(explicit: Option<&str>) -> String {
 pub async fn run(args: &ToolsArgs) -> Result<(), String> {
     // Opening the directory creates and migrates the database, so a
     // statement can be checked against its real schema.
-    let directory = Directory::open(&args.database, Arc::new(SystemClock))
+    let directory = Directory::open_url(&args.database, Arc::new(SystemClock), Default::default())
         .await
         .map_err(|e| format!("cannot open the employee database: {e}"))?;
     let settings = crate::tools::Settings {

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
+use employee_directory::DatabaseUrl;
 use employee_directory::pinned::PinnedFile;
 use mcpwire_server::Tool;
 use rusqlite::{Connection, OpenFlags};
@@ -64,8 +65,8 @@ async fn blocking<T: Send + 'static>(
 impl Store {
     /// The catalogue of the database at `url`, its tables created if
     /// missing.
-    pub async fn open(url: &str) -> Result<Store, String> {
-        if crate::cluster::is_postgres(url) {
+    pub async fn open(url: &DatabaseUrl) -> Result<Store, String> {
+        if let Some(url) = url.postgres() {
             let pool = crate::cluster::pool(url, PG_POOL_SIZE, PG_TIMEOUT)?;
             postgres::migrate(&pool).await?;
             return Ok(Store::Postgres(pool));
@@ -209,16 +210,14 @@ impl Store {
 
 /// The SQLite file behind a `sqlite://PATH` URL; custom tools and the
 /// catalogue need a file every process can open.
-pub fn database_file(url: &str) -> Result<PathBuf, String> {
-    match crate::audit::Location::from_url(url)? {
-        crate::audit::Location::File(path) => Ok(path),
-        crate::audit::Location::Memory => Err(
+pub fn database_file(url: &DatabaseUrl) -> Result<PathBuf, String> {
+    match url {
+        DatabaseUrl::Sqlite { path, .. } => Ok(path.clone()),
+        DatabaseUrl::Memory => Err(
             "the tool catalogue needs a database file (sqlite://PATH), not an in-memory database"
                 .into(),
         ),
-        crate::audit::Location::Postgres(_) => {
-            Err("a PostgreSQL URL names no database file".into())
-        }
+        DatabaseUrl::Postgres(_) => Err("a PostgreSQL URL names no database file".into()),
     }
 }
 
@@ -262,7 +261,7 @@ impl Catalog {
     /// as `role` on PostgreSQL, each within `limits`.
     pub fn new(
         store: Store,
-        url: &str,
+        url: &DatabaseUrl,
         builtins: Vec<Tool>,
         max_custom: usize,
         max_connections: usize,
@@ -278,7 +277,7 @@ impl Catalog {
             // Waiting for a free connection is bounded by the call timeout;
             // the pool's own timeout only guards against a lost server.
             Store::Postgres(_) => Runner::Postgres(Arc::new(custom::postgres::Executor::new(
-                crate::cluster::pool(url, max_connections.max(1), PG_QUERY_WAIT)?,
+                crate::cluster::pool(url.as_str(), max_connections.max(1), PG_QUERY_WAIT)?,
                 role.to_owned(),
                 limits,
             ))),

@@ -37,11 +37,6 @@ const MIGRATIONS: &[&str] = &[
     shares::MIGRATION,
 ];
 
-/// Whether `--database` names a PostgreSQL database.
-pub fn is_postgres(url: &str) -> bool {
-    url.starts_with("postgres://") || url.starts_with("postgresql://")
-}
-
 /// A pool of at most `size` connections for the shared state; getting a
 /// connection (or making one) fails after `timeout` rather than hanging
 /// when the database is down.

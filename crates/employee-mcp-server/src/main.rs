@@ -7,7 +7,6 @@ mod auth;
 mod backup;
 mod catalog;
 mod cli;
-mod cluster;
 mod custom;
 mod exchange;
 mod ops;

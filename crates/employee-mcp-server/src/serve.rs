@@ -18,7 +18,7 @@ use mcpwire_server::transport::stdio::{StdioConfig, serve_stdio};
 use mcpwire_server::{AccessOptions, RateLimit, Server, ServerOptions};
 
 use crate::cli::ServeArgs;
-use crate::{audit, auth, catalog, cluster, ops, tools};
+use crate::{audit, auth, catalog, ops, tools};
 
 /// Serves until a signal (HTTP) or the end of stdin (stdio).
 pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
@@ -240,13 +240,13 @@ struct Replicated {
     tasks: Option<Arc<dyn mcpwire_server::tasks::TaskBackend>>,
     limiter: Option<Arc<dyn mcpwire_server::access::CallLimiter>>,
     /// The PostgreSQL limits, to return unspent tokens at shutdown.
-    limits: Option<Arc<cluster::limits::PgLimiter>>,
+    limits: Option<Arc<mcpwire_cluster::limits::PgLimiter>>,
 }
 
 async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
     let args = &cli.cluster;
     let file_key = match &args.request_state_key_file {
-        Some(path) => Some(cluster::key::from_file(path)?),
+        Some(path) => Some(mcpwire_cluster::key::from_file(path)?),
         None => None,
     };
     let url = match &args.shared_state_url {
@@ -265,7 +265,7 @@ async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
     };
     let size = usize::try_from(args.shared_pool_size).unwrap_or(8);
     let timeout = Duration::from_millis(args.shared_state_timeout_ms);
-    let r = cluster::connect(url, size, timeout).await?;
+    let r = mcpwire_cluster::connect(url, size, timeout).await?;
     tracing::info!(
         "sharing sessions, events, tasks and limits with other replicas through PostgreSQL"
     );

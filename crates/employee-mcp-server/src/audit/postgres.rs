@@ -22,7 +22,7 @@ use tokio_postgres::{Client, NoTls, Statement};
 
 use super::store::Store;
 use super::{Entry, Filter, ROW_COLUMNS, Row, row_from};
-use crate::cluster::db_message;
+use mcpwire_cluster::db_message;
 
 /// Server-side bound on one audit statement.
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -67,7 +67,7 @@ impl Store {
     /// missing.
     pub async fn open(url: &DatabaseUrl) -> Result<Store, String> {
         if let Some(url) = url.postgres() {
-            let pool = crate::cluster::pool(url, PG_POOL_SIZE, PG_TIMEOUT)?;
+            let pool = mcpwire_cluster::pool(url, PG_POOL_SIZE, PG_TIMEOUT)?;
             postgres::migrate(&pool).await?;
             return Ok(Store::Postgres(pool));
         }
@@ -277,7 +277,7 @@ impl Catalog {
             // Waiting for a free connection is bounded by the call timeout;
             // the pool's own timeout only guards against a lost server.
             Store::Postgres(_) => Runner::Postgres(Arc::new(custom::postgres::Executor::new(
-                crate::cluster::pool(url.as_str(), max_connections.max(1), PG_QUERY_WAIT)?,
+                mcpwire_cluster::pool(url.as_str(), max_connections.max(1), PG_QUERY_WAIT)?,
                 role.to_owned(),
                 limits,
             ))),

@@ -5,8 +5,8 @@
 use deadpool_postgres::Pool;
 
 use super::sqlite::{Change, Entry, now};
-use crate::cluster::db_message;
 use crate::custom::spec::ToolSpec;
+use mcpwire_cluster::db_message;
 
 /// Serialises concurrent `CREATE … IF NOT EXISTS` of replicas and the CLI
 /// starting together (PostgreSQL 15 refuses `_` in numeric literals).

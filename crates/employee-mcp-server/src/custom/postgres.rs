@@ -107,7 +107,7 @@ pub fn valid_role(role: &str) -> bool {
 }
 
 fn pg_error(e: &tokio_postgres::Error) -> String {
-    crate::cluster::db_message(e)
+    mcpwire_cluster::db_message(e)
 }
 
 /// Creates the reader role and its grants where missing, or says exactly

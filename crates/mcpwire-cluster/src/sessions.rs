@@ -34,7 +34,7 @@ pub struct PgSessions {
 }
 
 impl PgSessions {
-    /// Records on this pool (the tables must exist: see `cluster::migrate`).
+    /// Records on this pool (the tables must exist: see `crate::migrate`).
     pub fn new(pool: Pool) -> Self {
         Self { pool }
     }
@@ -197,7 +197,7 @@ impl SessionBackend for PgSessions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::testing::{fresh_pool, psql_count};
+    use crate::testing::{fresh_pool, psql_count};
 
     fn record(id: &str) -> SessionRecord {
         SessionRecord {
@@ -280,7 +280,7 @@ mod tests {
         for id in ["old", "older"] {
             s.create(&record(id), bounds(10)).await.expect("create");
         }
-        crate::cluster::testing::psql(
+        crate::testing::psql(
             &url,
             "UPDATE mcp_sessions SET last_used = now() - interval '2 hours'",
         );

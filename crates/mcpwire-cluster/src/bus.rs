@@ -4,7 +4,7 @@
 //! [`Delivery::Resync`] (messages may have been missed meanwhile).
 //! Publishing uses the pool. A `NOTIFY` payload is limited to 8000 bytes:
 //! a larger message is stored in `mcp_bus_payloads` and the notification
-//! carries its id; such rows are pruned after [`PAYLOAD_TTL_SECS`].
+//! carries its id; such rows are pruned after `PAYLOAD_TTL_SECS`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -231,7 +231,7 @@ async fn load(pool: &Pool, id: &Value) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::testing::fresh_pool;
+    use crate::testing::fresh_pool;
     use mcpwire_server::ServerEvent;
     use mcpwire_server::shared::BusMessage;
 

@@ -119,7 +119,7 @@ pub async fn shared(pool: &Pool) -> Result<[u8; 32], String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::testing::fresh_pool;
+    use crate::testing::fresh_pool;
 
     fn write(name: &str, bytes: &[u8]) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("keytest-{}", std::process::id()));

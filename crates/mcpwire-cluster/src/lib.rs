@@ -136,7 +136,7 @@ pub async fn migrate(pool: &Pool) -> Result<(), String> {
 }
 
 #[cfg(test)]
-#[path = "../../../employee-directory/tests/integration/common/pg.rs"]
+#[path = "../../../scripts/pg_scratch.rs"]
 #[allow(dead_code)]
 mod pg;
 

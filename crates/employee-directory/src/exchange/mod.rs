@@ -10,6 +10,7 @@
 //! keys are held in memory.
 
 mod date;
+mod formula;
 mod history;
 mod postgres;
 mod problems;
@@ -17,6 +18,7 @@ mod read;
 pub mod spec;
 mod sql;
 mod sqlite;
+mod staged;
 mod validate;
 mod value;
 mod write;

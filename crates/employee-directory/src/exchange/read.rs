@@ -13,7 +13,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use sha2::{Digest, Sha256};
 
 use super::problems::{Problem, Problems};
-use super::spec::{Column, ENTITIES, Entity};
+use super::spec::{Column, ENTITIES, Entity, Kind};
 use super::{ExchangeError, Format, ImportOptions};
 
 /// One entity file found in the import directory.
@@ -540,6 +540,11 @@ fn csv_row(
             )
         })?;
         let column = &entity.columns[c];
+        // The `'` an export put before a formula-looking text is not data.
+        let text = match column.kind {
+            Kind::Text => super::formula::unguard(text),
+            _ => text,
+        };
         check_characters(column, text).map_err(|r| problem(Some(column.name), r))?;
         if !text.is_empty() {
             cells[c] = Some(text.to_string());

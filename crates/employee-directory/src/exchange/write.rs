@@ -1,16 +1,26 @@
 //! Streaming writers of entity files: CSV (RFC 4180, header row, UTF-8) or
-//! JSON Lines, one row at a time.
+//! JSON Lines, one row at a time, into a temporary file renamed over the
+//! target when complete ([`Staged`]). CSV text cells a spreadsheet would
+//! evaluate are guarded ([`super::formula`]).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use super::spec::Entity;
+use super::formula;
+use super::spec::{Entity, Kind};
+use super::staged::Staged;
 use super::value::Value;
 use super::{ExchangeError, Format};
 
 /// A writer of one entity file.
-pub enum RowWriter {
+pub struct RowWriter {
+    /// The temporary file that becomes `path` at [`RowWriter::finish`].
+    staged: Staged,
+    out: Out,
+}
+
+enum Out {
     /// CSV with a header row.
     Csv(Box<csv::Writer<BufWriter<File>>>),
     /// One JSON object per line.
@@ -18,23 +28,27 @@ pub enum RowWriter {
 }
 
 impl RowWriter {
-    /// Creates `path` (replacing it) and writes the header.
+    /// Starts `path` (a temporary file beside it until [`finish`]) and
+    /// writes the header.
+    ///
+    /// [`finish`]: RowWriter::finish
     pub fn create(
         path: &Path,
         entity: &Entity,
         format: Format,
     ) -> Result<RowWriter, ExchangeError> {
-        let file = File::create(path).map_err(|e| ExchangeError::io(path, e))?;
+        let (staged, file) = Staged::create(path)?;
         let out = BufWriter::with_capacity(64 * 1024, file);
-        match format {
+        let out = match format {
             Format::Csv => {
                 let mut w = csv::Writer::from_writer(out);
                 w.write_record(entity.columns.iter().map(|c| c.name))
                     .map_err(|e| ExchangeError::csv(path, e))?;
-                Ok(RowWriter::Csv(Box::new(w)))
+                Out::Csv(Box::new(w))
             }
-            Format::Jsonl => Ok(RowWriter::Jsonl(out)),
-        }
+            Format::Jsonl => Out::Jsonl(out),
+        };
+        Ok(RowWriter { staged, out })
     }
 
     /// Writes one row (values in entity column order).
@@ -44,17 +58,19 @@ impl RowWriter {
         entity: &Entity,
         values: &[Value],
     ) -> Result<(), ExchangeError> {
-        match self {
-            RowWriter::Csv(w) => {
-                let cells = entity
-                    .columns
-                    .iter()
-                    .zip(values)
-                    .map(|(c, v)| v.to_file_text(c.kind).unwrap_or_default());
+        match &mut self.out {
+            Out::Csv(w) => {
+                let cells = entity.columns.iter().zip(values).map(|(c, v)| {
+                    let text = v.to_file_text(c.kind).unwrap_or_default();
+                    match c.kind {
+                        Kind::Text => formula::guard(&text).into_owned(),
+                        _ => text,
+                    }
+                });
                 w.write_record(cells)
                     .map_err(|e| ExchangeError::csv(path, e))
             }
-            RowWriter::Jsonl(w) => {
+            Out::Jsonl(w) => {
                 let object: serde_json::Map<String, serde_json::Value> = entity
                     .columns
                     .iter()
@@ -68,17 +84,17 @@ impl RowWriter {
         }
     }
 
-    /// Flushes the file to disk.
+    /// Flushes the file to disk and renames it over `path`.
     pub fn finish(self, path: &Path) -> Result<(), ExchangeError> {
-        let out = match self {
-            RowWriter::Csv(w) => w
+        let out = match self.out {
+            Out::Csv(w) => w
                 .into_inner()
                 .map_err(|e| ExchangeError::io(path, e.into_error()))?,
-            RowWriter::Jsonl(w) => w,
+            Out::Jsonl(w) => w,
         };
         let file = out
             .into_inner()
             .map_err(|e| ExchangeError::io(path, e.into_error()))?;
-        file.sync_all().map_err(|e| ExchangeError::io(path, e))
+        self.staged.commit(file)
     }
 }

@@ -232,7 +232,8 @@ fn imports_separated_by(sep: &str, extra: &[&str]) {
         out.contains("employees: 0 added, 1 updated, 2 unchanged, 0 removed"),
         "{out}"
     );
-    assert_eq!(employee(&db, &people[1][0])[4], "+1-555-0123");
+    // Export writes it behind a `'`: a leading `+` is a formula to a spreadsheet.
+    assert_eq!(employee(&db, &people[1][0])[4], "'+1-555-0123");
 }
 
 #[test]

@@ -16,6 +16,7 @@ mod connections;
 mod custom_tools;
 mod exchange;
 mod exchange_hostile;
+mod exchange_safety;
 mod faults;
 mod legacy_wire;
 mod modern_wire;

@@ -60,11 +60,15 @@ pub fn backup(url: &DatabaseUrl, out: &Path) -> Result<String, String> {
     if !path.exists() {
         return Err(format!("no database at {}", path.display()));
     }
-    if out.exists() {
-        return Err(format!(
-            "{} already exists; a backup never overwrites a file: choose a new name",
-            out.display()
-        ));
+    let trail = crate::audit::trail_file(&path);
+    let trail_out = crate::audit::trail_file(out);
+    for target in [out, trail_out.as_path()] {
+        if target.exists() {
+            return Err(format!(
+                "{} already exists; a backup never overwrites a file: choose a new name",
+                target.display()
+            ));
+        }
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(&path, flags)
@@ -78,11 +82,53 @@ pub fn backup(url: &DatabaseUrl, out: &Path) -> Result<String, String> {
     conn.execute("VACUUM INTO ?1", [target])
         .map_err(|e| format!("cannot write the backup to {}: {e}", out.display()))?;
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
-    Ok(format!(
+    let mut summary = format!(
         "backed up {} to {} ({bytes} bytes)",
         path.display(),
         out.display()
-    ))
+    );
+    if trail.is_file() {
+        copy_trail(&trail, &trail_out)?;
+        summary.push_str(&format!(
+            "\nbacked up the audit trail {} to {}",
+            trail.display(),
+            trail_out.display()
+        ));
+    }
+    Ok(summary)
+}
+
+/// A consistent copy of the audit trail file (its own `VACUUM INTO`).
+fn copy_trail(trail: &Path, out: &Path) -> Result<(), String> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(trail, flags)
+        .map_err(|e| format!("cannot open {}: {e}", trail.display()))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| format!("cannot configure the connection: {e}"))?;
+    let target = out
+        .to_str()
+        .ok_or_else(|| format!("{} is not a UTF-8 path", out.display()))?;
+    conn.execute("VACUUM INTO ?1", [target])
+        .map(drop)
+        .map_err(|e| {
+            format!(
+                "cannot write the audit trail's backup to {}: {e}",
+                out.display()
+            )
+        })
+}
+
+/// Rows of the audit trail kept by a restore: the trail file's, or the
+/// table an earlier version kept in the directory's file.
+fn trail_rows(tx: &Connection, path: &Path) -> i64 {
+    let trail = crate::audit::trail_file(path);
+    if !trail.is_file() {
+        return count(tx, "main", "audit_log").unwrap_or(0);
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    Connection::open_with_flags(&trail, flags)
+        .and_then(|conn| conn.query_row("SELECT count(*) FROM audit_log", [], |r| r.get(0)))
+        .unwrap_or(0)
 }
 
 /// `restore`: the backup's directory and catalogue rows into the live
@@ -120,14 +166,14 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<String, String> {
     if ok != "ok" {
         return Err(format!("the backup {} is damaged: {ok}", from.display()));
     }
-    let summary = replace_rows(&mut conn)?;
+    let summary = replace_rows(&mut conn, &path)?;
     let _ = conn.execute_batch("DETACH DATABASE backup");
     Ok(summary)
 }
 
 /// The transaction of [`restore`]: every table of the live database but
 /// the [`KEPT`] ones takes the backup's rows.
-fn replace_rows(conn: &mut Connection) -> Result<String, String> {
+fn replace_rows(conn: &mut Connection, path: &Path) -> Result<String, String> {
     let failed = |e: rusqlite::Error| format!("restore failed, nothing was changed: {e}");
     // Checked at the commit: rows go in table by table.
     conn.pragma_update(None, "foreign_keys", true)
@@ -183,7 +229,7 @@ fn replace_rows(conn: &mut Connection) -> Result<String, String> {
             [crate::catalog::command::actor(None)],
         );
     }
-    let audit = count(&tx, "main", "audit_log").unwrap_or(0);
+    let audit = trail_rows(&tx, path);
     tx.commit().map_err(failed)?;
     lines.push(format!("  audit_log kept ({audit} rows)"));
     Ok(format!("restored:\n{}", lines.join("\n")))

@@ -19,8 +19,9 @@ pub(crate) use employee_directory::DEFAULT_DATABASE_URL as DEFAULT_DATABASE;
 /// Without a subcommand the server serves: Streamable HTTP at
 /// http://127.0.0.1:8080/mcp by default, on an embedded SQLite database in
 /// the working directory (created, migrated and filled with a demo company
-/// on first start). Every tool call is recorded in the audit_log table of
-/// the same database; read it with `employee-mcp-server audit`.
+/// on first start). Every tool call is recorded in the audit trail (on
+/// SQLite its own file beside the database's, `NAME.audit.db`; on
+/// PostgreSQL the audit_log table); read it with `employee-mcp-server audit`.
 ///
 /// Access control: with --auth-issuer, every HTTP request needs an OAuth
 /// bearer token from that issuer for this server (--auth-audience), tools

@@ -1,6 +1,9 @@
-//! The audit trail: every `tools/call` appended to an `audit_log` table in
-//! the directory's own SQLite file, durably (WAL, `synchronous=FULL`)
-//! before the engine sends the answer, plus a `tracing` event at DEBUG.
+//! The audit trail: every `tools/call` appended to an `audit_log` table,
+//! durably (WAL, `synchronous=FULL`) before the engine sends the answer,
+//! plus a `tracing` event at DEBUG. On SQLite the table has a file of its
+//! own beside the directory's ([`trail`]): an import holding the
+//! directory's write lock never delays a call's commit. On PostgreSQL it
+//! is a table of the shared database (row locks do not collide).
 //!
 //! The sink opens its own connection (the directory's pool is read-mostly
 //! and tuned for speed, `synchronous=NORMAL`); the audit connection commits
@@ -26,6 +29,7 @@
 mod postgres;
 mod sqlite;
 mod store;
+mod trail;
 mod writer;
 
 use std::future::Future;
@@ -43,6 +47,7 @@ use rusqlite::{Connection, OpenFlags, params_from_iter};
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
+pub use trail::file as trail_file;
 use writer::{Message, Writer};
 
 use crate::audit_stats::AuditStats;
@@ -152,28 +157,21 @@ fn parse_duration(text: &str) -> Option<Duration> {
     n.checked_mul(unit_secs).map(Duration::from_secs)
 }
 
-/// Opens the audit database; a file through `pin` when given (a server),
-/// by path otherwise (the `audit` subcommand).
+/// Opens the audit database: the trail file through `pin` (a server), or
+/// a private in-memory database.
 fn open(
     location: &DatabaseUrl,
-    create: bool,
     pin: Option<&PinnedFile>,
     busy: Duration,
 ) -> Result<Connection, String> {
-    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    if create {
-        flags |= OpenFlags::SQLITE_OPEN_CREATE;
-    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let failed = |e: &dyn std::fmt::Display| {
         format!("cannot open the audit database {}: {e}", describe(location))
     };
     let conn = match (location, pin) {
         (DatabaseUrl::Sqlite { .. }, Some(pin)) => pin.open(flags).map_err(|e| failed(&e))?,
-        (DatabaseUrl::Sqlite { path, .. }, None) => {
-            Connection::open_with_flags(path, flags).map_err(|e| failed(&e))?
-        }
         (DatabaseUrl::Memory, _) => Connection::open_in_memory().map_err(|e| failed(&e))?,
-        (DatabaseUrl::Postgres(_), _) => return Err("not a SQLite location".to_owned()),
+        _ => return Err("not a SQLite trail file or in-memory database".to_owned()),
     };
     conn.busy_timeout(busy)
         .map_err(|e| format!("cannot configure the audit database: {e}"))?;
@@ -189,6 +187,45 @@ fn open(
             .map_err(|e| format!("cannot set synchronous=FULL on the audit database: {e}"))?;
     }
     Ok(conn)
+}
+
+/// Creates the trail file beside the directory's file `path` if missing,
+/// pins it, and moves rows an earlier version left in the directory's
+/// file into it. `directory` is the directory's pin (a server), if any.
+fn open_trail(
+    path: &Path,
+    directory: Option<&PinnedFile>,
+    busy: Duration,
+) -> Result<(Connection, Arc<PinnedFile>), String> {
+    let file = trail::file(path);
+    let location = DatabaseUrl::Sqlite {
+        path: file.clone(),
+        url: file.display().to_string(),
+    };
+    let create = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    drop(
+        Connection::open_with_flags(&file, create)
+            .map_err(|e| format!("cannot create the audit database {}: {e}", file.display()))?,
+    );
+    let pin = Arc::new(PinnedFile::pin(&file).map_err(|e| e.to_string())?);
+    let conn = open(&location, Some(&pin), busy)?;
+    migrate(&conn)?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let dir_conn = match directory {
+        Some(pin) => pin.open(flags).map_err(|e| e.to_string())?,
+        None => Connection::open_with_flags(path, flags)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?,
+    };
+    dir_conn
+        .busy_timeout(busy)
+        .map_err(|e| format!("cannot configure the directory connection: {e}"))?;
+    let moved = trail::adopt(&dir_conn, &file)?;
+    if moved > 0 {
+        tracing::info!(rows = moved, trail = %file.display(), "moved audit_log out of the directory's file");
+    }
+    Ok((conn, pin))
 }
 
 /// Creates the table and indexes if missing and brings an older table up
@@ -350,15 +387,24 @@ impl Audit {
             DatabaseUrl::Postgres(url) => Box::new(off_runtime(|| postgres::PgStore::open(url))?),
             _ => {
                 let busy = writer_busy_timeout(options.commit_timeout);
-                let conn = open(location, true, options.pin.as_deref(), busy)?;
-                migrate(&conn)?;
+                let (conn, pin) = match location {
+                    DatabaseUrl::Sqlite { path, .. } => {
+                        let (conn, pin) = open_trail(path, options.pin.as_deref(), busy)?;
+                        (conn, Some(pin))
+                    }
+                    _ => {
+                        let conn = open(location, None, busy)?;
+                        migrate(&conn)?;
+                        (conn, None)
+                    }
+                };
                 // The writer appends (and prunes the oldest rows): it only
                 // walks the edges of the table and its indexes, so the
                 // default 2 MiB page cache would mostly hold pages it never
                 // reads again.
                 conn.pragma_update(None, "cache_size", WRITER_CACHE_SIZE)
                     .map_err(|e| format!("cannot size the audit writer's page cache: {e}"))?;
-                Box::new(sqlite::SqliteStore::new(conn, options.pin.clone()))
+                Box::new(sqlite::SqliteStore::new(conn, pin))
             }
         };
         let (queue, rx) = mpsc::channel(QUEUE_CAPACITY);
@@ -579,8 +625,18 @@ pub fn query(location: &DatabaseUrl, filter: &Filter) -> Result<Vec<Row>, String
         return off_runtime(|| postgres::query(url, filter));
     }
     let conn = match location {
-        DatabaseUrl::Sqlite { path, .. } => open_for_reading(path)?,
-        _ => open(location, false, None, READ_BUSY_TIMEOUT)?,
+        DatabaseUrl::Sqlite { path, .. } => {
+            let directory = open_for_reading(path)?;
+            let file = trail::file(path);
+            // Before a server of this version opened the directory, its
+            // trail is still inside the directory's file.
+            if file.is_file() {
+                open_for_reading(&file)?
+            } else {
+                directory
+            }
+        }
+        _ => open(location, None, READ_BUSY_TIMEOUT)?,
     };
     if !has_table(&conn, "audit_log", location)? {
         // A directory no server has served yet has no trail; any other

@@ -1,4 +1,4 @@
-//! The audit store on SQLite: rows go into the directory's file, on a
+//! The audit store on SQLite: rows go into the trail's own file, on a
 //! connection pinned to it (a replaced file is refused).
 
 use std::sync::{Arc, LazyLock};

@@ -224,6 +224,44 @@ async fn old_rows_are_pruned_and_an_old_table_is_migrated() {
     assert_eq!(tools, ["recent-tool", "calculate-employee-tenure"]);
     assert!(rows.iter().all(|r| r["count"] == 1), "{rows:#?}");
     assert!(log.contains("pruned audit_log rows"), "{log}");
+    // The rows moved out of the directory's file into the trail's.
+    let conn = rusqlite::Connection::open(&db.path).expect("open the directory");
+    let left: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'audit_log')",
+            [],
+            |r| r.get(0),
+        )
+        .expect("read the schema");
+    assert!(!left, "audit_log is still in the directory's file");
+    assert!(common::audit_trail_file(&db.path).is_file());
+}
+
+/// An import's apply phase holds the directory's write lock; the audit
+/// trail has its own file, so a call is answered (and audited) meanwhile.
+#[tokio::test]
+async fn a_call_is_answered_while_an_import_holds_the_directory_lock() {
+    let db = TempDb::seeded();
+    let server = start(&db, &["--audit-commit-timeout-secs", "10"]).await;
+    let conn = rusqlite::Connection::open(&db.path).expect("open the test database");
+    conn.execute_batch("BEGIN IMMEDIATE; UPDATE employees SET phone = phone")
+        .expect("take the write lock, as an import does");
+    let (status, body) = call(
+        &server,
+        "calculate-employee-tenure",
+        json!({"employeeId": "JohnDoe"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["result"].is_object(),
+        "answered under the lock: {body}"
+    );
+    // Still held: the answer did not wait for it.
+    assert!(!conn.is_autocommit());
+    let rows = audit_rows(&db, &["--tool", "calculate-employee-tenure"]);
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    conn.execute_batch("ROLLBACK").expect("release the lock");
 }
 
 #[tokio::test]
@@ -231,7 +269,8 @@ async fn a_locked_database_fails_the_call_in_bounded_time() {
     let db = TempDb::seeded();
     // The smallest wait the flag takes (the default, 30 s, outlasts an import).
     let server = start(&db, &["--audit-commit-timeout-secs", "10"]).await;
-    let conn = rusqlite::Connection::open(&db.path).expect("open the test database");
+    let trail = common::audit_trail_file(&db.path);
+    let conn = rusqlite::Connection::open(&trail).expect("open the audit trail");
     conn.execute_batch("BEGIN IMMEDIATE")
         .expect("take the write lock");
     let started = Instant::now();

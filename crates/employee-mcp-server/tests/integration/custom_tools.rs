@@ -299,8 +299,10 @@ async fn every_refusal_names_the_field_and_changes_nothing_case(backend: Backend
         ),
         (
             "audit_log",
+            // The trail has its own file; a table left by an earlier
+            // version would be "not allowed in a read-only tool".
             tool("t", "SELECT tool FROM audit_log", ""),
-            "not allowed in a read-only tool",
+            "no such table: audit_log",
         ),
         (
             "catalogue",

@@ -47,7 +47,19 @@ fn integrity(path: &Path) -> String {
         .expect("integrity_check")
 }
 
+/// Audit rows inside the directory's own file (none: the trail has its
+/// own file, and a replacement file must not gain any).
 fn audit_count(conn: &Connection) -> i64 {
+    let has: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'audit_log')",
+            [],
+            |r| r.get(0),
+        )
+        .expect("read the schema");
+    if !has {
+        return 0;
+    }
     conn.query_row("SELECT COUNT(*) FROM audit_log", [], |r| r.get(0))
         .expect("count audit rows")
 }
@@ -163,11 +175,15 @@ async fn assert_refusing(server: &Server) {
             Ended::Answered => panic!("a call was answered after the swap"),
         }
     }
+    // The trail has its own file: a bad call is refused for its arguments
+    // (and audited), not for want of an audit trail.
     let bad = call(server, "get-employee-details", json!({"employeeId": 42})).await;
-    assert!(
-        matches!(&bad, Ended::Withheld(-32603, m) if m.contains("audit trail")),
-        "{bad:?}"
-    );
+    match &bad {
+        Ended::Answered => panic!("a bad call was answered"),
+        Ended::Withheld(_, m) | Ended::ToolError(m) => {
+            assert!(!m.contains("audit trail"), "{bad:?}")
+        }
+    }
     assert_eq!(
         readyz(server).await,
         (
@@ -225,6 +241,13 @@ async fn a_file_renamed_over_the_live_one_is_not_paired_with_its_wal() {
     let server = Arc::new(Server::start_on(db.share(), FLAGS).await);
     let load = Load::start(&server, 2);
     load.wait_for(30).await;
+    // Calls only read the directory (the audit trail has its own file):
+    // a write, as an import or a catalogue change makes, fills its WAL.
+    let writer = Connection::open(&db.path).expect("open the live file");
+    writer
+        .execute_batch("UPDATE employees SET phone = phone")
+        .expect("write to the live file");
+    drop(writer);
     let wal = companion(&db.path, "-wal");
     assert!(
         std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0) > 0,

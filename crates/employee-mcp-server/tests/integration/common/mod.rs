@@ -94,11 +94,26 @@ pub fn temp_path(tag: &str, ext: &str) -> PathBuf {
 }
 
 fn remove_db_files(path: &Path) {
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        let mut p = path.as_os_str().to_owned();
-        p.push(suffix);
-        let _ = std::fs::remove_file(PathBuf::from(p));
+    // The audit trail's file beside it (`x.db` → `x.audit.db`).
+    let trail = audit_trail_file(path);
+    for file in [path, trail.as_path()] {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut p = file.as_os_str().to_owned();
+            p.push(suffix);
+            let _ = std::fs::remove_file(PathBuf::from(p));
+        }
     }
+}
+
+/// Where a server keeps the audit trail of the SQLite file `path`.
+pub fn audit_trail_file(path: &Path) -> PathBuf {
+    let mut name = path.file_stem().unwrap_or_default().to_os_string();
+    name.push(".audit");
+    if let Some(ext) = path.extension() {
+        name.push(".");
+        name.push(ext);
+    }
+    path.with_file_name(name)
 }
 
 /// Bytes of a database the binary created, migrated and seeded itself.

@@ -317,6 +317,13 @@ async fn backup_and_restore_while_serving_keep_the_audit_trail() {
     let out_text = out.display().to_string();
     let (ok, text) = cli(&["backup", "--database", &url, "--out", &out_text]);
     assert!(ok, "{text}");
+    // The audit trail's own file is copied beside the backup.
+    let trail = common::audit_trail_file(&out);
+    assert!(text.contains("backed up the audit trail"), "{text}");
+    let copied: i64 = Connection::open(&trail)
+        .and_then(|c| c.query_row("SELECT count(*) FROM audit_log", [], |r| r.get(0)))
+        .expect("read the trail's backup");
+    assert!(copied > 0, "the trail's backup is empty");
     let (ok, text) = cli(&["backup", "--database", &url, "--out", &out_text]);
     assert!(!ok && text.contains("already exists"), "{text}");
 
@@ -382,7 +389,7 @@ async fn backup_and_restore_while_serving_keep_the_audit_trail() {
     let foreign_text = foreign.display().to_string();
     let (ok, text) = cli(&["restore", "--database", &url, "--from", &foreign_text]);
     assert!(!ok && text.contains("not an employee directory"), "{text}");
-    for file in [&out, &foreign] {
+    for file in [&out, &foreign, &trail] {
         let _ = std::fs::remove_file(file);
     }
 }

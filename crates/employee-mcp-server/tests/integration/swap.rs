@@ -1,5 +1,4 @@
-//! The database file swapped under a running server (issue 28, items 1
-//! and 2): deleted and copied back, or replaced by a rename with the old
+//! The database file swapped under a running server: deleted and copied back, or replaced by a rename with the old
 //! file's WAL still in place. The server pins the file it opened: after
 //! the swap no call is answered (built-ins get a tool error, a call that
 //! only needs its audit row is withheld), `/readyz` says to restart, and

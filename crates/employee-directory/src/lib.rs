@@ -359,8 +359,8 @@ impl Directory {
 
     /// Waits until answers reflect every change committed before this
     /// call. On PostgreSQL, cached answers follow changes through
-    /// announcements that may arrive a moment after the commit (see the
-    /// README, "Running a cluster"); a caller that changed the data on
+    /// announcements that may arrive a moment after the commit (see
+    /// docs/cluster.md); a caller that changed the data on
     /// another connection and must read it back calls this in between.
     /// Nothing to wait for on SQLite (every lookup reads the counter).
     pub async fn sync(&self) -> Result<(), DirectoryError> {

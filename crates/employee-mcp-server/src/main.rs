@@ -25,12 +25,11 @@ use tracing_subscriber::{EnvFilter, Layer};
 use cli::{AuditArgs, Cli, Command, LogFormat};
 
 /// mimalloc serves the Rust side: with glibc malloc, allocation and
-/// free (fastbin consolidation, chunk unlinking) were ~12 % of a call's
-/// CPU; mimalloc cut CPU per call by about a fifth on every tool, for
-/// more RSS: +2–5 MiB under the details load, ~30 -> ~40 MiB over a run
-/// of every tool (`MIMALLOC_PURGE_DELAY=0` gives most of it back for
-/// ~10–15 µs per call; docs/performance.md, "Round 5"). Transparent huge
-/// pages are off (`no_thp`): with them, RSS doubled under load.
+/// free (fastbin consolidation, chunk unlinking) were a large share of a
+/// call's CPU; mimalloc costs less CPU per call on every tool, for some
+/// more RSS (`MIMALLOC_PURGE_DELAY=0` gives most of it back for a little
+/// CPU; figures in docs/performance.md, "Round 5"). Transparent huge
+/// pages are off (`no_thp`): with them, RSS grew a lot under load.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1,6 +1,6 @@
 //! The `--handlers` comparison: the stub server's typed and raw tools
 //! (`stubs.rs`), measured back to back at each wire and concurrency, and
-//! their ratios (issue 8's goal: a typed handler within 1.15x of a raw
+//! their ratios (the goal: a typed handler within 1.15x of a raw
 //! handler returning the same bytes).
 
 use serde::Serialize;

@@ -1,4 +1,4 @@
-//! The company-size axis (`--employees`, `--cache`; issue 25): one run
+//! The company-size axis (`--employees`, `--cache`): one run
 //! measures the selected workloads against servers seeded with companies
 //! of several sizes, with the directory cache off and/or on, and a summary
 //! puts the sizes beside each other with their ratios.

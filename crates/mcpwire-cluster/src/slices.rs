@@ -17,7 +17,7 @@
 //! was up to 64 round trips, serialised on the bucket's row lock, every
 //! time a slice ran out: the tail of every call behind them.
 //!
-//! Precision (documented in the README, "Running a cluster"): tokens are
+//! Precision (documented in docs/cluster.md): tokens are
 //! debited when leased, so the cluster never admits more than the bucket
 //! holds at the moment of leasing. A token leased and spent up to
 //! [`SLICE_TTL`] later lets the bucket refill meanwhile: in any interval,

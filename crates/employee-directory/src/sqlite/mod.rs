@@ -1,7 +1,7 @@
 //! SQLite backend: connection pool, migrations, seeding and queries.
 //!
-//! Everything SQLite-specific lives here, so another backend (PostgreSQL)
-//! can be added as a sibling module behind [`crate::backend::Backend`].
+//! Everything SQLite-specific lives here; the PostgreSQL backend is its
+//! sibling, `crate::postgres`, both behind [`crate::backend::Backend`].
 
 pub(crate) mod bulk;
 pub(crate) mod migrate;

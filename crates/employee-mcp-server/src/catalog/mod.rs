@@ -1,4 +1,4 @@
-//! The runtime tool catalogue (issue 9 part 3, issue 10): which built-ins
+//! The runtime tool catalogue: which built-ins
 //! are disabled and which custom SQL tools exist, stored in the
 //! directory's database so every server process on it serves the same set.
 //!

@@ -1,4 +1,4 @@
-//! Operator-defined read-only SQL tools (issue 10).
+//! Operator-defined read-only SQL tools.
 //!
 //! A definition ([`spec`]) is checked in full before anything changes:
 //! its fields, its argument schema (compiled by the same code the server

@@ -59,7 +59,7 @@ pub fn tool(directory: Directory, task_grace: Duration) -> Tool {
         .output_schema_of_type(output)
         // A client that speaks the tasks extension gets a task only if the
         // report is still running after the grace period (reports read
-        // aggregates and take milliseconds; see README "Tasks").
+        // aggregates and take milliseconds; see docs/protocol.md, "Extensions").
         .task_support(TaskSupport::Optional);
     // Zero grace: a task from the start, as before the grace existed (a
     // zero-length race against a millisecond report would be a coin toss).

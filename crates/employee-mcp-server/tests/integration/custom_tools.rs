@@ -982,7 +982,7 @@ both!(
     on_postgres_a_statement_past_the_call_timeout_is_stopped
 );
 
-/// Issue 28 item 4: with a call timeout of 2 s and a tool allowing 60 s,
+/// With a call timeout of 2 s and a tool allowing 60 s,
 /// the statement stops with the call (not 58 s later) and gives its
 /// connection back.
 async fn a_statement_past_the_call_timeout_is_stopped_case(backend: Backend) {

@@ -1,4 +1,4 @@
-//! Bring your own directory (issue 24): `export` and `import` against the
+//! Bring your own directory: `export` and `import` against the
 //! real binary on SQLite files — round trip through every tool, merge and
 //! replace counts, dry run, each validation rule with its exact message and
 //! nothing changed, an import while a server serves, and the history.

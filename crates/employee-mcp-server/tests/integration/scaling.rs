@@ -1,5 +1,5 @@
 //! Replicas that keep their guarantees without a database round trip per
-//! guarantee per call (issue 27): leased rate-limit tokens go back when a
+//! guarantee per call: leased rate-limit tokens go back when a
 //! replica stops, a replica that lost its generation listener serves no
 //! stale answer, and grouped audit rows survive a kill in mid-group.
 

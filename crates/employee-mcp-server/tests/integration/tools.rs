@@ -686,8 +686,7 @@ async fn unknown_employee_is_asked_about_when_the_client_can_elicit(backend: Bac
     );
     // Replayed within its lifetime, the state reads the same again: it only
     // limits the choice to the ids offered and grants nothing a direct call
-    // would not, so single use is deliberately not enforced (README,
-    // "Protocol support").
+    // would not, so single use is deliberately not enforced (docs/protocol.md).
     let again = details_asking(
         &server,
         "Alice Jonson",

@@ -47,8 +47,8 @@ fn sqlite_file(url: &DatabaseUrl, what: &str) -> Result<std::path::PathBuf, Stri
             "{what} needs a database file (sqlite://PATH), not an in-memory database"
         )),
         DatabaseUrl::Postgres(_) => Err(format!(
-            "{what} is for SQLite files; for PostgreSQL use pg_dump and pg_restore (see the \
-             README, \"Backup and restore\")"
+            "{what} is for SQLite files; for PostgreSQL use pg_dump and pg_restore (see \
+             docs/operating.md, \"Backup and restore\")"
         )),
     }
 }

@@ -128,8 +128,8 @@ pub struct ServeArgs {
 
     /// Threads that run requests (tokio workers). Default: one per core
     /// this process may use. Replicas sharing a host should split its
-    /// cores between them: two replicas with a worker per core each spent
-    /// about 1.8x the CPU per call of one (docs/performance.md, issue 27).
+    /// cores between them: two replicas with a worker per core each spend
+    /// more CPU per call than one (docs/performance.md).
     #[arg(
         long,
         env = "EMPLOYEE_MCP_WORKER_THREADS",
@@ -253,9 +253,8 @@ pub struct ServeArgs {
 
     /// Longest a call waits for its audit row's commit before it is
     /// answered with an error (no unaudited answer is sent). On SQLite the
-    /// wait includes another writer's hold on the file: an `import` of
-    /// 100,000 people holds it about 15 s on two cores, so the default
-    /// lets answers wait out such an import instead of failing.
+    /// trail has its own file, so only another writer of the trail (a
+    /// second server on the same file) adds to the wait.
     #[arg(
         long,
         env = "EMPLOYEE_MCP_AUDIT_COMMIT_TIMEOUT_SECS",
@@ -316,7 +315,7 @@ pub struct ServeArgs {
 
     /// PostgreSQL: the role custom tools' statements run as, with SELECT on
     /// the directory tables only; created at start when the user may (else
-    /// the log prints the SQL a DBA must run; see the README).
+    /// the log prints the SQL a DBA must run; see docs/custom-tools.md).
     #[arg(
         long,
         env = "EMPLOYEE_MCP_CUSTOM_READER_ROLE",

@@ -313,38 +313,49 @@ impl Generator {
         Ok(ceo_id)
     }
 
+    /// The head of `dept`, reporting to the CEO, and the department's row
+    /// (the same placement at every company size).
+    fn department_head(
+        &mut self,
+        dept: &'static DepartmentDef,
+        ceo_id: &str,
+    ) -> Result<String, String> {
+        let mut pool = vec!["Leadership", "Budgeting"];
+        pool.extend_from_slice(dept.common_skills);
+        let start = self.date_between(ymd(2012, 3, 1), ymd(2018, 12, 31));
+        let head_id = self.person(
+            &Placement {
+                department: dept,
+                team: None,
+                team_id: None,
+                role: dept.head_role,
+                track: Track::Executive,
+                level: Level::Executive,
+                manager_id: Some(ceo_id.to_string()),
+                skill_pool: pool,
+            },
+            PersonSpec {
+                start: Some(start),
+                employment_type: Some(EmploymentType::FullTime),
+                ..PersonSpec::default()
+            },
+        )?;
+        self.data.departments.push(DepartmentRow {
+            id: dept.id,
+            name: dept.name,
+            description: dept.description,
+            head_id: head_id.clone(),
+        });
+        Ok(head_id)
+    }
+
     fn run(mut self) -> Result<SeedData, String> {
         self.reference_data();
 
         let ceo_id = self.executive_office()?;
 
         for dept in DEPARTMENTS {
-            let mut pool = vec!["Leadership", "Budgeting"];
-            pool.extend_from_slice(dept.common_skills);
-            let start = self.date_between(ymd(2012, 3, 1), ymd(2018, 12, 31));
-            let head_id = self.person(
-                &Placement {
-                    department: dept,
-                    team: None,
-                    team_id: None,
-                    role: dept.head_role,
-                    track: Track::Executive,
-                    level: Level::Executive,
-                    manager_id: Some(ceo_id.clone()),
-                    skill_pool: pool,
-                },
-                PersonSpec {
-                    start: Some(start),
-                    employment_type: Some(EmploymentType::FullTime),
-                    ..PersonSpec::default()
-                },
-            )?;
-            self.data.departments.push(DepartmentRow {
-                id: dept.id,
-                name: dept.name,
-                description: dept.description,
-                head_id: head_id.clone(),
-            });
+            let head_id = self.department_head(dept, &ceo_id)?;
             for team in TEAMS.iter().filter(|t| t.department == dept.id) {
                 self.team(dept, team, &head_id)?;
             }

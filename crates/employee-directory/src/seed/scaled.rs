@@ -14,8 +14,8 @@ use chrono::Days;
 
 use super::catalog::{self, DEPARTMENTS, DepartmentDef, TEAMS, TeamDef};
 use super::{
-    DepartmentRow, Generator, IC_LEVELS, PersonSpec, Placement, SeedData, TERMINATED_SHARE,
-    TeamRow, Track, alice_johnson, anchor_date, john_doe, ymd,
+    Generator, IC_LEVELS, PersonSpec, Placement, SeedData, TERMINATED_SHARE, TeamRow, Track,
+    alice_johnson, anchor_date, john_doe, ymd,
 };
 use crate::model::{EmploymentType, Level, TerminationReason};
 
@@ -76,32 +76,7 @@ impl Generator {
         ceo_id: &str,
         share: u32,
     ) -> Result<(), String> {
-        let mut pool = vec!["Leadership", "Budgeting"];
-        pool.extend_from_slice(dept.common_skills);
-        let start = self.date_between(ymd(2012, 3, 1), ymd(2018, 12, 31));
-        let head_id = self.person(
-            &Placement {
-                department: dept,
-                team: None,
-                team_id: None,
-                role: dept.head_role,
-                track: Track::Executive,
-                level: Level::Executive,
-                manager_id: Some(ceo_id.to_string()),
-                skill_pool: pool,
-            },
-            PersonSpec {
-                start: Some(start),
-                employment_type: Some(EmploymentType::FullTime),
-                ..PersonSpec::default()
-            },
-        )?;
-        self.data.departments.push(DepartmentRow {
-            id: dept.id,
-            name: dept.name,
-            description: dept.description,
-            head_id: head_id.clone(),
-        });
+        let head_id = self.department_head(dept, ceo_id)?;
 
         let templates: Vec<&'static TeamDef> =
             TEAMS.iter().filter(|t| t.department == dept.id).collect();

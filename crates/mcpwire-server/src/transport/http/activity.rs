@@ -13,8 +13,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Bytes;
-use http_body::{Body as HttpBody, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -139,32 +137,6 @@ impl Drop for InFlight {
             a.head_started.store(NONE, Ordering::Release);
             a.changed.notify_one();
         }
-    }
-}
-
-/// A response body that keeps its request in flight until it is done.
-pub(super) struct TrackedBody {
-    pub(super) inner: axum::body::Body,
-    pub(super) _in_flight: InFlight,
-}
-
-impl HttpBody for TrackedBody {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 

@@ -14,7 +14,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
@@ -29,7 +28,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::activity::{Activity, Expiry, InFlight, TrackedBody, TrackedIo};
+use super::activity::{Activity, Expiry, InFlight, TrackedIo};
 use super::config::ConnectionLimits;
 use super::drain;
 use super::probes::PROBE_PATHS;
@@ -116,12 +115,7 @@ impl ConnService {
 
 /// A response that keeps its request in flight until its body is done.
 fn tracked(response: Response, in_flight: InFlight) -> Response {
-    response.map(|inner| {
-        Body::new(TrackedBody {
-            inner,
-            _in_flight: in_flight,
-        })
-    })
+    super::held_body::hold(response, in_flight)
 }
 
 /// The answer to anything but a probe on a connection beyond the cap.

@@ -18,6 +18,7 @@ mod call;
 mod config;
 mod connection;
 mod drain;
+mod held_body;
 mod legacy_sse;
 mod listener;
 mod post;

@@ -6,14 +6,10 @@
 //! take every connection: requests always find room.
 
 use std::collections::HashMap;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 
-use axum::body::{Body, Bytes};
 use axum::response::Response;
 use http::StatusCode;
-use http_body::{Body as HttpBody, Frame, SizeHint};
 use mcpwire_protocol::{ProtocolError, RequestId};
 
 use super::config::HttpConfig;
@@ -119,33 +115,7 @@ impl Refused {
 
 /// `response` with `slot` held until its body is finished or dropped.
 pub(crate) fn hold(response: Response, slot: StreamSlot) -> Response {
-    response.map(|inner| Body::new(Held { inner, _slot: slot }))
-}
-
-/// A stream's body and the slot it holds.
-struct Held {
-    inner: Body,
-    _slot: StreamSlot,
-}
-
-impl HttpBody for Held {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
+    super::held_body::hold(response, slot)
 }
 
 #[cfg(test)]

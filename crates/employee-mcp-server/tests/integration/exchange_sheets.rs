@@ -265,7 +265,7 @@ async fn bad_workbooks_are_refused(backend: Backend) {
         &db,
         &company,
         &[],
-        "company.xlsx[staff]: unknown sheet; sheets are named departments,",
+        "company.xlsx[staff]: unknown sheet; sheets are named locations, departments, teams,",
     );
 }
 

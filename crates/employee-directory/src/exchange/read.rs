@@ -124,7 +124,7 @@ fn workbook_sources(path: &Path, max: u64) -> Result<Vec<Source>, ExchangeError>
         return Err(refuse(problems, reason));
     }
     let (bytes, _) = sheet::load(path, max)?;
-    let names = sheet::sheet_names(&bytes).map_err(|r| refuse(Problems::default(), r))?;
+    let names = sheet::sheet_names(path, &bytes).map_err(|r| refuse(Problems::default(), r))?;
     let known: Vec<&str> = ENTITIES.iter().map(|e| e.name).collect();
     for sheet in &names {
         if !known.iter().any(|k| k.eq_ignore_ascii_case(sheet.trim())) {
@@ -399,7 +399,7 @@ impl RowReader {
         problems: &mut Problems,
     ) -> Result<RowReader, ExchangeError> {
         let (bytes, hasher) = sheet::load(&source.path, options.max_workbook_bytes)?;
-        let range = sheet::range(&bytes, at);
+        let range = sheet::range(&source.path, &bytes, at);
         drop(bytes);
         let (range, map) = match range {
             Ok(range) => {

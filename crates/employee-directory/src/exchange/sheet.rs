@@ -56,17 +56,34 @@ pub fn load(path: &Path, max: u64) -> Result<(Vec<u8>, Sha256), ExchangeError> {
     Ok((bytes, hasher))
 }
 
+/// Opens the workbook in `bytes`: ODS when `path` ends in `.ods` (its
+/// content is not always told apart by sniffing), else XLSX.
+fn open<'a>(path: &Path, bytes: &'a [u8]) -> Result<calamine::Sheets<Cursor<&'a [u8]>>, String> {
+    let ods = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("ods"));
+    let cursor = Cursor::new(bytes);
+    let book = if ods {
+        calamine::Ods::new(cursor)
+            .map(calamine::Sheets::Ods)
+            .map_err(|e| e.to_string())
+    } else {
+        calamine::Xlsx::new(cursor)
+            .map(calamine::Sheets::Xlsx)
+            .map_err(|e| e.to_string())
+    };
+    book.map_err(|e| format!("not a readable workbook: {e}"))
+}
+
 /// The names of the workbook's sheets.
-pub fn sheet_names(bytes: &[u8]) -> Result<Vec<String>, String> {
-    let book = calamine::open_workbook_auto_from_rs(Cursor::new(bytes))
-        .map_err(|e| format!("not a readable workbook: {e}"))?;
-    Ok(book.sheet_names())
+pub fn sheet_names(path: &Path, bytes: &[u8]) -> Result<Vec<String>, String> {
+    Ok(open(path, bytes)?.sheet_names())
 }
 
 /// The cells of one sheet of the workbook in `bytes`.
-pub fn range(bytes: &[u8], at: &SheetAt) -> Result<Range<Data>, String> {
-    let mut book = calamine::open_workbook_auto_from_rs(Cursor::new(bytes))
-        .map_err(|e| format!("not a readable workbook: {e}"))?;
+pub fn range(path: &Path, bytes: &[u8], at: &SheetAt) -> Result<Range<Data>, String> {
+    let mut book = open(path, bytes)?;
     let name = match at {
         SheetAt::Named(name) => name.clone(),
         SheetAt::First => book

@@ -484,9 +484,7 @@ impl RowReader {
                 }
             }
             Inner::Sheet { range, map, next } => loop {
-                let Some(cells) = range.rows().nth(*next) else {
-                    return None;
-                };
+                let cells = range.rows().nth(*next)?;
                 *next += 1;
                 let line = range.start().map_or(1, |(row, _)| u64::from(row) + 1);
                 let line = line + *next as u64 - 1;

@@ -37,7 +37,7 @@ impl Export {
         if self.book.is_some() {
             let path = self.dir.join(WORKBOOK);
             let sheet = SheetWriter::create(&path, entity)?;
-            return Ok((path, RowWriter::Sheet(sheet)));
+            return Ok((path, RowWriter::Sheet(Box::new(sheet))));
         }
         let path = (self.dir).join(format!("{}.{}", entity.name, self.format.extension()));
         let writer = RowWriter::create(&path, entity, self.format)?;
@@ -49,7 +49,7 @@ impl Export {
     pub fn end(&mut self, writer: RowWriter, path: &Path) -> Result<(), ExchangeError> {
         match (writer, self.book.as_mut()) {
             (RowWriter::Sheet(sheet), Some(book)) => {
-                book.push(sheet);
+                book.push(*sheet);
                 Ok(())
             }
             (RowWriter::Sheet(_), None) => Ok(()),
@@ -76,7 +76,7 @@ pub enum RowWriter {
         out: Out,
     },
     /// A sheet of the export's workbook.
-    Sheet(SheetWriter),
+    Sheet(Box<SheetWriter>),
 }
 
 /// The encoder of an entity file.

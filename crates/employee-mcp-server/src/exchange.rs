@@ -19,6 +19,9 @@ pub enum FormatArg {
     Csv,
     /// JSON Lines: one object per line.
     Jsonl,
+    /// Spreadsheets: export writes one workbook, directory.xlsx, with a
+    /// sheet per entity; import reads ENTITY.xlsx or ENTITY.ods.
+    Xlsx,
 }
 
 impl From<FormatArg> for Format {
@@ -26,6 +29,7 @@ impl From<FormatArg> for Format {
         match f {
             FormatArg::Csv => Format::Csv,
             FormatArg::Jsonl => Format::Jsonl,
+            FormatArg::Xlsx => Format::Xlsx,
         }
     }
 }
@@ -79,13 +83,20 @@ pub struct ImportArgs {
     pub database: DatabaseUrl,
 
     /// Folder holding the entity files (employees.csv, departments.csv, …;
-    /// any subset).
+    /// any subset), or one workbook (.xlsx, .ods) with a sheet per entity.
     #[arg(value_name = "DIR", required_unless_present = "history")]
     pub dir: Option<PathBuf>,
 
-    /// File format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Csv)]
-    pub format: FormatArg,
+    /// File format (default: csv, or xlsx for a folder that holds entity
+    /// workbooks and no entity CSV file).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+
+    /// Largest workbook read, in bytes (a workbook is loaded whole); a
+    /// larger one is refused before it is opened.
+    #[arg(long, env = "EMPLOYEE_MCP_MAX_WORKBOOK_BYTES",
+          default_value_t = exchange::DEFAULT_MAX_WORKBOOK_BYTES)]
+    pub max_workbook_bytes: u64,
 
     /// Merge into the directory or replace it.
     #[arg(long, value_enum, default_value_t = ModeArg::Merge)]
@@ -153,12 +164,36 @@ pub async fn export(args: &ExportArgs) -> Result<(), String> {
     for (entity, n) in &written {
         println!("{entity}: {n} rows");
     }
-    println!(
-        "exported {total} rows in {} files to {}",
-        written.len(),
-        args.out.display()
-    );
+    match args.format {
+        FormatArg::Xlsx => println!(
+            "exported {total} rows in {} sheets to {}",
+            written.len(),
+            args.out.join(exchange::WORKBOOK).display()
+        ),
+        _ => println!(
+            "exported {total} rows in {} files to {}",
+            written.len(),
+            args.out.display()
+        ),
+    }
     Ok(())
+}
+
+/// The format of a folder imported without `--format`: XLSX when it
+/// holds an entity workbook and no entity CSV file, else CSV.
+fn guess_format(dir: &std::path::Path) -> Format {
+    let has = |extensions: &[&str]| {
+        exchange::spec::ENTITIES.iter().any(|entity| {
+            extensions
+                .iter()
+                .any(|ext| dir.join(format!("{}.{ext}", entity.name)).exists())
+        })
+    };
+    if !has(&["csv"]) && has(&["xlsx", "ods"]) {
+        Format::Xlsx
+    } else {
+        Format::Csv
+    }
 }
 
 /// The `import` subcommand.
@@ -175,9 +210,10 @@ pub async fn import(args: &ImportArgs) -> Result<(), String> {
     let Some(dir) = args.dir.clone() else {
         return Err("name the folder to import (or pass --history)".to_string());
     };
+    let format = args.format.map_or_else(|| guess_format(&dir), Format::from);
     let options = ImportOptions {
         dir,
-        format: args.format.into(),
+        format,
         mode: match args.mode {
             ModeArg::Merge => Mode::Merge,
             ModeArg::Replace => Mode::Replace,
@@ -187,6 +223,7 @@ pub async fn import(args: &ImportArgs) -> Result<(), String> {
         actor: crate::catalog::command::actor(args.actor.as_deref()),
         delimiter: args.delimiter,
         date_format: args.date_format.clone(),
+        max_workbook_bytes: args.max_workbook_bytes,
     };
     match exchange::import(args.database.as_str(), &options).await {
         Ok(report) => {

@@ -9,12 +9,14 @@
 //! tables from which set-based statements count and apply the changes. Only
 //! keys are held in memory.
 
+mod book;
 mod date;
 mod formula;
 mod history;
 mod postgres;
 mod problems;
 mod read;
+mod sheet;
 pub mod spec;
 mod sql;
 mod sqlite;
@@ -31,6 +33,7 @@ use serde::Serialize;
 pub use date::check_format as check_date_format;
 pub use history::ImportRecord;
 pub use problems::{MAX_REPORTED, Problem, Problems};
+pub use sheet::DEFAULT_MAX_WORKBOOK_BYTES;
 
 use crate::{DatabaseUrl, Directory, DirectoryError, DirectoryOptions, SystemClock};
 
@@ -45,7 +48,14 @@ pub enum Format {
     Csv,
     /// JSON Lines, one object per row: `ENTITY.jsonl`.
     Jsonl,
+    /// Spreadsheets: import reads `ENTITY.xlsx` or `ENTITY.ods` (first
+    /// sheet) or one workbook with a sheet per entity; export writes one
+    /// workbook, [`WORKBOOK`], with a sheet per entity.
+    Xlsx,
 }
+
+/// The workbook an XLSX export writes in `--out`.
+pub const WORKBOOK: &str = "directory.xlsx";
 
 impl Format {
     /// The file extension.
@@ -53,6 +63,7 @@ impl Format {
         match self {
             Format::Csv => "csv",
             Format::Jsonl => "jsonl",
+            Format::Xlsx => "xlsx",
         }
     }
 }
@@ -81,7 +92,8 @@ impl Mode {
 /// What to import and how.
 #[derive(Debug, Clone)]
 pub struct ImportOptions {
-    /// The directory holding the entity files.
+    /// The directory holding the entity files, or one workbook (`.xlsx`,
+    /// `.ods`) with a sheet per entity.
     pub dir: PathBuf,
     /// Their format.
     pub format: Format,
@@ -99,6 +111,8 @@ pub struct ImportOptions {
     /// A chrono format (`%d/%m/%Y`) for dates that are not `YYYY-MM-DD`
     /// (nor `YYYY/MM/DD`, `YYYY.MM.DD`); checked with [`check_date_format`].
     pub date_format: Option<String>,
+    /// Largest workbook read, in bytes (a workbook is loaded whole).
+    pub max_workbook_bytes: u64,
 }
 
 /// Changes to one entity.
@@ -286,7 +300,7 @@ pub async fn import(url: &str, options: &ImportOptions) -> Result<ImportReport, 
     if let Some(format) = &options.date_format {
         date::check_format(format).map_err(ExchangeError::InvalidOption)?;
     }
-    let sources = read::sources(&options.dir, options.format)?;
+    let sources = read::sources(&options.dir, options.format, options.max_workbook_bytes)?;
     prepare(url, Fill::Empty).await?;
     match target {
         Target::Sqlite(path) => {

@@ -16,7 +16,7 @@ use super::spec::{ENTITIES, Entity, Kind};
 use super::sql::{self, Dialect};
 use super::validate::{self, Known};
 use super::value::Value;
-use super::write::RowWriter;
+use super::write::Export;
 use super::{
     EntityCounts, ExchangeError, FileDigest, Format, ImportOptions, ImportRecord, ImportReport,
     Mode, Problems, history as record,
@@ -97,9 +97,9 @@ pub async fn export(
         .await
         .map_err(pg("begin export"))?;
     let mut written = Vec::new();
+    let mut export = Export::new(dir, format);
     for entity in ENTITIES {
-        let file = dir.join(format!("{}.{}", entity.name, format.extension()));
-        let mut out = RowWriter::create(&file, entity, format)?;
+        let (file, mut out) = export.start(entity)?;
         let no_params: [&str; 0] = [];
         let rows = tx
             .query_raw(&select(entity), no_params)
@@ -117,9 +117,10 @@ pub async fn export(
             out.row(&file, entity, &values)?;
             n += 1;
         }
-        out.finish(&file)?;
+        export.end(out, &file)?;
         written.push((entity.name, n));
     }
+    export.finish()?;
     tx.commit().await.map_err(pg("end export"))?;
     Ok(written)
 }

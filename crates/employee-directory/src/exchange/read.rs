@@ -13,6 +13,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use sha2::{Digest, Sha256};
 
 use super::problems::{Problem, Problems};
+use super::sheet::{self, SheetAt};
 use super::spec::{Column, ENTITIES, Entity, Kind};
 use super::{ExchangeError, Format, ImportOptions};
 
@@ -23,27 +24,35 @@ pub struct Source {
     pub entity: &'static Entity,
     /// Where it is.
     pub path: PathBuf,
-    /// Its file name, for messages.
+    /// Its file name, for messages (`company.xlsx[employees]` for a
+    /// sheet of a multi-sheet workbook).
     pub file: String,
+    /// The sheet it is, for a workbook (`None`: a CSV or JSON Lines file).
+    pub sheet: Option<SheetAt>,
 }
 
 /// The entity files present in `dir`, in apply order. A name that is
 /// there but is not a readable regular file (a FIFO, a device, a
 /// directory, a dangling link, no permission) is a problem of that file,
 /// never "absent": replace mode would otherwise empty the entity.
-pub fn sources(dir: &Path, format: Format) -> Result<Vec<Source>, ExchangeError> {
+pub fn sources(
+    dir: &Path,
+    format: Format,
+    max_workbook_bytes: u64,
+) -> Result<Vec<Source>, ExchangeError> {
+    if dir.is_file() && sheet::is_workbook(dir) {
+        return workbook_sources(dir, max_workbook_bytes);
+    }
     if !dir.is_dir() {
         return Err(ExchangeError::NoDirectory(dir.to_path_buf()));
     }
     let mut found = Vec::new();
     let mut problems = Problems::default();
     for entity in ENTITIES {
-        let file = format!("{}.{}", entity.name, format.extension());
-        let path = dir.join(&file);
-        match present(&path) {
-            Ok(false) => {}
-            Ok(true) => found.push(Source { entity, path, file }),
-            Err(reason) => problems.at(&file, 0, None, reason),
+        match entity_file(dir, entity, format, max_workbook_bytes) {
+            Ok(Some(source)) => found.push(source),
+            Ok(None) => {}
+            Err((file, reason)) => problems.at(&file, 0, None, reason),
         }
     }
     if !problems.is_empty() {
@@ -53,6 +62,97 @@ pub fn sources(dir: &Path, format: Format) -> Result<Vec<Source>, ExchangeError>
         return Err(ExchangeError::NoFiles {
             dir: dir.to_path_buf(),
             extension: format.extension(),
+        });
+    }
+    Ok(found)
+}
+
+/// The file of `entity` in `dir`, if there is one: `ENTITY.csv`,
+/// `ENTITY.jsonl`, or for XLSX `ENTITY.xlsx` then `ENTITY.ods` (first sheet).
+fn entity_file(
+    dir: &Path,
+    entity: &'static Entity,
+    format: Format,
+    max_workbook_bytes: u64,
+) -> Result<Option<Source>, (String, String)> {
+    let extensions: &[&str] = match format {
+        Format::Xlsx => &["xlsx", "ods"],
+        _ => &[format.extension()],
+    };
+    for extension in extensions {
+        let file = format!("{}.{extension}", entity.name);
+        let path = dir.join(&file);
+        match present(&path) {
+            Ok(false) => continue,
+            Ok(true) => {}
+            Err(reason) => return Err((file, reason)),
+        }
+        let sheet = (format == Format::Xlsx).then_some(SheetAt::First);
+        if sheet.is_some() {
+            let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+            if let Some(reason) = sheet::too_big(len, max_workbook_bytes) {
+                return Err((file, reason));
+            }
+        }
+        return Ok(Some(Source {
+            entity,
+            path,
+            file,
+            sheet,
+        }));
+    }
+    Ok(None)
+}
+
+/// The sheets of one workbook named after entities, in apply order; a
+/// sheet of another name is a problem naming the known ones.
+fn workbook_sources(path: &Path, max: u64) -> Result<Vec<Source>, ExchangeError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut problems = Problems::default();
+    let refuse = |mut problems: Problems, reason: String| {
+        problems.at(&name, 0, None, reason);
+        ExchangeError::Invalid(problems)
+    };
+    if let Err(reason) = present(path) {
+        return Err(refuse(problems, reason));
+    }
+    let len = std::fs::metadata(path).map_or(0, |m| m.len());
+    if let Some(reason) = sheet::too_big(len, max) {
+        return Err(refuse(problems, reason));
+    }
+    let (bytes, _) = sheet::load(path, max)?;
+    let names = sheet::sheet_names(path, &bytes).map_err(|r| refuse(Problems::default(), r))?;
+    let known: Vec<&str> = ENTITIES.iter().map(|e| e.name).collect();
+    for sheet in &names {
+        if !known.iter().any(|k| k.eq_ignore_ascii_case(sheet.trim())) {
+            let reason = format!("unknown sheet; sheets are named {}", known.join(", "));
+            problems.at(&format!("{name}[{sheet}]"), 0, None, reason);
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ExchangeError::Invalid(problems));
+    }
+    let found: Vec<Source> = ENTITIES
+        .iter()
+        .filter_map(|entity| {
+            let sheet = names
+                .iter()
+                .find(|s| s.trim().eq_ignore_ascii_case(entity.name))?;
+            Some(Source {
+                entity,
+                path: path.to_path_buf(),
+                file: format!("{name}[{sheet}]"),
+                sheet: Some(SheetAt::Named(sheet.clone())),
+            })
+        })
+        .collect();
+    if found.is_empty() {
+        return Err(ExchangeError::NoFiles {
+            dir: path.to_path_buf(),
+            extension: "xlsx",
         });
     }
     Ok(found)
@@ -205,6 +305,14 @@ enum Inner {
         line: u64,
         buf: Vec<u8>,
     },
+    /// One sheet of a workbook, loaded whole (bounded by the workbook limit).
+    Sheet {
+        range: calamine::Range<calamine::Data>,
+        /// Entity column of each sheet column (`None`: unknown, skipped).
+        map: Vec<Option<usize>>,
+        /// Index of the next row in `range` (0 is the header).
+        next: usize,
+    },
 }
 
 impl RowReader {
@@ -216,6 +324,9 @@ impl RowReader {
         options: &ImportOptions,
         problems: &mut Problems,
     ) -> Result<RowReader, ExchangeError> {
+        if let Some(at) = &source.sheet {
+            return RowReader::open_sheet(source, at, options, problems);
+        }
         let max_row_bytes = options.max_row_bytes;
         let file = File::open(&source.path).map_err(|e| ExchangeError::io(&source.path, e))?;
         // `sources` checked the name; this is the file actually opened.
@@ -263,7 +374,7 @@ impl RowReader {
                     record: csv::ByteRecord::new(),
                 }
             }
-            Format::Jsonl => Inner::Jsonl {
+            Format::Jsonl | Format::Xlsx => Inner::Jsonl {
                 reader: BufReader::with_capacity(64 * 1024, metered),
                 line: 0,
                 buf: Vec::new(),
@@ -276,6 +387,48 @@ impl RowReader {
             meter,
             inner,
             done,
+        })
+    }
+
+    /// Opens one sheet of a workbook: the workbook is read (bounded), hashed
+    /// and its sheet loaded; the first row is the header.
+    fn open_sheet(
+        source: &Source,
+        at: &SheetAt,
+        options: &ImportOptions,
+        problems: &mut Problems,
+    ) -> Result<RowReader, ExchangeError> {
+        let (bytes, hasher) = sheet::load(&source.path, options.max_workbook_bytes)?;
+        let range = sheet::range(&source.path, &bytes, at);
+        drop(bytes);
+        let (range, map) = match range {
+            Ok(range) => {
+                let map = sheet_header(source, &range, problems);
+                (range, map)
+            }
+            Err(reason) => {
+                problems.at(&source.file, 0, None, reason);
+                (calamine::Range::empty(), None)
+            }
+        };
+        let meter = Arc::new(Mutex::new(Meter {
+            hasher,
+            read: 0,
+            row_start: 0,
+            allowance: None,
+            newlines: None,
+        }));
+        Ok(RowReader {
+            file: source.file.clone(),
+            max_row_bytes: options.max_row_bytes,
+            date_format: options.date_format.clone(),
+            meter,
+            done: map.is_none(),
+            inner: Inner::Sheet {
+                range,
+                map: map.unwrap_or_default(),
+                next: 1,
+            },
         })
     }
 
@@ -330,6 +483,16 @@ impl RowReader {
                     }
                 }
             }
+            Inner::Sheet { range, map, next } => loop {
+                let cells = range.rows().nth(*next)?;
+                *next += 1;
+                let line = range.start().map_or(1, |(row, _)| u64::from(row) + 1);
+                let line = line + *next as u64 - 1;
+                if cells.iter().all(|c| matches!(c, calamine::Data::Empty)) {
+                    continue;
+                }
+                break sheet_row(&self.file, entity, map, cells, line, self.max_row_bytes);
+            },
             Inner::Jsonl { reader, line, buf } => loop {
                 *line += 1;
                 match read_line(reader, buf, self.max_row_bytes) {
@@ -467,6 +630,70 @@ fn csv_line(reader: &csv::Reader<Metered>, record: &csv::ByteRecord, meter: &Mut
     (end.line() - u64::from(ended_on_lf))
         .saturating_sub(inside)
         .max(1)
+}
+
+/// Maps a sheet's first row to entity columns as a CSV header is mapped.
+fn sheet_header(
+    source: &Source,
+    range: &calamine::Range<calamine::Data>,
+    problems: &mut Problems,
+) -> Option<Vec<Option<usize>>> {
+    let Some(first) = range.rows().next() else {
+        problems.at(&source.file, 1, None, "the sheet is empty (no header row)");
+        return None;
+    };
+    let names: Vec<String> = first
+        .iter()
+        .map(|c| sheet::cell_text(c).ok().flatten().unwrap_or_default())
+        .collect();
+    // Trailing empty header cells are the sheet's width, not columns.
+    let width = names
+        .iter()
+        .rposition(|n| !n.is_empty())
+        .map_or(0, |i| i + 1);
+    let header = csv::ByteRecord::from(names[..width].to_vec());
+    header_map(source, &header, problems)
+}
+
+/// One sheet row as cells by entity column; cells past the header's
+/// columns must be empty.
+fn sheet_row(
+    file: &str,
+    entity: &Entity,
+    map: &[Option<usize>],
+    row: &[calamine::Data],
+    line: u64,
+    max_row_bytes: usize,
+) -> Result<RawRow, Problem> {
+    let problem = |column: Option<&str>, reason: String| Problem {
+        file: file.to_string(),
+        line,
+        column: column.map(str::to_string),
+        reason,
+    };
+    let mut cells = vec![None; entity.columns.len()];
+    let mut bytes = 0;
+    for (i, cell) in row.iter().enumerate() {
+        let target = map.get(i).copied().flatten();
+        let name = target.map(|c| entity.columns[c].name);
+        let text = sheet::cell_text(cell).map_err(|r| problem(name, r))?;
+        let Some(text) = text else { continue };
+        bytes += text.len();
+        if bytes > max_row_bytes {
+            return Err(problem(None, too_long(max_row_bytes)));
+        }
+        let Some(c) = target else {
+            if i >= map.len() {
+                let reason = format!("a value in column {} past the header's columns", i + 1);
+                return Err(problem(None, reason));
+            }
+            continue;
+        };
+        let column = &entity.columns[c];
+        check_characters(column, &text).map_err(|r| problem(Some(column.name), r))?;
+        cells[c] = Some(text);
+    }
+    Ok(RawRow { line, cells })
 }
 
 /// Field separators a CSV file may use, the default first.
@@ -765,7 +992,12 @@ mod tests {
         let file = format!("{}.{}", entity.name, format.extension());
         let path = dir.join(&file);
         std::fs::write(&path, text).expect("write");
-        let source = Source { entity, path, file };
+        let source = Source {
+            entity,
+            path,
+            file,
+            sheet: None,
+        };
         let options = ImportOptions {
             dir: dir.clone(),
             format,
@@ -775,6 +1007,7 @@ mod tests {
             actor: String::new(),
             delimiter: None,
             date_format: None,
+            max_workbook_bytes: sheet::DEFAULT_MAX_WORKBOOK_BYTES,
         };
         let mut problems = Problems::default();
         let mut reader = RowReader::open(&source, &options, &mut problems).expect("open");

@@ -15,7 +15,7 @@ use super::spec::{ENTITIES, Entity, Kind};
 use super::sql::{self, Dialect};
 use super::validate::{self, Known};
 use super::value::Value;
-use super::write::RowWriter;
+use super::write::Export;
 use super::{
     EntityCounts, ExchangeError, Format, ImportOptions, ImportReport, Mode, Problems,
     history as record,
@@ -79,9 +79,9 @@ pub fn export(
     let mut conn = open(path)?;
     let tx = conn.transaction().map_err(db("begin export"))?;
     let mut written = Vec::new();
+    let mut export = Export::new(dir, format);
     for entity in ENTITIES {
-        let file = dir.join(format!("{}.{}", entity.name, format.extension()));
-        let mut out = RowWriter::create(&file, entity, format)?;
+        let (file, mut out) = export.start(entity)?;
         let mut stmt = tx.prepare(&select(entity)).map_err(db("export query"))?;
         let mut rows = stmt.query([]).map_err(db("export query"))?;
         let mut n = 0;
@@ -94,9 +94,10 @@ pub fn export(
             out.row(&file, entity, &values)?;
             n += 1;
         }
-        out.finish(&file)?;
+        export.end(out, &file)?;
         written.push((entity.name, n));
     }
+    export.finish()?;
     Ok(written)
 }
 

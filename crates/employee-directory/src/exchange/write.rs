@@ -5,22 +5,82 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use super::book::{BookWriter, SheetWriter};
 use super::formula;
 use super::spec::{Entity, Kind};
 use super::staged::Staged;
 use super::value::Value;
-use super::{ExchangeError, Format};
+use super::{ExchangeError, Format, WORKBOOK};
 
-/// A writer of one entity file.
-pub struct RowWriter {
-    /// The temporary file that becomes `path` at [`RowWriter::finish`].
-    staged: Staged,
-    out: Out,
+/// Where an export writes: a file per entity (CSV, JSON Lines) or one
+/// workbook with a sheet per entity (XLSX).
+pub struct Export {
+    dir: PathBuf,
+    format: Format,
+    book: Option<BookWriter>,
 }
 
-enum Out {
+impl Export {
+    /// An export into `dir` in `format`.
+    pub fn new(dir: &Path, format: Format) -> Export {
+        Export {
+            dir: dir.to_path_buf(),
+            format,
+            book: (format == Format::Xlsx).then(BookWriter::default),
+        }
+    }
+
+    /// The file `entity` goes to (for messages too) and its writer.
+    pub fn start(&self, entity: &Entity) -> Result<(PathBuf, RowWriter), ExchangeError> {
+        if self.book.is_some() {
+            let path = self.dir.join(WORKBOOK);
+            let sheet = SheetWriter::create(&path, entity)?;
+            return Ok((path, RowWriter::Sheet(Box::new(sheet))));
+        }
+        let path = (self.dir).join(format!("{}.{}", entity.name, self.format.extension()));
+        let writer = RowWriter::create(&path, entity, self.format)?;
+        Ok((path, writer))
+    }
+
+    /// Ends one entity: its file is renamed into place, or its sheet added
+    /// to the workbook.
+    pub fn end(&mut self, writer: RowWriter, path: &Path) -> Result<(), ExchangeError> {
+        match (writer, self.book.as_mut()) {
+            (RowWriter::Sheet(sheet), Some(book)) => {
+                book.push(*sheet);
+                Ok(())
+            }
+            (RowWriter::Sheet(_), None) => Ok(()),
+            (writer @ RowWriter::File { .. }, _) => writer.finish(path),
+        }
+    }
+
+    /// Saves the workbook, if there is one.
+    pub fn finish(self) -> Result<(), ExchangeError> {
+        match self.book {
+            Some(book) => book.save(&self.dir.join(WORKBOOK)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A writer of one entity file (or sheet).
+pub enum RowWriter {
+    /// A CSV or JSON Lines file.
+    File {
+        /// The temporary file that becomes `path` at [`RowWriter::finish`].
+        staged: Staged,
+        /// What is written into it.
+        out: Out,
+    },
+    /// A sheet of the export's workbook.
+    Sheet(Box<SheetWriter>),
+}
+
+/// The encoder of an entity file.
+pub enum Out {
     /// CSV with a header row.
     Csv(Box<csv::Writer<BufWriter<File>>>),
     /// One JSON object per line.
@@ -46,9 +106,9 @@ impl RowWriter {
                     .map_err(|e| ExchangeError::csv(path, e))?;
                 Out::Csv(Box::new(w))
             }
-            Format::Jsonl => Out::Jsonl(out),
+            Format::Jsonl | Format::Xlsx => Out::Jsonl(out),
         };
-        Ok(RowWriter { staged, out })
+        Ok(RowWriter::File { staged, out })
     }
 
     /// Writes one row (values in entity column order).
@@ -58,7 +118,11 @@ impl RowWriter {
         entity: &Entity,
         values: &[Value],
     ) -> Result<(), ExchangeError> {
-        match &mut self.out {
+        let out = match self {
+            RowWriter::File { out, .. } => out,
+            RowWriter::Sheet(sheet) => return sheet.row(path, entity, values),
+        };
+        match out {
             Out::Csv(w) => {
                 let cells = entity.columns.iter().zip(values).map(|(c, v)| {
                     let text = v.to_file_text(c.kind).unwrap_or_default();
@@ -86,7 +150,10 @@ impl RowWriter {
 
     /// Flushes the file to disk and renames it over `path`.
     pub fn finish(self, path: &Path) -> Result<(), ExchangeError> {
-        let out = match self.out {
+        let RowWriter::File { staged, out } = self else {
+            return Ok(());
+        };
+        let out = match out {
             Out::Csv(w) => w
                 .into_inner()
                 .map_err(|e| ExchangeError::io(path, e.into_error()))?,
@@ -95,6 +162,6 @@ impl RowWriter {
         let file = out
             .into_inner()
             .map_err(|e| ExchangeError::io(path, e.into_error()))?;
-        self.staged.commit(file)
+        staged.commit(file)
     }
 }

@@ -413,6 +413,7 @@ async fn an_import_keeps_every_aggregate(kind: Kind) {
                 actor: "test".into(),
                 delimiter: None,
                 date_format: None,
+                max_workbook_bytes: exchange::DEFAULT_MAX_WORKBOOK_BYTES,
             };
             exchange::import(&url, &options).await.unwrap()
         }

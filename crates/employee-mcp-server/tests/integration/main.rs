@@ -17,6 +17,7 @@ mod custom_tools;
 mod exchange;
 mod exchange_hostile;
 mod exchange_safety;
+mod exchange_sheets;
 mod faults;
 mod legacy_wire;
 mod modern_wire;

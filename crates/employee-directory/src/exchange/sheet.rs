@@ -1,0 +1,173 @@
+//! Workbooks (XLSX, ODS) read as rows of text cells, so an imported
+//! spreadsheet goes through the same validation, staging and apply as a
+//! CSV file. A workbook is loaded whole (calamine reads a sheet at once),
+//! so its size is bounded before it is opened (`--max-workbook-bytes`).
+
+use std::io::{Cursor, Read};
+use std::path::Path;
+
+use calamine::{Data, Range, Reader};
+use sha2::{Digest, Sha256};
+
+use super::ExchangeError;
+
+/// Default for [`super::ImportOptions::max_workbook_bytes`].
+pub const DEFAULT_MAX_WORKBOOK_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Which sheet of a workbook a source reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SheetAt {
+    /// The first sheet (a workbook per entity).
+    First,
+    /// The sheet of this name (one workbook, a sheet per entity).
+    Named(String),
+}
+
+/// Whether `path` names a workbook by its extension.
+pub fn is_workbook(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("xlsx") || e.eq_ignore_ascii_case("ods"))
+}
+
+/// Why a workbook of `len` bytes is refused, if it is over `max`.
+pub fn too_big(len: u64, max: u64) -> Option<String> {
+    (len > max).then(|| {
+        format!(
+            "the workbook is {len} bytes, more than --max-workbook-bytes {max}; raise the limit \
+             (or EMPLOYEE_MCP_MAX_WORKBOOK_BYTES) or export the sheets as CSV"
+        )
+    })
+}
+
+/// Reads the workbook at `path` (at most `max` bytes): its bytes' SHA-256
+/// and the names of its sheets, with the bytes for [`range`].
+pub fn load(path: &Path, max: u64) -> Result<(Vec<u8>, Sha256), ExchangeError> {
+    let file = std::fs::File::open(path).map_err(|e| ExchangeError::io(path, e))?;
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ExchangeError::io(path, e))?;
+    if let Some(reason) = too_big(bytes.len() as u64, max) {
+        return Err(ExchangeError::io(path, std::io::Error::other(reason)));
+    }
+    let mut hasher = Sha256::new();
+    hasher.update(&bytes);
+    Ok((bytes, hasher))
+}
+
+/// Opens the workbook in `bytes`: ODS when `path` ends in `.ods` (its
+/// content is not always told apart by sniffing), else XLSX.
+fn open<'a>(path: &Path, bytes: &'a [u8]) -> Result<calamine::Sheets<Cursor<&'a [u8]>>, String> {
+    let ods = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("ods"));
+    let cursor = Cursor::new(bytes);
+    let book = if ods {
+        calamine::Ods::new(cursor)
+            .map(calamine::Sheets::Ods)
+            .map_err(|e| e.to_string())
+    } else {
+        calamine::Xlsx::new(cursor)
+            .map(calamine::Sheets::Xlsx)
+            .map_err(|e| e.to_string())
+    };
+    book.map_err(|e| format!("not a readable workbook: {e}"))
+}
+
+/// The names of the workbook's sheets.
+pub fn sheet_names(path: &Path, bytes: &[u8]) -> Result<Vec<String>, String> {
+    Ok(open(path, bytes)?.sheet_names())
+}
+
+/// The cells of one sheet of the workbook in `bytes`.
+pub fn range(path: &Path, bytes: &[u8], at: &SheetAt) -> Result<Range<Data>, String> {
+    let mut book = open(path, bytes)?;
+    let name = match at {
+        SheetAt::Named(name) => name.clone(),
+        SheetAt::First => book
+            .sheet_names()
+            .into_iter()
+            .next()
+            .ok_or_else(|| "the workbook has no sheet".to_string())?,
+    };
+    book.worksheet_range(&name)
+        .map_err(|e| format!("sheet {name:?} cannot be read: {e}"))
+}
+
+/// A cell as file text (`Ok(None)`: no value); `Err` says why the cell
+/// cannot be used. Dates become `YYYY-MM-DD`, whole numbers lose `.0`,
+/// strings stay as they are (a string cell is text to a spreadsheet too).
+pub fn cell_text(cell: &Data) -> Result<Option<String>, String> {
+    Ok(Some(match cell {
+        Data::Empty => return Ok(None),
+        Data::String(s) if s.is_empty() => return Ok(None),
+        Data::String(s) => s.clone(),
+        Data::Int(n) => n.to_string(),
+        Data::Float(x) => number_text(*x),
+        Data::Bool(b) => b.to_string(),
+        Data::DateTime(d) if d.is_datetime() => {
+            let (y, m, day, ..) = d.to_ymd_hms_milli();
+            format!("{y:04}-{m:02}-{day:02}")
+        }
+        Data::DateTime(_) | Data::DurationIso(_) => {
+            return Err("holds a duration, not a date or a number".to_string());
+        }
+        // ODS dates: `2024-03-01` or `2024-03-01T09:30:00`.
+        Data::DateTimeIso(s) => s.get(..10).unwrap_or(s).to_string(),
+        Data::Error(e) => {
+            return Err(format!(
+                "the cell holds the error {e}; fix the formula or type the value"
+            ));
+        }
+    }))
+}
+
+/// A number as text: a float with no fraction is written as an integer.
+fn number_text(x: f64) -> String {
+    // Below 2^53 every whole float is exactly an i64.
+    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
+        format!("{}", x as i64)
+    } else {
+        x.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use calamine::{CellErrorType, ExcelDateTime, ExcelDateTimeType};
+
+    #[test]
+    fn cells_become_file_text() {
+        let text = |d: Data| cell_text(&d);
+        assert_eq!(text(Data::Empty), Ok(None));
+        assert_eq!(text(Data::String(String::new())), Ok(None));
+        assert_eq!(text(Data::String("0612".into())), Ok(Some("0612".into())));
+        assert_eq!(text(Data::String("+33 1".into())), Ok(Some("+33 1".into())));
+        assert_eq!(text(Data::String("=1+1".into())), Ok(Some("=1+1".into())));
+        assert_eq!(text(Data::Float(42.0)), Ok(Some("42".into())));
+        assert_eq!(text(Data::Float(2.5)), Ok(Some("2.5".into())));
+        assert_eq!(text(Data::Int(-7)), Ok(Some("-7".into())));
+        assert_eq!(text(Data::Bool(true)), Ok(Some("true".into())));
+        let date = ExcelDateTime::new(45352.0, ExcelDateTimeType::DateTime, false);
+        assert_eq!(text(Data::DateTime(date)), Ok(Some("2024-03-01".into())));
+        let iso = Data::DateTimeIso("2024-03-01T09:30:00".into());
+        assert_eq!(text(iso), Ok(Some("2024-03-01".into())));
+        let duration = ExcelDateTime::new(1.5, ExcelDateTimeType::TimeDelta, false);
+        assert!(text(Data::DateTime(duration)).is_err());
+        let error = text(Data::Error(CellErrorType::Div0));
+        assert_eq!(
+            error,
+            Err("the cell holds the error #DIV/0!; fix the formula or type the value".into())
+        );
+    }
+
+    #[test]
+    fn a_workbook_over_the_limit_is_named_with_the_limit() {
+        let reason = too_big(11, 10).unwrap_or_default();
+        assert!(reason.contains("--max-workbook-bytes 10"), "{reason}");
+        assert_eq!(too_big(10, 10), None);
+    }
+}

@@ -17,7 +17,7 @@
 //!
 //! PostgreSQL has pg_dump and pg_restore; a PostgreSQL URL is refused.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
@@ -39,48 +39,126 @@ const KEPT: [&str; 5] = [
     "schema_migrations",
 ];
 
+/// Why a backup or a restore did not happen; the message is the CLI's.
+#[derive(Debug, thiserror::Error)]
+pub enum BackupError {
+    /// `--database` names an in-memory database.
+    #[error("{0} needs a database file (sqlite://PATH), not an in-memory database")]
+    InMemory(&'static str),
+    /// `--database` names a PostgreSQL database.
+    #[error(
+        "{0} is for SQLite files; for PostgreSQL use pg_dump and pg_restore (see \
+         docs/operating.md, \"Backup and restore\")"
+    )]
+    Postgres(&'static str),
+    /// The live database file is not there.
+    #[error("no database at {}", .0.display())]
+    NoDatabase(PathBuf),
+    /// The backup file to restore from is not there.
+    #[error("no backup file at {}", .0.display())]
+    NoBackup(PathBuf),
+    /// A backup never overwrites a file.
+    #[error("{} already exists; a backup never overwrites a file: choose a new name", .0.display())]
+    Exists(PathBuf),
+    /// `restore --from` names the live file.
+    #[error("the backup is the live database itself")]
+    SameFile,
+    /// A path SQLite cannot be given.
+    #[error("{} is not a UTF-8 path", .0.display())]
+    NotUtf8(PathBuf),
+    /// A path that cannot be made absolute.
+    #[error("cannot resolve {}: {source}", .path.display())]
+    Resolve {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A file does not open as a SQLite database.
+    #[error("cannot open {}: {source}", .path.display())]
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    /// The connection's busy timeout could not be set.
+    #[error("cannot configure the connection: {0}")]
+    Configure(rusqlite::Error),
+    /// The backup file does not attach.
+    #[error("cannot open the backup {}: {source}", .path.display())]
+    Attach {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    /// `VACUUM INTO` failed (disk full, permissions).
+    #[error("cannot write the {what} to {}: {source}", .path.display())]
+    Write {
+        what: &'static str,
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    /// A file that holds no employee directory.
+    #[error("{} is not an employee directory ({why})", .path.display())]
+    NotDirectory { path: PathBuf, why: String },
+    /// Backup and live database at different schema versions.
+    #[error(
+        "the backup's schema is at version {backup}, the live database's at {live}: restore it \
+         into a database of the same version (start a server of that version on a copy of the \
+         backup to migrate it, then back that up)"
+    )]
+    Version { backup: u32, live: u32 },
+    /// `quick_check` could not run.
+    #[error("cannot check the backup: {0}")]
+    Check(rusqlite::Error),
+    /// `quick_check` found damage.
+    #[error("the backup {} is damaged: {detail}", .path.display())]
+    Damaged { path: PathBuf, detail: String },
+    /// The restore's transaction failed and was rolled back.
+    #[error("restore failed, nothing was changed: {0}")]
+    Restore(rusqlite::Error),
+}
+
 /// The SQLite file behind `url`, or why there is none.
-fn sqlite_file(url: &DatabaseUrl, what: &str) -> Result<std::path::PathBuf, String> {
+fn sqlite_file(url: &DatabaseUrl, what: &'static str) -> Result<PathBuf, BackupError> {
     match url {
         DatabaseUrl::Sqlite { path, .. } => Ok(path.clone()),
-        DatabaseUrl::Memory => Err(format!(
-            "{what} needs a database file (sqlite://PATH), not an in-memory database"
-        )),
-        DatabaseUrl::Postgres(_) => Err(format!(
-            "{what} is for SQLite files; for PostgreSQL use pg_dump and pg_restore (see \
-             docs/operating.md, \"Backup and restore\")"
-        )),
+        DatabaseUrl::Memory => Err(BackupError::InMemory(what)),
+        DatabaseUrl::Postgres(_) => Err(BackupError::Postgres(what)),
     }
+}
+
+/// Opens `path` with `flags` and the busy timeout.
+fn connect(path: &Path, flags: OpenFlags) -> Result<Connection, BackupError> {
+    let conn = Connection::open_with_flags(path, flags).map_err(|source| BackupError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(BackupError::Configure)?;
+    Ok(conn)
+}
+
+/// `path` as text for SQLite.
+fn utf8(path: &Path) -> Result<&str, BackupError> {
+    path.to_str()
+        .ok_or_else(|| BackupError::NotUtf8(path.to_path_buf()))
 }
 
 /// `backup`: a consistent copy of the live database at `out`, which must
 /// not exist. Returns a one-line summary.
-pub fn backup(url: &DatabaseUrl, out: &Path) -> Result<String, String> {
+pub fn backup(url: &DatabaseUrl, out: &Path) -> Result<String, BackupError> {
     let path = sqlite_file(url, "backup")?;
     if !path.exists() {
-        return Err(format!("no database at {}", path.display()));
+        return Err(BackupError::NoDatabase(path));
     }
     let trail = crate::audit::trail_file(&path);
     let trail_out = crate::audit::trail_file(out);
     for target in [out, trail_out.as_path()] {
         if target.exists() {
-            return Err(format!(
-                "{} already exists; a backup never overwrites a file: choose a new name",
-                target.display()
-            ));
+            return Err(BackupError::Exists(target.to_path_buf()));
         }
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(&path, flags)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(|e| format!("cannot configure the connection: {e}"))?;
+    let conn = connect(&path, flags)?;
     check_directory(&conn, "main", &path)?;
-    let target = out
-        .to_str()
-        .ok_or_else(|| format!("{} is not a UTF-8 path", out.display()))?;
-    conn.execute("VACUUM INTO ?1", [target])
-        .map_err(|e| format!("cannot write the backup to {}: {e}", out.display()))?;
+    vacuum_into(&conn, out, "backup")?;
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     let mut summary = format!(
         "backed up {} to {} ({bytes} bytes)",
@@ -99,22 +177,19 @@ pub fn backup(url: &DatabaseUrl, out: &Path) -> Result<String, String> {
 }
 
 /// A consistent copy of the audit trail file (its own `VACUUM INTO`).
-fn copy_trail(trail: &Path, out: &Path) -> Result<(), String> {
+fn copy_trail(trail: &Path, out: &Path) -> Result<(), BackupError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(trail, flags)
-        .map_err(|e| format!("cannot open {}: {e}", trail.display()))?;
-    conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(|e| format!("cannot configure the connection: {e}"))?;
-    let target = out
-        .to_str()
-        .ok_or_else(|| format!("{} is not a UTF-8 path", out.display()))?;
-    conn.execute("VACUUM INTO ?1", [target])
+    vacuum_into(&connect(trail, flags)?, out, "audit trail's backup")
+}
+
+/// `VACUUM INTO out`: a consistent copy of `conn`'s main database.
+fn vacuum_into(conn: &Connection, out: &Path, what: &'static str) -> Result<(), BackupError> {
+    conn.execute("VACUUM INTO ?1", [utf8(out)?])
         .map(drop)
-        .map_err(|e| {
-            format!(
-                "cannot write the audit trail's backup to {}: {e}",
-                out.display()
-            )
+        .map_err(|source| BackupError::Write {
+            what,
+            path: out.to_path_buf(),
+            source,
         })
 }
 
@@ -133,38 +208,37 @@ fn trail_rows(tx: &Connection, path: &Path) -> i64 {
 
 /// `restore`: the backup's directory and catalogue rows into the live
 /// database, in one transaction; returns the per-table summary.
-pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<String, String> {
+pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<String, BackupError> {
     let path = sqlite_file(url, "restore")?;
     if !from.is_file() {
-        return Err(format!("no backup file at {}", from.display()));
+        return Err(BackupError::NoBackup(from.to_path_buf()));
     }
     if same_file(&path, from) {
-        return Err("the backup is the live database itself".to_owned());
+        return Err(BackupError::SameFile);
     }
     // No CREATE: a missing live file is an error, not an empty directory.
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_URI;
-    let mut conn = Connection::open_with_flags(&path, flags)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(|e| format!("cannot configure the connection: {e}"))?;
-    let live_version = check_directory(&conn, "main", &path)?;
+    let mut conn = connect(&path, flags)?;
+    let live = check_directory(&conn, "main", &path)?;
     conn.execute("ATTACH DATABASE ?1 AS backup", [read_only_uri(from)?])
-        .map_err(|e| format!("cannot open the backup {}: {e}", from.display()))?;
-    let backup_version = check_directory(&conn, "backup", from)?;
-    if backup_version != live_version {
-        return Err(format!(
-            "the backup's schema is at version {backup_version}, the live database's at \
-             {live_version}: restore it into a database of the same version (start a server of \
-             that version on a copy of the backup to migrate it, then back that up)"
-        ));
+        .map_err(|source| BackupError::Attach {
+            path: from.to_path_buf(),
+            source,
+        })?;
+    let backup = check_directory(&conn, "backup", from)?;
+    if backup != live {
+        return Err(BackupError::Version { backup, live });
     }
     let ok: String = conn
         .query_row("PRAGMA backup.quick_check", [], |r| r.get(0))
-        .map_err(|e| format!("cannot check the backup: {e}"))?;
+        .map_err(BackupError::Check)?;
     if ok != "ok" {
-        return Err(format!("the backup {} is damaged: {ok}", from.display()));
+        return Err(BackupError::Damaged {
+            path: from.to_path_buf(),
+            detail: ok,
+        });
     }
     let summary = replace_rows(&mut conn, &path)?;
     let _ = conn.execute_batch("DETACH DATABASE backup");
@@ -173,8 +247,8 @@ pub fn restore(url: &DatabaseUrl, from: &Path) -> Result<String, String> {
 
 /// The transaction of [`restore`]: every table of the live database but
 /// the [`KEPT`] ones takes the backup's rows.
-fn replace_rows(conn: &mut Connection, path: &Path) -> Result<String, String> {
-    let failed = |e: rusqlite::Error| format!("restore failed, nothing was changed: {e}");
+fn replace_rows(conn: &mut Connection, path: &Path) -> Result<String, BackupError> {
+    let failed = BackupError::Restore;
     // Checked at the commit: rows go in table by table.
     conn.pragma_update(None, "foreign_keys", true)
         .map_err(failed)?;
@@ -237,8 +311,11 @@ fn replace_rows(conn: &mut Connection, path: &Path) -> Result<String, String> {
 
 /// Checks that `schema` holds an employee directory; returns its schema
 /// version.
-fn check_directory(conn: &Connection, schema: &str, path: &Path) -> Result<u32, String> {
-    let not = |why: String| format!("{} is not an employee directory ({why})", path.display());
+fn check_directory(conn: &Connection, schema: &str, path: &Path) -> Result<u32, BackupError> {
+    let not = |why: String| BackupError::NotDirectory {
+        path: path.to_path_buf(),
+        why,
+    };
     let has = tables(conn, schema).map_err(|e| not(e.to_string()))?;
     for needed in ["schema_migrations", "employees", "departments"] {
         if !has.iter().any(|t| t == needed) {
@@ -296,12 +373,12 @@ fn count(conn: &Connection, schema: &str, table: &str) -> rusqlite::Result<i64> 
 
 /// `file:` URI opening `path` read-only (nothing is written next to the
 /// backup).
-fn read_only_uri(path: &Path) -> Result<String, String> {
-    let absolute =
-        std::path::absolute(path).map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
-    let text = absolute
-        .to_str()
-        .ok_or_else(|| format!("{} is not a UTF-8 path", path.display()))?;
+fn read_only_uri(path: &Path) -> Result<String, BackupError> {
+    let absolute = std::path::absolute(path).map_err(|source| BackupError::Resolve {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let text = utf8(&absolute)?;
     let mut escaped = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

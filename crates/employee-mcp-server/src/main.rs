@@ -73,12 +73,12 @@ async fn run(cli: Cli) {
     let result = match cli.command {
         Some(Command::Audit(args)) => print_audit(&args),
         Some(Command::Tools(args)) => catalog::command::run(&args).await,
-        Some(Command::Backup(args)) => {
-            backup::backup(&args.database, &args.out).map(|s| println!("{s}"))
-        }
-        Some(Command::Restore(args)) => {
-            backup::restore(&args.database, &args.from).map(|s| println!("{s}"))
-        }
+        Some(Command::Backup(args)) => backup::backup(&args.database, &args.out)
+            .map(|s| println!("{s}"))
+            .map_err(|e| e.to_string()),
+        Some(Command::Restore(args)) => backup::restore(&args.database, &args.from)
+            .map(|s| println!("{s}"))
+            .map_err(|e| e.to_string()),
         Some(Command::Export(args)) => exchange::export(&args).await,
         Some(Command::Import(args)) => exchange::import(&args).await,
         // Traces (OTLP) when OTEL_* says so; see telemetry.rs.

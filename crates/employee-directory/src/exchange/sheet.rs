@@ -40,6 +40,30 @@ pub fn too_big(len: u64, max: u64) -> Option<String> {
     })
 }
 
+/// How many times its own size a workbook may unpack to: sheet XML
+/// compresses 5–10×; a zip bomb compresses a thousandfold.
+const MAX_UNPACK_RATIO: u64 = 10;
+
+/// Why a workbook is refused when its parts unpack to more than
+/// [`MAX_UNPACK_RATIO`] × `max` bytes (the sizes its zip directory
+/// declares, read before anything is inflated). Not a zip at all is left
+/// to the workbook reader to report.
+fn unpacks_too_big(bytes: &[u8], max: u64) -> Option<String> {
+    let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).ok()?;
+    let limit = max.saturating_mul(MAX_UNPACK_RATIO);
+    let mut total: u64 = 0;
+    for i in 0..zip.len() {
+        let size = zip.by_index_raw(i).map_or(u64::MAX, |f| f.size());
+        total = total.saturating_add(size);
+    }
+    (total > limit).then(|| {
+        format!(
+            "the workbook unpacks to {total} bytes, more than {MAX_UNPACK_RATIO} × \
+             --max-workbook-bytes ({limit}); a real workbook that large is better exported as CSV"
+        )
+    })
+}
+
 /// Reads the workbook at `path` (at most `max` bytes): its bytes' SHA-256
 /// and the names of its sheets, with the bytes for [`range`].
 pub fn load(path: &Path, max: u64) -> Result<(Vec<u8>, Sha256), ExchangeError> {
@@ -49,6 +73,9 @@ pub fn load(path: &Path, max: u64) -> Result<(Vec<u8>, Sha256), ExchangeError> {
         .read_to_end(&mut bytes)
         .map_err(|e| ExchangeError::io(path, e))?;
     if let Some(reason) = too_big(bytes.len() as u64, max) {
+        return Err(ExchangeError::io(path, std::io::Error::other(reason)));
+    }
+    if let Some(reason) = unpacks_too_big(&bytes, max) {
         return Err(ExchangeError::io(path, std::io::Error::other(reason)));
     }
     let mut hasher = Sha256::new();
@@ -162,6 +189,24 @@ mod tests {
             error,
             Err("the cell holds the error #DIV/0!; fix the formula or type the value".into())
         );
+    }
+
+    #[test]
+    fn a_workbook_that_unpacks_a_thousandfold_is_refused() {
+        use std::io::Write;
+        let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        let deflate = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file("xl/worksheets/sheet1.xml", deflate)
+            .expect("start");
+        zip.write_all(&vec![b' '; 4 << 20]).expect("write");
+        let bytes = zip.finish().expect("finish").into_inner();
+        assert!(bytes.len() < 64 * 1024, "{} bytes", bytes.len());
+        let max = bytes.len() as u64 * 2;
+        let reason = unpacks_too_big(&bytes, max).unwrap_or_default();
+        assert!(reason.contains("unpacks to 4194304 bytes"), "{reason}");
+        assert_eq!(unpacks_too_big(&bytes, 1 << 20), None);
+        assert_eq!(unpacks_too_big(b"not a zip", 1), None);
     }
 
     #[test]

@@ -69,10 +69,12 @@ async fn deleted_database_withholds_answers_and_a_copy_put_back_is_refused() {
     std::fs::remove_file(&path).expect("delete the database");
 
     let call = json!({"name": "get-employee-details", "arguments": {"employeeId": "AliceJohnson"}});
-    let answer = server
-        .rpc("tools/call", call.clone())
-        .await
-        .expect("answered with a tool error");
+    let answer = serde_json::Value::Object(
+        server
+            .rpc("tools/call", call.clone())
+            .await
+            .expect("answered with a tool error"),
+    );
     assert_eq!(answer["isError"], true, "{answer}");
     assert!(
         answer.to_string().contains("HR database is missing"),
@@ -90,8 +92,9 @@ async fn deleted_database_withholds_answers_and_a_copy_put_back_is_refused() {
     match server.rpc("tools/call", call).await {
         Ok(answer) => {
             assert_eq!(
-                answer["isError"], true,
-                "a copy put back was served: {answer}"
+                answer.get("isError"),
+                Some(&json!(true)),
+                "a copy put back was served: {answer:?}"
             )
         }
         Err(withheld) => assert_eq!(withheld.code(), Some(-32603), "{withheld}"),

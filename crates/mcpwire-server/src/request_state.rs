@@ -133,7 +133,7 @@ fn now_secs() -> u64 {
 }
 
 /// A digest of the arguments that ignores key order.
-fn digest(arguments: &Map<String, Value>) -> String {
+pub(crate) fn digest(arguments: &Map<String, Value>) -> String {
     let mut hasher = Sha256::new();
     canonical(&Value::Object(arguments.clone()), &mut hasher);
     URL_SAFE_NO_PAD.encode(hasher.finalize())

@@ -16,7 +16,10 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::access::{AccessOptions, AuditSink, CallLimiter, MemoryLimiter, RateLimiter};
+use crate::access::{
+    AccessOptions, ApprovalOptions, ApprovalStore, AuditSink, CallLimiter, MemoryApprovals,
+    MemoryLimiter, RateLimiter,
+};
 use crate::context::RequestContext;
 use crate::dispatch::{Inbound, Reply};
 use crate::engine::{Accepted, Connection, Engine, MessageLimits, Origin};
@@ -47,6 +50,8 @@ pub struct ServerBuilder {
     options: ServerOptions,
     access: AccessOptions,
     audit: Option<Arc<dyn AuditSink>>,
+    approvals: Option<Arc<dyn ApprovalStore>>,
+    approval: ApprovalOptions,
     tasks: Option<TaskOptions>,
     shared: Option<Shared>,
     task_backend: Option<Arc<dyn TaskBackend>>,
@@ -98,6 +103,20 @@ impl ServerBuilder {
     /// Records every `tools/call` before its response is sent.
     pub fn audit(mut self, sink: Arc<dyn AuditSink>) -> Self {
         self.audit = Some(sink);
+        self
+    }
+
+    /// Where pending approvals and spent confirmations live
+    /// ([`MemoryApprovals`] by default: one process). Replicas given one
+    /// shared store honour each other's decisions.
+    pub fn approvals(mut self, store: Arc<dyn ApprovalStore>) -> Self {
+        self.approvals = Some(store);
+        self
+    }
+
+    /// How approvals run: lifetimes, the wait, the fallback.
+    pub fn approval_options(mut self, options: ApprovalOptions) -> Self {
+        self.approval = options;
         self
     }
 
@@ -228,6 +247,10 @@ impl ServerBuilder {
             }),
             access: self.access,
             audit: self.audit,
+            approvals: self
+                .approvals
+                .unwrap_or_else(|| Arc::new(MemoryApprovals::default())),
+            approval: self.approval,
             tasks: tasks.map(|o| {
                 let backend = self
                     .task_backend
@@ -325,6 +348,8 @@ impl Server {
             options: ServerOptions::default(),
             access: AccessOptions::default(),
             audit: None,
+            approvals: None,
+            approval: ApprovalOptions::default(),
             tasks: None,
             shared: None,
             task_backend: None,

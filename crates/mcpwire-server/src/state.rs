@@ -14,7 +14,9 @@ use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::access::{AccessOptions, AuditSink, CallLimiter, RateLimit, RateLimiter};
+use crate::access::{
+    AccessOptions, ApprovalOptions, ApprovalStore, AuditSink, CallLimiter, RateLimit, RateLimiter,
+};
 use crate::context::RequestContext;
 use crate::events::ServerEvent;
 use crate::observe::{Encoder, Metrics};
@@ -114,6 +116,10 @@ pub(crate) struct State {
     /// `tools/call` rate and concurrency limits.
     pub(crate) limiter: Arc<dyn CallLimiter>,
     pub(crate) audit: Option<Arc<dyn AuditSink>>,
+    /// Pending approvals and spent confirmations.
+    pub(crate) approvals: Arc<dyn ApprovalStore>,
+    /// How approvals run.
+    pub(crate) approval: ApprovalOptions,
     /// The task store, when the tasks extension is enabled.
     pub(crate) tasks: Option<Arc<TaskStore>>,
     /// Counters for `/metrics`.

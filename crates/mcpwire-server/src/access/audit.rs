@@ -26,18 +26,34 @@ pub enum CallOutcome {
     ProtocolError,
     /// The client cancelled the call.
     Cancelled,
+    /// The call waits for a human yes: the user was asked to confirm, or
+    /// an operator's approval is pending.
+    ApprovalPending,
+    /// The user declined the call in their client.
+    ApprovalDeclined,
+    /// An operator approved a pending call (recorded by whoever decides).
+    ApprovalGranted,
+    /// An operator denied the call, or it could not be confirmed.
+    ApprovalDenied,
+    /// A pending approval was not decided in time.
+    ApprovalExpired,
 }
 
 impl CallOutcome {
     /// Every outcome, in declaration order (the index of each is its
     /// discriminant).
-    pub const ALL: [CallOutcome; 6] = [
+    pub const ALL: [CallOutcome; 11] = [
         Self::Success,
         Self::ToolError,
         Self::Denied,
         Self::RateLimited,
         Self::ProtocolError,
         Self::Cancelled,
+        Self::ApprovalPending,
+        Self::ApprovalDeclined,
+        Self::ApprovalGranted,
+        Self::ApprovalDenied,
+        Self::ApprovalExpired,
     ];
 
     /// The outcome a JSON-RPC error code stands for.
@@ -60,6 +76,11 @@ impl CallOutcome {
             Self::RateLimited => "rate_limited",
             Self::ProtocolError => "protocol_error",
             Self::Cancelled => "cancelled",
+            Self::ApprovalPending => "approval_pending",
+            Self::ApprovalDeclined => "approval_declined",
+            Self::ApprovalGranted => "approval_granted",
+            Self::ApprovalDenied => "approval_denied",
+            Self::ApprovalExpired => "approval_expired",
         }
     }
 }

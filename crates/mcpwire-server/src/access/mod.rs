@@ -4,11 +4,17 @@
 //! enforces the policy each tool declares, before its handler runs, so
 //! handlers contain no authorization `if`s.
 
+mod approval;
 mod audit;
 mod limits;
 mod policy;
 mod sanitize;
 
+pub use approval::{
+    Approval, ApprovalError, ApprovalFallback, ApprovalFuture, ApprovalLimits, ApprovalOptions,
+    ApprovalPolicy, ApprovalRequest, ApprovalStatus, ApprovalStore, ApprovalTicket,
+    ArgumentApproval, MemoryApprovals,
+};
 pub use audit::{
     AuditFuture, AuditRecord, AuditSink, CallOutcome, RedactionLimits, serialized_len,
 };
@@ -18,6 +24,8 @@ pub use limits::{
 pub use policy::{AccessOptions, ArgumentScopes, Denied, Principal, ToolPolicy};
 pub use sanitize::{json_is_clean, sanitize_text, sanitize_value};
 
+#[allow(unused_imports)] // used by the approval gate (next commit)
+pub(crate) use approval::is_self_call;
 pub(crate) use audit::redact_arguments;
 pub(crate) use limits::{RateLimiter, caller_key};
 pub(crate) use policy::{ClientAddress, strip_fields, unrequire_fields};

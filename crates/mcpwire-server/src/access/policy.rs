@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::approval::ApprovalPolicy;
 use super::limits::RateLimit;
 
 /// The authenticated caller of a request, as established by the transport
@@ -97,6 +98,8 @@ pub struct ToolPolicy {
     pub rate_limit: Option<RateLimit>,
     /// Stricter rules for particular argument values.
     pub argument_scopes: Vec<ArgumentScopes>,
+    /// Who must say yes before the handler runs (enforced by the engine).
+    pub approval: ApprovalPolicy,
 }
 
 impl ToolPolicy {

@@ -60,7 +60,9 @@ pub use schema::SUPPORTED_DIALECTS;
 pub use simplify::STANDARD_FORMATS;
 pub use typed::{ToolResult, WithState};
 
-use crate::access::{ArgumentScopes, RateLimit, ToolPolicy, unrequire_fields};
+use crate::access::{
+    Approval, ArgumentApproval, ArgumentScopes, RateLimit, ToolPolicy, unrequire_fields,
+};
 use crate::context::RequestContext;
 use crate::tasks::TaskSupport;
 
@@ -93,6 +95,8 @@ pub struct Tool {
     pub(crate) handler: Arc<dyn ToolHandler>,
     /// Who may call it and what they see; enforced by the engine.
     pub(crate) policy: ToolPolicy,
+    /// Words for the approval question (see `ToolBuilder::approval_summary`).
+    pub(crate) summary: Option<Arc<SummaryFn>>,
     /// Whether it can run as a task (tasks extension).
     pub(crate) task_support: TaskSupport,
     /// The handler decides when the task starts.
@@ -133,6 +137,25 @@ impl Tool {
     pub fn task_support(&self) -> TaskSupport {
         self.task_support
     }
+
+    /// The same tool with one approval level for every call, given under
+    /// policy `version` (a runtime catalogue's override: it replaces the
+    /// declared argument rules; a self exemption stays).
+    #[must_use]
+    pub fn with_approval(mut self, approval: Approval, version: u64) -> Self {
+        self.policy.approval.base = approval;
+        self.policy.approval.arguments.clear();
+        self.policy.approval.version = version;
+        self
+    }
+
+    /// The same tool with its declared approval rules, under policy
+    /// `version` (so answers given under an older policy are void).
+    #[must_use]
+    pub fn with_approval_version(mut self, version: u64) -> Self {
+        self.policy.approval.version = version;
+        self
+    }
 }
 
 /// Describes a tool; finish with one of the handler methods (see the
@@ -146,11 +169,19 @@ pub struct ToolBuilder<S = ()> {
     /// output type (see [`ToolBuilder::output_schema_of_type`]).
     output_schema_of_type: bool,
     policy: ToolPolicy,
+    summary: Option<Arc<SummaryFn>>,
     task_support: TaskSupport,
     defer_task: bool,
     task_grace: Option<Duration>,
     state: S,
 }
+
+/// What an approval summary returns.
+pub(crate) type SummaryFuture = Pin<Box<dyn Future<Output = Option<String>> + Send>>;
+
+/// Says in words what a call will do (see `ToolBuilder::approval_summary`).
+pub(crate) type SummaryFn =
+    dyn Fn(RequestContext, Map<String, Value>) -> SummaryFuture + Send + Sync;
 
 impl ToolBuilder {
     fn new(name: String) -> Self {
@@ -169,6 +200,7 @@ impl ToolBuilder {
             output_schema: None,
             output_schema_of_type: false,
             policy: ToolPolicy::default(),
+            summary: None,
             task_support: TaskSupport::Forbidden,
             defer_task: false,
             task_grace: None,
@@ -186,6 +218,7 @@ impl<S> ToolBuilder<S> {
             output_schema: self.output_schema,
             output_schema_of_type: self.output_schema_of_type,
             policy: self.policy,
+            summary: self.summary,
             task_support: self.task_support,
             defer_task: self.defer_task,
             task_grace: self.task_grace,
@@ -315,6 +348,48 @@ impl<S> ToolBuilder<S> {
         self
     }
 
+    /// Who must say yes before every call runs: the user in their client
+    /// ([`Approval::Confirm`]) or an operator ([`Approval::Operator`]).
+    /// The engine enforces it (see [`crate::access::ApprovalStore`]).
+    pub fn approval(mut self, approval: Approval) -> Self {
+        self.policy.approval.base = approval;
+        self
+    }
+
+    /// Calls where `argument` equals `value` need (at least) `approval`.
+    pub fn argument_approval(
+        mut self,
+        argument: impl Into<String>,
+        value: Value,
+        approval: Approval,
+    ) -> Self {
+        self.policy.approval.arguments.push(ArgumentApproval {
+            argument: argument.into(),
+            value,
+            approval,
+        });
+        self
+    }
+
+    /// Calls about the caller's own record (see
+    /// [`self_access`](Self::self_access)) need no approval.
+    pub fn approval_exempts_self(mut self) -> Self {
+        self.policy.approval.exempt_self = true;
+        self
+    }
+
+    /// Says in words what a call will do, for the question the user or the
+    /// operator is asked (e.g. with the names the ids stand for). Without
+    /// it the question lists the arguments.
+    pub fn approval_summary<F, Fut>(mut self, summary: F) -> Self
+    where
+        F: Fn(RequestContext, Map<String, Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<String>> + Send + 'static,
+    {
+        self.summary = Some(Arc::new(move |ctx, args| Box::pin(summary(ctx, args))));
+        self
+    }
+
     /// Lets the tool run as a task (tasks extension, see [`crate::tasks`]):
     /// `Optional` runs it as a task when the request declares the extension
     /// and synchronously otherwise; `Required` refuses requests without the
@@ -355,6 +430,7 @@ impl<S> ToolBuilder<S> {
             definition: self.definition,
             handler,
             policy: self.policy,
+            summary: self.summary,
             task_support: self.task_support,
             defer_task: self.defer_task,
             task_grace: self.task_grace,

@@ -4,6 +4,7 @@
 //! is on and hands it here with a [`Wire`]; this module checks `_meta` and
 //! the version, gates capabilities, routes, and shapes results.
 
+mod approve;
 mod completion;
 mod forward;
 mod lifecycle;

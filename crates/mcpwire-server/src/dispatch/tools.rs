@@ -13,6 +13,7 @@ use mcpwire_protocol::model::Content;
 
 use super::Call;
 use super::Dispatcher;
+use super::approve::Gate;
 use super::task_run::{self as tasks, Launch, Mode};
 use crate::access::{
     AuditRecord, CallOutcome, ClientAddress, LIMIT_TIMEOUT, LimitFuture, Permit, Principal,
@@ -85,8 +86,12 @@ impl Dispatcher {
             return result;
         };
         let (outcome, detail) = match &result {
-            Ok(_) if draft.tool_error => (CallOutcome::ToolError, draft.detail),
-            Ok(_) => (CallOutcome::Success, None),
+            Ok(_) => match draft.outcome {
+                Some(step) => (step, draft.detail),
+                None if draft.tool_error => (CallOutcome::ToolError, draft.detail),
+                // A served call keeps the yes it was served on.
+                None => (CallOutcome::Success, draft.detail),
+            },
             Err(e) => (CallOutcome::of_error(e.code), Some(e.message.clone())),
         };
         let principal = call.ctx.extension::<Principal>();
@@ -166,6 +171,10 @@ impl Dispatcher {
             );
             draft.fail(&text);
             return Ok(self.tool_result(call, CallToolResult::error(text)));
+        }
+        match self.gate(call, &tool, args, draft).await? {
+            Gate::Answer(answer) => return Ok(answer),
+            Gate::Proceed { consumed } => draft.gated = consumed,
         }
         self.execute(call, &tool, args, mode, permit, draft).await
     }
@@ -330,7 +339,7 @@ impl Dispatcher {
                 .map(|p| p.subject.as_str()),
         };
         let mut ctx = call.ctx.clone();
-        if call.version.is_modern() {
+        if call.version.is_modern() && !draft.gated {
             self.read_round_trip_params(call, &mut ctx, &binding)?;
         }
         let mut first = None;
@@ -551,7 +560,7 @@ impl Dispatcher {
         redacts || validates || dirty
     }
 
-    fn tool_result(&self, call: &Call, result: CallToolResult) -> ResultPayload {
+    pub(super) fn tool_result(&self, call: &Call, result: CallToolResult) -> ResultPayload {
         if let Some(text) = result.mirror_text() {
             let is_object = result.structured_is_object();
             let info = Some(&self.state.info_json);
@@ -662,7 +671,7 @@ const AUDITED_NAME_CHARS: usize = 128;
 
 /// What the audit record needs from inside the call.
 #[derive(Default)]
-struct AuditDraft {
+pub(super) struct AuditDraft {
     /// The tool name, once known; for an unknown tool the name asked for
     /// (calls without a name are not audited).
     tool: Option<String>,
@@ -670,12 +679,17 @@ struct AuditDraft {
     arguments: Value,
     /// The call ended as a tool error.
     tool_error: bool,
-    /// Its message.
-    detail: Option<String>,
+    /// Its message (or the approval a served call was served on).
+    pub(super) detail: Option<String>,
+    /// An approval step the call ended on, instead of its plain outcome.
+    pub(super) outcome: Option<CallOutcome>,
+    /// The call's round-trip params were the approval gate's answer, not
+    /// its handler's: the handler starts without them.
+    gated: bool,
 }
 
 impl AuditDraft {
-    fn fail(&mut self, message: &str) {
+    pub(super) fn fail(&mut self, message: &str) {
         self.tool_error = true;
         self.detail = Some(message.chars().take(500).collect());
     }

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod approvals;
 mod client;
 mod client_http;
 mod client_stdio;

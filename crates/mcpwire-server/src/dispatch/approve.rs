@@ -1,0 +1,463 @@
+//! The approval gate of `tools/call`: before a handler runs, the human yes
+//! its tool's policy asks for — the user's (`confirm`, an elicitation) or
+//! an operator's (`operator`, a pending approval in the store).
+//!
+//! A yes is bound to the exact call: the signed `requestState` carries a
+//! one-time number and the policy version, and is bound to the subject,
+//! the tool and a digest of the arguments; an operator's approval is
+//! found by the same subject, tool, digest and version, and used up by the
+//! one call it serves.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use mcpwire_protocol::ProtocolError;
+use mcpwire_protocol::jsonrpc::ResultPayload;
+use mcpwire_protocol::model::InputRequest;
+use serde_json::{Map, Value, json};
+
+use super::tools::{AuditDraft, Next};
+use super::{Call, Dispatcher};
+use crate::access::{
+    Approval, ApprovalError, ApprovalFallback, ApprovalRequest, ApprovalStatus, ApprovalTicket,
+    CallOutcome, Principal, is_self_call, redact_arguments, sanitize_text,
+};
+use crate::context::RequestContext;
+use crate::registry::RegisteredTool;
+use crate::request_state::{Binding, digest};
+use crate::tool::{CallToolResult, InputRequired};
+
+/// The `inputRequests` key of the confirmation question.
+const KEY: &str = "mcpwire.approval";
+
+/// The request-state field that marks a confirmation question.
+const STATE_FIELD: &str = "mcpwire.approval";
+
+/// Longest summary shown to the user or the operator, in characters.
+const SUMMARY_CHARS: usize = 400;
+
+/// What the gate decided.
+pub(super) enum Gate {
+    /// Run the handler. `consumed`: the call's `inputResponses` and
+    /// `requestState` were the gate's own (not the handler's).
+    Proceed { consumed: bool },
+    /// Answer with this instead (a question, or a tool error).
+    Answer(ResultPayload),
+}
+
+impl Dispatcher {
+    /// Asks for the yes this call needs, if any.
+    pub(super) async fn gate(
+        &self,
+        call: &Call,
+        tool: &RegisteredTool,
+        arguments: &Map<String, Value>,
+        draft: &mut AuditDraft,
+    ) -> Result<Gate, ProtocolError> {
+        let policy = &tool.tool.policy;
+        let principal = call.ctx.extension::<Principal>();
+        let is_self = is_self_call(policy.self_argument.as_deref(), principal, arguments);
+        match policy.approval.effective(arguments, is_self) {
+            Approval::None => Ok(Gate::Proceed { consumed: false }),
+            Approval::Confirm if call.ctx.client_supports("elicitation") => {
+                self.confirm(call, tool, arguments, draft).await
+            }
+            Approval::Confirm => match self.state.approval.fallback {
+                ApprovalFallback::Operator => self.operator(call, tool, arguments, draft).await,
+                ApprovalFallback::Deny => {
+                    let name = &tool.tool.definition.name;
+                    let text = format!(
+                        "Calls to \"{name}\" need the user's confirmation, and this client cannot ask (it declared no elicitation capability). Tell the user to make this request from a client that can confirm tool calls; do not retry from here."
+                    );
+                    Ok(self.refuse(call, draft, CallOutcome::ApprovalDenied, text))
+                }
+            },
+            Approval::Operator => self.operator(call, tool, arguments, draft).await,
+        }
+    }
+
+    /// A tool error as the call's answer, audited with `outcome`.
+    fn refuse(
+        &self,
+        call: &Call,
+        draft: &mut AuditDraft,
+        outcome: CallOutcome,
+        text: String,
+    ) -> Gate {
+        draft.fail(&text);
+        draft.outcome = Some(outcome);
+        Gate::Answer(self.tool_result(call, CallToolResult::error(text)))
+    }
+
+    /// `confirm`: the user answers a yes/no question in their client.
+    async fn confirm(
+        &self,
+        call: &Call,
+        tool: &RegisteredTool,
+        arguments: &Map<String, Value>,
+        draft: &mut AuditDraft,
+    ) -> Result<Gate, ProtocolError> {
+        let binding = binding(call, tool, arguments);
+        let version = tool.tool.policy.approval.version;
+        if call.version.is_modern()
+            && let Some(token) = call.params.get("requestState").and_then(Value::as_str)
+        {
+            let state = self.state.signer.verify(token, &binding)?;
+            if let Some(marker) = state.get(STATE_FIELD) {
+                return self.confirmed(call, tool, marker, version, draft).await;
+            }
+        }
+        let ask = self.question(call, tool, arguments).await;
+        if call.version.is_modern() {
+            let nonce = nonce().map_err(|_| {
+                ProtocolError::internal("Internal error: no random source for the confirmation.")
+            })?;
+            let ir = InputRequired::new()
+                .request(KEY, ask)
+                .state(json!({ STATE_FIELD: { "n": nonce, "v": version } }));
+            let mut ctx = call.ctx.clone();
+            let Next::Respond(payload) = self.input_required(call, &mut ctx, ir, &binding).await?
+            else {
+                return Err(ProtocolError::internal(
+                    "Internal error: the confirmation could not be asked.",
+                ));
+            };
+            draft.outcome = Some(CallOutcome::ApprovalPending);
+            draft.detail = Some("asked the user to confirm".into());
+            return Ok(Gate::Answer(payload));
+        }
+        // Earlier revisions: the engine asks over the session and waits.
+        let mut ctx = call.ctx.clone();
+        let ir = InputRequired::new().request(KEY, ask);
+        match self.input_required(call, &mut ctx, ir, &binding).await? {
+            Next::Retry => {
+                let answer = ctx.input_response(KEY).cloned().unwrap_or(Value::Null);
+                Ok(self.answered(call, tool, &answer, draft))
+            }
+            Next::Respond(_) => Err(ProtocolError::internal(
+                "Internal error: the confirmation could not be asked.",
+            )),
+            Next::Fail(why) => Ok(self.refuse(
+                call,
+                draft,
+                CallOutcome::ApprovalDenied,
+                format!("The user's confirmation could not be had ({why}); the call was not run."),
+            )),
+        }
+    }
+
+    /// The retry of a confirmation question: the answer, once.
+    async fn confirmed(
+        &self,
+        call: &Call,
+        tool: &RegisteredTool,
+        marker: &Value,
+        version: u64,
+        draft: &mut AuditDraft,
+    ) -> Result<Gate, ProtocolError> {
+        let stale = || {
+            ProtocolError::invalid_params(
+                "Invalid params: the tool's approval policy changed after the user was asked; call the tool again without requestState.",
+            )
+        };
+        if marker["v"].as_u64() != Some(version) {
+            return Err(stale());
+        }
+        let answer = call
+            .params
+            .get("inputResponses")
+            .and_then(|r| r.get(KEY))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if answer.is_null() {
+            return Err(ProtocolError::invalid_params(format!(
+                "Invalid params: inputResponses must carry the answer to \"{KEY}\"."
+            )));
+        }
+        let nonce = marker["n"].as_str().unwrap_or_default();
+        let expires = SystemTime::now() + self.state.options.request_state_ttl;
+        match self
+            .state
+            .approvals
+            .spend_confirmation(nonce, expires)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(ProtocolError::invalid_params(
+                    "Invalid params: this confirmation was already used; call the tool again without requestState to ask the user again.",
+                ));
+            }
+            Err(e) => return Err(unavailable(&e)),
+        }
+        let gate = self.answered(call, tool, &answer, draft);
+        Ok(match gate {
+            Gate::Proceed { .. } => Gate::Proceed { consumed: true },
+            other => other,
+        })
+    }
+
+    /// The user's answer: yes runs the call, anything else refuses it.
+    fn answered(
+        &self,
+        call: &Call,
+        tool: &RegisteredTool,
+        answer: &Value,
+        draft: &mut AuditDraft,
+    ) -> Gate {
+        if answer["action"] == "accept" && answer["content"]["approve"] == true {
+            draft.detail = Some("confirmed by the user".into());
+            return Gate::Proceed { consumed: false };
+        }
+        let name = &tool.tool.definition.name;
+        let text = format!(
+            "The user declined this call to \"{name}\"; it was not run. Do not retry it unless the user asks again."
+        );
+        self.refuse(call, draft, CallOutcome::ApprovalDeclined, text)
+    }
+
+    /// The elicitation that asks the user.
+    async fn question(
+        &self,
+        call: &Call,
+        tool: &RegisteredTool,
+        arguments: &Map<String, Value>,
+    ) -> InputRequest {
+        let summary = self.summary(&call.ctx, tool, arguments).await;
+        let client = client_name(&call.ctx).unwrap_or_else(|| "Your assistant".to_owned());
+        let message = format!("{client} asks to run this: {summary}. Allow it?");
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "approve": {
+                    "type": "boolean",
+                    "title": "Allow this call",
+                    "description": "Yes runs it once, with exactly these arguments."
+                }
+            },
+            "required": ["approve"]
+        });
+        InputRequest::elicit(message, schema)
+    }
+
+    /// The tool's own words for the call, or its title and arguments.
+    async fn summary(
+        &self,
+        ctx: &RequestContext,
+        tool: &RegisteredTool,
+        arguments: &Map<String, Value>,
+    ) -> String {
+        let own = match &tool.tool.summary {
+            Some(f) => f(ctx.clone(), arguments.clone()).await,
+            None => None,
+        };
+        let text = own.unwrap_or_else(|| {
+            let def = &tool.tool.definition;
+            let title = def.title.as_deref().unwrap_or(&def.name);
+            let shown = redact_arguments(arguments, &tool.tool.policy.redacted_arguments);
+            let args: Vec<String> = shown
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            if args.is_empty() {
+                format!("\"{title}\"")
+            } else {
+                format!("\"{title}\" with {}", args.join(", "))
+            }
+        });
+        sanitize_text(&text).chars().take(SUMMARY_CHARS).collect()
+    }
+
+    /// `operator`: a pending approval someone at the company decides.
+    async fn operator(
+        &self,
+        call: &Call,
+        tool: &RegisteredTool,
+        arguments: &Map<String, Value>,
+        draft: &mut AuditDraft,
+    ) -> Result<Gate, ProtocolError> {
+        let request = self.approval_request(call, tool, arguments).await;
+        let store = &self.state.approvals;
+        let ticket = match store.request(request).await {
+            Ok(t) => t,
+            Err(ApprovalError::Full(why)) => {
+                let text = format!("This call needs an operator's approval, but {why}.");
+                return Ok(self.refuse(call, draft, CallOutcome::ApprovalPending, text));
+            }
+            Err(e) => return Err(unavailable(&e)),
+        };
+        let ticket = match ticket.status {
+            ApprovalStatus::Pending => self.wait(call, &ticket).await?,
+            _ => ticket,
+        };
+        self.decided(call, tool, ticket, draft).await
+    }
+
+    /// Waits (bounded) for an operator's decision on a pending approval,
+    /// with progress notifications when the client asked for them.
+    async fn wait(
+        &self,
+        call: &Call,
+        ticket: &ApprovalTicket,
+    ) -> Result<ApprovalTicket, ProtocolError> {
+        let options = &self.state.approval;
+        let started = Instant::now();
+        let total = options.wait.as_secs_f64();
+        let message = format!("waiting for an operator's approval ({})", ticket.id);
+        let mut current = ticket.clone();
+        while current.status == ApprovalStatus::Pending && started.elapsed() < options.wait {
+            call.ctx
+                .progress(started.elapsed().as_secs_f64(), Some(total), Some(&message))
+                .await;
+            let nap = options
+                .poll
+                .min(options.wait.saturating_sub(started.elapsed()));
+            tokio::select! {
+                () = tokio::time::sleep(nap.max(Duration::from_millis(10))) => {}
+                () = call.ctx.cancelled() => break,
+            }
+            match self.state.approvals.ticket(&ticket.id).await {
+                Ok(Some(t)) => current = t,
+                Ok(None) => break,
+                Err(e) => return Err(unavailable(&e)),
+            }
+        }
+        Ok(current)
+    }
+
+    /// Serves an approved call once; anything else is a tool error that
+    /// says what to do.
+    async fn decided(
+        &self,
+        call: &Call,
+        tool: &RegisteredTool,
+        ticket: ApprovalTicket,
+        draft: &mut AuditDraft,
+    ) -> Result<Gate, ProtocolError> {
+        let name = &tool.tool.definition.name;
+        let id = &ticket.id;
+        let by = ticket.decided_by.as_deref().unwrap_or("an operator");
+        let reason = ticket
+            .reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
+        let (outcome, text) = match ticket.status {
+            ApprovalStatus::Approved => match self.state.approvals.redeem(id).await {
+                Ok(true) => {
+                    draft.detail = Some(format!("approval {id}, approved by {by}"));
+                    return Ok(Gate::Proceed { consumed: false });
+                }
+                Ok(false) => (
+                    CallOutcome::ApprovalDenied,
+                    format!(
+                        "Approval {id} was already used by another call; call the tool again to ask for a new approval."
+                    ),
+                ),
+                Err(e) => return Err(unavailable(&e)),
+            },
+            ApprovalStatus::Denied => (
+                CallOutcome::ApprovalDenied,
+                format!(
+                    "An operator ({by}) denied this call to \"{name}\" (approval {id}){reason}. It was not run; do not retry it."
+                ),
+            ),
+            ApprovalStatus::Pending => {
+                let expires = humantime_secs(ticket.expires_at);
+                (
+                    CallOutcome::ApprovalPending,
+                    format!(
+                        "This call to \"{name}\" waits for an operator's approval (approval {id}, good for {expires} more). Tell the user an operator must approve it; then retry the same call with the same arguments."
+                    ),
+                )
+            }
+            ApprovalStatus::Served | ApprovalStatus::Expired | ApprovalStatus::Void => (
+                CallOutcome::ApprovalExpired,
+                format!(
+                    "Approval {id} is {}; call the tool again to ask for a new approval.",
+                    ticket.status.as_str()
+                ),
+            ),
+        };
+        Ok(self.refuse(call, draft, outcome, text))
+    }
+
+    /// What the store keeps of this call.
+    async fn approval_request(
+        &self,
+        call: &Call,
+        tool: &RegisteredTool,
+        arguments: &Map<String, Value>,
+    ) -> ApprovalRequest {
+        let principal = call.ctx.extension::<Principal>();
+        let now = SystemTime::now();
+        ApprovalRequest {
+            subject: principal.map(|p| p.subject.clone()),
+            client_id: principal.and_then(|p| p.client_id.clone()),
+            client_name: client_name(&call.ctx),
+            tool: tool.tool.definition.name.clone(),
+            arguments: redact_arguments(arguments, &tool.tool.policy.redacted_arguments),
+            digest: digest(arguments),
+            policy_version: tool.tool.policy.approval.version,
+            summary: self.summary(&call.ctx, tool, arguments).await,
+            requested_at: now,
+            expires_at: now + self.state.approval.ttl,
+        }
+    }
+}
+
+/// The binding of this call's request state.
+fn binding<'a>(
+    call: &'a Call,
+    tool: &'a RegisteredTool,
+    arguments: &'a Map<String, Value>,
+) -> Binding<'a> {
+    Binding {
+        method: "tools/call",
+        name: &tool.tool.definition.name,
+        arguments,
+        principal: call
+            .ctx
+            .extension::<Principal>()
+            .map(|p| p.subject.as_str()),
+    }
+}
+
+/// The client's self-reported name, cleaned and cut.
+fn client_name(ctx: &RequestContext) -> Option<String> {
+    ctx.client_info()
+        .and_then(|c| c.get("title").or_else(|| c.get("name")))
+        .and_then(Value::as_str)
+        .map(|n| sanitize_text(n).chars().take(64).collect())
+}
+
+/// A one-time number for a confirmation question.
+fn nonce() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)?;
+    Ok(URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// "4 min" or "30 s" until `at`.
+fn humantime_secs(at: SystemTime) -> String {
+    let secs = at
+        .duration_since(SystemTime::now())
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    if secs >= 120 {
+        format!("{} min", secs / 60)
+    } else {
+        format!("{secs} s")
+    }
+}
+
+/// The store failed: refuse the call (fail closed), log why.
+fn unavailable(e: &ApprovalError) -> ProtocolError {
+    tracing::error!(error = %e, "approval store unavailable; refusing the call");
+    ProtocolError::internal(
+        "Internal error: the approval store is unavailable, so the call was refused (the failure was logged); retry later.",
+    )
+}

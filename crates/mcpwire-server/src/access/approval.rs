@@ -17,8 +17,6 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::policy::Principal;
-
 /// Who must agree before a tool runs. Ordered: a stricter policy compares
 /// greater, so the effective policy of a call is the maximum of the rules
 /// that apply to it.
@@ -488,22 +486,6 @@ impl ApprovalStore for MemoryApprovals {
             Ok(true)
         };
         Box::pin(async move { answer })
-    }
-}
-
-/// Whether the call is about the caller's own record: `self_argument`
-/// names the argument, the principal's self id is the record.
-pub(crate) fn is_self_call(
-    self_argument: Option<&str>,
-    principal: Option<&Principal>,
-    arguments: &Map<String, Value>,
-) -> bool {
-    match (self_argument, principal.and_then(|p| p.self_id.as_deref())) {
-        (Some(arg), Some(me)) => arguments
-            .get(arg)
-            .and_then(Value::as_str)
-            .is_some_and(|v| v.eq_ignore_ascii_case(me)),
-        _ => false,
     }
 }
 

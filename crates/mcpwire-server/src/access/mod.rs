@@ -24,7 +24,6 @@ pub use limits::{
 pub use policy::{AccessOptions, ArgumentScopes, Denied, Principal, ToolPolicy};
 pub use sanitize::{json_is_clean, sanitize_text, sanitize_value};
 
-pub(crate) use approval::is_self_call;
 pub(crate) use audit::redact_arguments;
 pub(crate) use limits::{RateLimiter, caller_key};
 pub(crate) use policy::{ClientAddress, strip_fields, unrequire_fields};

@@ -127,14 +127,7 @@ impl ToolPolicy {
     ) -> Result<(), Denied> {
         let tool_ok = self.required_scopes.is_empty()
             || principal.is_some_and(|p| {
-                p.has_any(&self.required_scopes)
-                    || match (&self.self_argument, &p.self_id) {
-                        (Some(arg), Some(me)) => arguments
-                            .get(arg)
-                            .and_then(Value::as_str)
-                            .is_some_and(|v| v.eq_ignore_ascii_case(me)),
-                        _ => false,
-                    }
+                p.has_any(&self.required_scopes) || self.is_self_call(Some(p), arguments)
             });
         if !tool_ok {
             return Err(Denied {
@@ -153,6 +146,25 @@ impl ToolPolicy {
             }
         }
         Ok(())
+    }
+
+    /// Whether the call is about the caller's own record: the tool's self
+    /// argument equals the principal's self id (self-service rules).
+    pub fn is_self_call(
+        &self,
+        principal: Option<&Principal>,
+        arguments: &Map<String, Value>,
+    ) -> bool {
+        match (
+            &self.self_argument,
+            principal.and_then(|p| p.self_id.as_deref()),
+        ) {
+            (Some(arg), Some(me)) => arguments
+                .get(arg)
+                .and_then(Value::as_str)
+                .is_some_and(|v| v.eq_ignore_ascii_case(me)),
+            _ => false,
+        }
     }
 
     /// Whether this caller may call the tool with these arguments.

@@ -17,15 +17,15 @@ use mcpwire_protocol::jsonrpc::ResultPayload;
 use mcpwire_protocol::model::InputRequest;
 use serde_json::{Map, Value, json};
 
-use super::tools::{AuditDraft, Next};
+use super::tools::{AuditDraft, Next, call_binding};
 use super::{Call, Dispatcher};
 use crate::access::{
     Approval, ApprovalError, ApprovalFallback, ApprovalRequest, ApprovalStatus, ApprovalTicket,
-    CallOutcome, Principal, is_self_call, redact_arguments, sanitize_text,
+    CallOutcome, Principal, redact_arguments, sanitize_text,
 };
 use crate::context::RequestContext;
 use crate::registry::RegisteredTool;
-use crate::request_state::{Binding, digest};
+use crate::request_state::digest;
 use crate::tool::{CallToolResult, InputRequired};
 
 /// The `inputRequests` key of the confirmation question.
@@ -57,7 +57,7 @@ impl Dispatcher {
     ) -> Result<Gate, ProtocolError> {
         let policy = &tool.tool.policy;
         let principal = call.ctx.extension::<Principal>();
-        let is_self = is_self_call(policy.self_argument.as_deref(), principal, arguments);
+        let is_self = policy.is_self_call(principal, arguments);
         match policy.approval.effective(arguments, is_self) {
             Approval::None => Ok(Gate::Proceed { consumed: false }),
             Approval::Confirm if call.ctx.client_supports("elicitation") => {
@@ -98,7 +98,7 @@ impl Dispatcher {
         arguments: &Map<String, Value>,
         draft: &mut AuditDraft,
     ) -> Result<Gate, ProtocolError> {
-        let binding = binding(call, tool, arguments);
+        let binding = call_binding(call, &tool.tool.definition.name, arguments);
         let version = tool.tool.policy.approval.version;
         if call.version.is_modern()
             && let Some(token) = call.params.get("requestState").and_then(Value::as_str)
@@ -406,23 +406,6 @@ impl Dispatcher {
             requested_at: now,
             expires_at: now + self.state.approval.ttl,
         }
-    }
-}
-
-/// The binding of this call's request state.
-fn binding<'a>(
-    call: &'a Call,
-    tool: &'a RegisteredTool,
-    arguments: &'a Map<String, Value>,
-) -> Binding<'a> {
-    Binding {
-        method: "tools/call",
-        name: &tool.tool.definition.name,
-        arguments,
-        principal: call
-            .ctx
-            .extension::<Principal>()
-            .map(|p| p.subject.as_str()),
     }
 }
 

@@ -328,16 +328,7 @@ impl Dispatcher {
         draft: &mut AuditDraft,
     ) -> Result<ResultPayload, ProtocolError> {
         let name = tool.tool.definition.name.as_str();
-        let binding = Binding {
-            method: "tools/call",
-            name,
-            arguments,
-            // A state handed to one principal is refused to any other.
-            principal: call
-                .ctx
-                .extension::<Principal>()
-                .map(|p| p.subject.as_str()),
-        };
+        let binding = call_binding(call, name, arguments);
         let mut ctx = call.ctx.clone();
         if call.version.is_modern() && !draft.gated {
             self.read_round_trip_params(call, &mut ctx, &binding)?;
@@ -649,6 +640,24 @@ impl Dispatcher {
         ctx.input_responses = Some(answers);
         ctx.request_state = ir.state;
         Ok(Next::Retry)
+    }
+}
+
+/// What a `tools/call`'s request state is bound to.
+pub(super) fn call_binding<'a>(
+    call: &'a Call,
+    name: &'a str,
+    arguments: &'a Map<String, Value>,
+) -> Binding<'a> {
+    Binding {
+        method: "tools/call",
+        name,
+        arguments,
+        // A state handed to one principal is refused to any other.
+        principal: call
+            .ctx
+            .extension::<Principal>()
+            .map(|p| p.subject.as_str()),
     }
 }
 

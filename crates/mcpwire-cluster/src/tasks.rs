@@ -30,6 +30,8 @@ CREATE TABLE IF NOT EXISTS mcp_tasks (
     pending     jsonb NOT NULL DEFAULT '{}',
     answers     jsonb NOT NULL DEFAULT '{}'
 );
+-- Added after the first release: a table created before gets it here.
+ALTER TABLE mcp_tasks ADD COLUMN IF NOT EXISTS status_message text;
 CREATE INDEX IF NOT EXISTS mcp_tasks_expires ON mcp_tasks (expires_at);
 CREATE INDEX IF NOT EXISTS mcp_tasks_finished ON mcp_tasks (updated_at)
     WHERE status IN ('completed', 'failed', 'cancelled');
@@ -38,7 +40,8 @@ CREATE INDEX IF NOT EXISTS mcp_tasks_finished ON mcp_tasks (updated_at)
 /// Serializes task creation across replicas (the capacity check).
 const CREATE_LOCK: i64 = 7_402_117_002;
 
-const COLUMNS: &str = "id, owner, status, created_at, updated_at, result, error, pending, answers";
+const COLUMNS: &str =
+    "id, owner, status, created_at, updated_at, result, error, pending, answers, status_message";
 
 const TERMINAL: &str = "('completed', 'failed', 'cancelled')";
 
@@ -113,6 +116,7 @@ fn record(row: &Row) -> Result<TaskRecord, TaskBackendError> {
         error: row.try_get("error").map_err(pg_failed)?,
         pending: object(row.try_get("pending").map_err(pg_failed)?),
         answers: object(row.try_get("answers").map_err(pg_failed)?),
+        status_message: row.try_get("status_message").map_err(pg_failed)?,
     })
 }
 
@@ -303,6 +307,26 @@ impl TaskBackend for PgTasks {
             row.map(|r| r.try_get(0).map(object))
                 .transpose()
                 .map_err(pg_failed)
+        })
+    }
+
+    fn set_status_message<'a>(
+        &'a self,
+        id: &'a str,
+        message: Option<&'a str>,
+        ttl: Duration,
+    ) -> TaskFuture<'a, bool> {
+        self.run(move |client| async move {
+            let sql = format!(
+                "UPDATE mcp_tasks SET status_message = $2, updated_at = now(), \
+                 expires_at = now() + make_interval(secs => $3) \
+                 WHERE id = $1 AND expires_at > now() AND status NOT IN {TERMINAL}"
+            );
+            let changed = client
+                .execute(&sql, &[&id, &message, &secs(ttl)])
+                .await
+                .map_err(pg_failed)?;
+            Ok(changed > 0)
         })
     }
 

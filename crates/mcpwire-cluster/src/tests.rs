@@ -63,6 +63,25 @@ async fn a_task_record_is_shared_between_instances() {
     let seen = b.get("t1").await.expect("get").expect("visible on b");
     assert_eq!(seen.owner.as_deref(), Some("alice"));
     assert_eq!(seen.created, created.created);
+    assert!(seen.status_message.is_none());
+
+    // A status message set on A is read on B, and cleared.
+    let note = "waiting for approval by an operator (apr-1)";
+    assert!(
+        a.set_status_message("t1", Some(note), TTL)
+            .await
+            .expect("set")
+    );
+    let r = b.get("t1").await.expect("get").expect("live");
+    assert_eq!(r.status_message.as_deref(), Some(note));
+    assert!(b.set_status_message("t1", None, TTL).await.expect("clear"));
+    let r = a.get("t1").await.expect("get").expect("live");
+    assert!(r.status_message.is_none());
+    assert!(
+        !a.set_status_message("nope", Some(note), TTL)
+            .await
+            .expect("set")
+    );
 
     // Input round: parked on A, answered in two parts on B, taken on A.
     let requests = map(json!({ "x": { "method": "elicitation/create" }, "y": {} }));
@@ -105,6 +124,38 @@ async fn a_task_record_is_shared_between_instances() {
     // Cancelling a finished task is a no-op that still finds it.
     assert!(b.cancel("t1", Some("alice"), TTL).await.expect("cancel"));
     assert!(b.get("nope").await.expect("get").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_migration_adds_the_status_message_to_an_existing_task_table() {
+    let url = tokio::task::spawn_blocking(super::testing::fresh_database)
+        .await
+        .expect("fresh database");
+    // The table as the first release created it, with a row in it.
+    super::testing::psql(
+        &url,
+        "CREATE TABLE mcp_tasks (id text PRIMARY KEY, owner text, status text NOT NULL, \
+         created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, \
+         expires_at timestamptz NOT NULL, result jsonb, error jsonb, \
+         pending jsonb NOT NULL DEFAULT '{}', answers jsonb NOT NULL DEFAULT '{}'); \
+         INSERT INTO mcp_tasks (id, status, created_at, updated_at, expires_at) \
+         VALUES ('old', 'working', now(), now(), now() + interval '1 hour')",
+    );
+    let pool = super::pool(&url, 2, TIMEOUT).expect("pool");
+    super::migrate(&pool)
+        .await
+        .expect("migrate over the old table");
+    super::migrate(&pool).await.expect("and again");
+    let s = PgTasks::new(pool, TIMEOUT);
+    let old = s.get("old").await.expect("get").expect("kept");
+    assert!(old.status_message.is_none());
+    assert!(
+        s.set_status_message("old", Some("x"), TTL)
+            .await
+            .expect("set")
+    );
+    let r = s.get("old").await.expect("get").expect("kept");
+    assert_eq!(r.status_message.as_deref(), Some("x"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -16,6 +16,7 @@ use mcpwire_protocol::ProtocolError;
 use mcpwire_protocol::jsonrpc::ResultPayload;
 use mcpwire_protocol::model::InputRequest;
 use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
 
 use super::tools::{AuditDraft, Next, call_binding};
 use super::{Call, Dispatcher};
@@ -44,15 +45,28 @@ pub(super) enum Gate {
     Proceed { consumed: bool },
     /// Answer with this instead (a question, or a tool error).
     Answer(ResultPayload),
+    /// An operator's approval is pending and the call asked for a task:
+    /// answer with a task that waits for the decision.
+    Later(ApprovalTicket),
+}
+
+/// What a decided (or lapsed) approval means for its call.
+pub(super) enum Verdict {
+    /// Run the handler once: the approval was redeemed; `by` approved it.
+    Serve { by: String },
+    /// Do not run it: audit this outcome, answer this tool error.
+    Refuse(CallOutcome, String),
 }
 
 impl Dispatcher {
-    /// Asks for the yes this call needs, if any.
+    /// Asks for the yes this call needs, if any. `task`: the call runs as
+    /// a task, so a pending operator approval is waited for inside it.
     pub(super) async fn gate(
         &self,
         call: &Call,
         tool: &RegisteredTool,
         arguments: &Map<String, Value>,
+        task: bool,
         draft: &mut AuditDraft,
     ) -> Result<Gate, ProtocolError> {
         let policy = &tool.tool.policy;
@@ -64,7 +78,9 @@ impl Dispatcher {
                 self.confirm(call, tool, arguments, draft).await
             }
             Approval::Confirm => match self.state.approval.fallback {
-                ApprovalFallback::Operator => self.operator(call, tool, arguments, draft).await,
+                ApprovalFallback::Operator => {
+                    self.operator(call, tool, arguments, task, draft).await
+                }
                 ApprovalFallback::Deny => {
                     let name = &tool.tool.definition.name;
                     let text = format!(
@@ -73,7 +89,7 @@ impl Dispatcher {
                     Ok(self.refuse(call, draft, CallOutcome::ApprovalDenied, text))
                 }
             },
-            Approval::Operator => self.operator(call, tool, arguments, draft).await,
+            Approval::Operator => self.operator(call, tool, arguments, task, draft).await,
         }
     }
 
@@ -277,6 +293,7 @@ impl Dispatcher {
         call: &Call,
         tool: &RegisteredTool,
         arguments: &Map<String, Value>,
+        task: bool,
         draft: &mut AuditDraft,
     ) -> Result<Gate, ProtocolError> {
         let request = self.approval_request(call, tool, arguments).await;
@@ -290,6 +307,8 @@ impl Dispatcher {
             Err(e) => return Err(unavailable(&e)),
         };
         let ticket = match ticket.status {
+            // A task waits as long as the approval is good, not `wait`.
+            ApprovalStatus::Pending if task => return Ok(Gate::Later(ticket)),
             ApprovalStatus::Pending => self.wait(call, &ticket).await?,
             _ => ticket,
         };
@@ -337,6 +356,23 @@ impl Dispatcher {
         ticket: ApprovalTicket,
         draft: &mut AuditDraft,
     ) -> Result<Gate, ProtocolError> {
+        match self.verdict(tool, &ticket).await? {
+            Verdict::Serve { by } => {
+                draft.detail = Some(format!("approval {}, approved by {by}", ticket.id));
+                Ok(Gate::Proceed { consumed: false })
+            }
+            Verdict::Refuse(outcome, text) => Ok(self.refuse(call, draft, outcome, text)),
+        }
+    }
+
+    /// Redeems an approved approval (once); for anything else, the outcome
+    /// and the tool error that says what to do. Shared by the synchronous
+    /// call and the task that waited for the decision.
+    pub(super) async fn verdict(
+        &self,
+        tool: &RegisteredTool,
+        ticket: &ApprovalTicket,
+    ) -> Result<Verdict, ProtocolError> {
         let name = &tool.tool.definition.name;
         let id = &ticket.id;
         let by = ticket.decided_by.as_deref().unwrap_or("an operator");
@@ -347,10 +383,7 @@ impl Dispatcher {
             .unwrap_or_default();
         let (outcome, text) = match ticket.status {
             ApprovalStatus::Approved => match self.state.approvals.redeem(id).await {
-                Ok(true) => {
-                    draft.detail = Some(format!("approval {id}, approved by {by}"));
-                    return Ok(Gate::Proceed { consumed: false });
-                }
+                Ok(true) => return Ok(Verdict::Serve { by: by.to_owned() }),
                 Ok(false) => (
                     CallOutcome::ApprovalDenied,
                     format!(
@@ -382,7 +415,45 @@ impl Dispatcher {
                 ),
             ),
         };
-        Ok(self.refuse(call, draft, outcome, text))
+        Ok(Verdict::Refuse(outcome, text))
+    }
+
+    /// Inside a task: waits for an operator's decision on `ticket` for as
+    /// long as it is good (no `wait` bound). `None` if `cancel` fired
+    /// (the task was cancelled or expired). A ticket still pending at its
+    /// expiry, or gone from the store, comes back expired or void.
+    pub(super) async fn await_decision(
+        &self,
+        ticket: &ApprovalTicket,
+        cancel: &CancellationToken,
+    ) -> Option<ApprovalTicket> {
+        let poll = self.state.approval.poll.max(Duration::from_millis(10));
+        let mut current = ticket.clone();
+        while current.status == ApprovalStatus::Pending {
+            let left = current
+                .expires_at
+                .duration_since(SystemTime::now())
+                .unwrap_or_default();
+            if left.is_zero() {
+                // A store that does not mark lapsed approvals itself.
+                current.status = ApprovalStatus::Expired;
+                break;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(poll.min(left)) => {}
+                () = cancel.cancelled() => return None,
+            }
+            match self.state.approvals.ticket(&ticket.id).await {
+                Ok(Some(t)) => current = t,
+                Ok(None) => current.status = ApprovalStatus::Void,
+                // Nothing is served while the store is down; keep waiting
+                // until it answers or the approval lapses.
+                Err(e) => {
+                    tracing::warn!(approval = %ticket.id, error = %e, "cannot read the approval")
+                }
+            }
+        }
+        Some(current)
     }
 
     /// What the store keeps of this call.

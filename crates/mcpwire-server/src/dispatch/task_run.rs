@@ -5,7 +5,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::FutureExt;
 use mcpwire_protocol::{ProtocolError, shape};
@@ -14,11 +14,12 @@ use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::Dispatcher;
-use crate::access::Principal;
+use super::approve::Verdict;
+use crate::access::{ApprovalTicket, AuditRecord, CallOutcome, Principal};
 use crate::context::{RequestContext, TaskHandle};
 use crate::registry::RegisteredTool;
 use crate::tasks::{EXTENSION_ID, TaskStatus, TaskStore, TaskSupport, WATCH_INTERVAL};
-use crate::tool::ToolOutcome;
+use crate::tool::{CallToolResult, ToolOutcome};
 
 /// How many input rounds without any request a task may go through.
 const MAX_EMPTY_ROUNDS: usize = 10;
@@ -100,9 +101,56 @@ pub(crate) struct TaskSlot {
     first: tokio::sync::Mutex<Option<oneshot::Sender<First>>>,
     /// Woken by the watcher when an input round has been answered.
     answered: Notify,
+    /// Set when the handler runs on an operator's approval: the audit row
+    /// its outcome is recorded in.
+    served: OnceLock<Served>,
+}
+
+/// A task-augmented call waiting for an operator's decision.
+pub(crate) struct Awaiting {
+    /// The pending approval.
+    pub(crate) ticket: ApprovalTicket,
+    /// The call's audit row, to complete with the served (or refused)
+    /// step; `None` without an audit sink.
+    pub(crate) audit: Option<AuditRecord>,
+}
+
+/// The audit row of a call served on an approval, once its handler ends.
+struct Served {
+    record: AuditRecord,
+    started: Instant,
 }
 
 impl TaskSlot {
+    /// A slot for a call of `ctx`'s principal, and where its first outcome
+    /// (a created task, or a synchronous answer) arrives.
+    fn new(store: Arc<TaskStore>, ctx: &RequestContext) -> (Arc<Self>, oneshot::Receiver<First>) {
+        let (tx, rx) = oneshot::channel();
+        let slot = Arc::new(TaskSlot {
+            store,
+            owner: ctx.extension::<Principal>().map(|p| p.subject.clone()),
+            cancel: CancellationToken::new(),
+            id: OnceLock::new(),
+            first: tokio::sync::Mutex::new(Some(tx)),
+            answered: Notify::new(),
+            served: OnceLock::new(),
+        });
+        (slot, rx)
+    }
+
+    /// Writes the served call's audit row with `outcome`; `false` if the
+    /// trail is unavailable (the outcome must then not be shown). Calls
+    /// not served on an approval have nothing to write here.
+    async fn audit_served(&self, server: &Dispatcher, outcome: CallOutcome) -> bool {
+        let Some(served) = self.served.get() else {
+            return true;
+        };
+        let mut record = served.record.clone();
+        record.outcome = outcome;
+        record.latency_ms = u64::try_from(served.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        server.write_audit(record).await.is_ok()
+    }
+
     /// The task id, once created.
     pub(crate) fn id(&self) -> Option<&str> {
         self.id.get().map(String::as_str)
@@ -214,16 +262,8 @@ pub(crate) async fn call_as_task<P: Send + 'static>(
             "Internal error: tasks are not enabled on this server.",
         ));
     };
-    let run_cancel = CancellationToken::new();
-    let (tx, rx) = oneshot::channel();
-    let slot = Arc::new(TaskSlot {
-        store,
-        owner: ctx.extension::<Principal>().map(|p| p.subject.clone()),
-        cancel: run_cancel.clone(),
-        id: OnceLock::new(),
-        first: tokio::sync::Mutex::new(Some(tx)),
-        answered: Notify::new(),
-    });
+    let (slot, rx) = TaskSlot::new(store, &ctx);
+    let run_cancel = slot.cancel.clone();
     let request_cancel = ctx.cancel.clone();
     let mut run_ctx = ctx;
     run_ctx.cancel = run_cancel.clone();
@@ -367,17 +407,24 @@ async fn record(
         Ok(ToolOutcome::Complete(result)) => {
             match server.post_process(ctx, tool, result) {
                 Ok(r) => {
+                    let outcome = if r.is_error {
+                        CallOutcome::ToolError
+                    } else {
+                        CallOutcome::Success
+                    };
                     let shaped = shape::call_result_for(r.to_map(), ctx.protocol_version());
                     let result = shape::finish_result(shaped, ctx.protocol_version(), None);
-                    store.complete(id, result).await;
+                    settle_audited(server, slot, id, outcome, Ok(result)).await;
                 }
-                Err(e) => store.fail(id, &e).await,
+                Err(e) => {
+                    settle_audited(server, slot, id, CallOutcome::of_error(e.code), Err(e)).await;
+                }
             }
             return Step::Done;
         }
         Ok(ToolOutcome::InputRequired(ir)) => ir,
         Err(e) => {
-            store.fail(id, &e).await;
+            settle_audited(server, slot, id, CallOutcome::of_error(e.code), Err(e)).await;
             return Step::Done;
         }
     };
@@ -436,6 +483,134 @@ async fn wait_for_answers(
             Ok(Some(answers)) => return Some(answers),
             Ok(None) => {}
             Err(e) => tracing::warn!(task = %id, error = %e, "cannot collect the task's answers"),
+        }
+    }
+}
+
+/// Ends the task with `end`, once the served call's audit row (if any)
+/// is written; an unaudited outcome is replaced by the trail's -32603.
+async fn settle_audited(
+    server: &Dispatcher,
+    slot: &TaskSlot,
+    id: &str,
+    outcome: CallOutcome,
+    end: Result<Map<String, Value>, ProtocolError>,
+) {
+    if !slot.audit_served(server, outcome).await {
+        let e = ProtocolError::internal(
+            "Internal error: the audit trail is unavailable, so the result was withheld; call the tool again later.",
+        );
+        slot.store.fail(id, &e).await;
+        return;
+    }
+    match end {
+        Ok(result) => slot.store.complete(id, result).await,
+        Err(e) => slot.store.fail(id, &e).await,
+    }
+}
+
+/// Creates a task at once for a call whose operator approval is pending
+/// and answers with its `CreateTaskResult` fields (with a
+/// `statusMessage` naming the approval). Its runner waits for the
+/// decision — until the approval expires or the task is cancelled — then
+/// serves the call once, or completes the task with the refusal the
+/// synchronous call would get. `permit` is held until then.
+pub(crate) async fn call_after_approval<P: Send + 'static>(
+    server: &Dispatcher,
+    ctx: RequestContext,
+    tool: Arc<RegisteredTool>,
+    arguments: Map<String, Value>,
+    permit: P,
+    awaiting: Awaiting,
+) -> Result<Map<String, Value>, ProtocolError> {
+    let Some(store) = server.state.tasks.clone() else {
+        return Err(ProtocolError::internal(
+            "Internal error: tasks are not enabled on this server.",
+        ));
+    };
+    let (slot, rx) = TaskSlot::new(Arc::clone(&store), &ctx);
+    slot.start().await?;
+    let (Ok(First::Created(mut fields)), Some(id)) = (rx.await, slot.id()) else {
+        return Err(ProtocolError::internal(
+            "Internal error: the task could not be created.",
+        ));
+    };
+    let message = format!(
+        "waiting for approval by an operator ({})",
+        awaiting.ticket.id
+    );
+    if let Err(e) = store.set_status_message(id, Some(&message)).await {
+        // A task nobody will run must not look like one still working.
+        store.fail(id, &e).await;
+        return Err(e);
+    }
+    fields.insert("statusMessage".into(), json!(message));
+    let mut run_ctx = ctx;
+    run_ctx.cancel = slot.cancel.clone();
+    run_ctx.task = Some(Arc::clone(&slot) as Arc<dyn TaskHandle>);
+    tokio::spawn(drive_approval(
+        server.clone(),
+        tool,
+        run_ctx,
+        arguments,
+        slot,
+        permit,
+        awaiting,
+    ));
+    Ok(fields)
+}
+
+/// The runner of a task that waits for an operator: the decision, then
+/// the handler (as [`drive`] runs it) or the refusal.
+async fn drive_approval<P: Send + 'static>(
+    server: Dispatcher,
+    tool: Arc<RegisteredTool>,
+    ctx: RequestContext,
+    arguments: Map<String, Value>,
+    slot: Arc<TaskSlot>,
+    _permit: P,
+    awaiting: Awaiting,
+) {
+    let stop = CancellationToken::new();
+    let _stop_watching = stop.clone().drop_guard();
+    tokio::spawn(watch(Arc::clone(&slot), stop));
+    let Some(id) = slot.id().map(str::to_owned) else {
+        return;
+    };
+    let Some(ticket) = server.await_decision(&awaiting.ticket, &slot.cancel).await else {
+        // Cancelled (or expired): the record says so; nothing was run.
+        return;
+    };
+    let started = Instant::now();
+    let approval = &ticket.id;
+    match server.verdict(&tool, &ticket).await {
+        Ok(Verdict::Serve { by }) => {
+            if let Some(mut record) = awaiting.audit {
+                record.at = SystemTime::now();
+                record.detail = Some(format!(
+                    "approval {approval} approved by {by}, served as task {id}"
+                ));
+                let _ = slot.served.set(Served { record, started });
+            }
+            // The wait is over: the message would now mislead.
+            if let Err(e) = slot.store.set_status_message(&id, None).await {
+                tracing::warn!(task = %id, error = %e.message, "cannot clear the task's status message");
+            }
+            rounds(server, tool, ctx, arguments, slot).await;
+        }
+        Ok(Verdict::Refuse(outcome, text)) => {
+            if let Some(mut record) = awaiting.audit {
+                record.at = SystemTime::now();
+                record.detail = Some(format!("{text} (task {id})").chars().take(500).collect());
+                let _ = slot.served.set(Served { record, started });
+            }
+            let refusal = CallToolResult::error(text).to_map();
+            let shaped = shape::call_result_for(refusal, ctx.protocol_version());
+            let result = shape::finish_result(shaped, ctx.protocol_version(), None);
+            settle_audited(&server, &slot, &id, outcome, Ok(result)).await;
+        }
+        Err(e) => {
+            settle_audited(&server, &slot, &id, CallOutcome::of_error(e.code), Err(e)).await;
         }
     }
 }

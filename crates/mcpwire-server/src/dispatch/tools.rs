@@ -16,8 +16,9 @@ use super::Dispatcher;
 use super::approve::Gate;
 use super::task_run::{self as tasks, Launch, Mode};
 use crate::access::{
-    AuditRecord, CallOutcome, ClientAddress, LIMIT_TIMEOUT, LimitFuture, Permit, Principal,
-    caller_key, json_is_clean, redact_arguments, sanitize_text, sanitize_value, strip_fields,
+    ApprovalTicket, AuditRecord, CallOutcome, ClientAddress, LIMIT_TIMEOUT, LimitFuture, Permit,
+    Principal, caller_key, json_is_clean, redact_arguments, sanitize_text, sanitize_value,
+    strip_fields,
 };
 use crate::context::RequestContext;
 use crate::registry::RegisteredTool;
@@ -79,9 +80,9 @@ impl Dispatcher {
         let mut draft = AuditDraft::default();
         let result = self.call_tool_checked(call, &mut draft).await;
         call.note.set_tool_error(draft.tool_error);
-        let Some(sink) = &self.state.audit else {
+        if self.state.audit.is_none() {
             return result;
-        };
+        }
         let Some(tool) = draft.tool else {
             return result;
         };
@@ -94,55 +95,11 @@ impl Dispatcher {
             },
             Err(e) => (CallOutcome::of_error(e.code), Some(e.message.clone())),
         };
-        let principal = call.ctx.extension::<Principal>();
-        let record = AuditRecord {
-            at,
-            subject: principal.map(|p| p.subject.clone()),
-            client_id: principal.and_then(|p| p.client_id.clone()),
-            client_name: call
-                .ctx
-                .client_info()
-                .and_then(|c| c.get("name"))
-                .and_then(Value::as_str)
-                .map(|n| sanitize_text(n).chars().take(128).collect()),
-            remote_addr: call
-                .ctx
-                .extension::<ClientAddress>()
-                .map(|a| a.0.to_string()),
-            tool,
-            arguments: draft.arguments,
-            outcome,
-            detail,
-            latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            protocol_version: call.version.as_str().to_owned(),
-        };
-        // The sink logs the record itself; this line is for debugging.
-        tracing::debug!(
-            tool = %record.tool,
-            subject = record.subject.as_deref().unwrap_or("-"),
-            outcome = record.outcome.as_str(),
-            latency_ms = record.latency_ms,
-            "tools/call"
-        );
-        let audit = sink
-            .record(record)
-            .instrument(crate::observe::trace::audit_span());
-        if let Err(why) = audit.await {
-            // An answer that cannot be audited is not sent. On a full disk
-            // every call fails: one line per period, with a count.
-            static FAILED: crate::observe::LogThrottle =
-                crate::observe::LogThrottle::new(crate::observe::LOG_EVERY);
-            if let Some(suppressed) = FAILED.admit() {
-                tracing::error!(
-                    error = %why,
-                    suppressed,
-                    "audit trail write failed; withholding the response"
-                );
-            }
-            return Err(ProtocolError::internal(
-                "Internal error: the audit trail is unavailable, so the call was not answered; retry later.",
-            ));
-        }
+        let mut record = audit_record(call, at, tool, draft.arguments);
+        record.outcome = outcome;
+        record.detail = detail;
+        record.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.write_audit(record).await?;
         result
     }
 
@@ -172,9 +129,15 @@ impl Dispatcher {
             draft.fail(&text);
             return Ok(self.tool_result(call, CallToolResult::error(text)));
         }
-        match self.gate(call, &tool, args, draft).await? {
+        let task = matches!(mode, Mode::Task { .. });
+        match self.gate(call, &tool, args, task, draft).await? {
             Gate::Answer(answer) => return Ok(answer),
             Gate::Proceed { consumed } => draft.gated = consumed,
+            Gate::Later(ticket) => {
+                return self
+                    .task_after_approval(call, &tool, args, permit, ticket, draft)
+                    .await;
+            }
         }
         self.execute(call, &tool, args, mode, permit, draft).await
     }
@@ -383,6 +346,91 @@ impl Dispatcher {
         Err(ProtocolError::internal(format!(
             "Internal error: tool \"{name}\" asked for input more than {MAX_ROUNDS} times."
         )))
+    }
+
+    /// A task-augmented call whose operator approval is pending: answers
+    /// with a `working` task at once (its `statusMessage` names the
+    /// approval); the task's runner waits for the decision and serves or
+    /// refuses the call.
+    async fn task_after_approval(
+        &self,
+        call: &Call,
+        tool: &Arc<RegisteredTool>,
+        arguments: &Map<String, Value>,
+        permit: Option<Permit>,
+        ticket: ApprovalTicket,
+        draft: &mut AuditDraft,
+    ) -> Result<ResultPayload, ProtocolError> {
+        let binding = call_binding(call, &tool.tool.definition.name, arguments);
+        let mut ctx = call.ctx.clone();
+        // The operator gate reads no round-trip params: they are the handler's.
+        self.read_round_trip_params(call, &mut ctx, &binding)?;
+        let audit = match (&self.state.audit, &draft.tool) {
+            (Some(_), Some(name)) => Some(audit_record(
+                call,
+                SystemTime::now(),
+                name.clone(),
+                draft.arguments.clone(),
+            )),
+            _ => None,
+        };
+        let approval = ticket.id.clone();
+        let awaiting = tasks::Awaiting { ticket, audit };
+        let mut created = tasks::call_after_approval(
+            self,
+            ctx,
+            Arc::clone(tool),
+            arguments.clone(),
+            permit,
+            awaiting,
+        )
+        .await?;
+        let task = created
+            .get("taskId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        draft.outcome = Some(CallOutcome::ApprovalPending);
+        draft.detail = Some(format!(
+            "approval {approval} pending; the call waits for it in task {task}"
+        ));
+        created.insert("resultType".into(), json!("task"));
+        Ok(call.finish(self, created))
+    }
+
+    /// Stores one audit record; an error (logged, throttled) is the
+    /// -32603 that withholds the answer.
+    pub(super) async fn write_audit(&self, record: AuditRecord) -> Result<(), ProtocolError> {
+        let Some(sink) = &self.state.audit else {
+            return Ok(());
+        };
+        // The sink logs the record itself; this line is for debugging.
+        tracing::debug!(
+            tool = %record.tool,
+            subject = record.subject.as_deref().unwrap_or("-"),
+            outcome = record.outcome.as_str(),
+            latency_ms = record.latency_ms,
+            "tools/call"
+        );
+        let audit = sink
+            .record(record)
+            .instrument(crate::observe::trace::audit_span());
+        let Err(why) = audit.await else {
+            return Ok(());
+        };
+        // An answer that cannot be audited is not sent. On a full disk
+        // every call fails: one line per period, with a count.
+        static FAILED: crate::observe::LogThrottle =
+            crate::observe::LogThrottle::new(crate::observe::LOG_EVERY);
+        if let Some(suppressed) = FAILED.admit() {
+            tracing::error!(
+                error = %why,
+                suppressed,
+                "audit trail write failed; withholding the response"
+            );
+        }
+        Err(ProtocolError::internal(
+            "Internal error: the audit trail is unavailable, so the call was not answered; retry later.",
+        ))
     }
 
     /// Reads `inputResponses` and a verified `requestState` into the context.
@@ -658,6 +706,33 @@ pub(super) fn call_binding<'a>(
             .ctx
             .extension::<Principal>()
             .map(|p| p.subject.as_str()),
+    }
+}
+
+/// The audit row of this call (outcome `Success`, no detail, no latency:
+/// the caller fills those in).
+fn audit_record(call: &Call, at: SystemTime, tool: String, arguments: Value) -> AuditRecord {
+    let principal = call.ctx.extension::<Principal>();
+    AuditRecord {
+        at,
+        subject: principal.map(|p| p.subject.clone()),
+        client_id: principal.and_then(|p| p.client_id.clone()),
+        client_name: call
+            .ctx
+            .client_info()
+            .and_then(|c| c.get("name"))
+            .and_then(Value::as_str)
+            .map(|n| sanitize_text(n).chars().take(128).collect()),
+        remote_addr: call
+            .ctx
+            .extension::<ClientAddress>()
+            .map(|a| a.0.to_string()),
+        tool,
+        arguments,
+        outcome: CallOutcome::Success,
+        detail: None,
+        latency_ms: 0,
+        protocol_version: call.version.as_str().to_owned(),
     }
 }
 

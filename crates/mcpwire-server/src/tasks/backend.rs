@@ -86,6 +86,9 @@ pub struct TaskRecord {
     /// is back to `working` and these wait for the runner
     /// ([`TaskBackend::take_answers`]).
     pub answers: Map<String, Value>,
+    /// A human-readable note on the current status (`statusMessage`), e.g.
+    /// what a `working` task waits for; shared so every replica shows it.
+    pub status_message: Option<String>,
 }
 
 /// How a task ends (recorded by [`TaskBackend::settle`]).
@@ -166,6 +169,15 @@ pub trait TaskBackend: Send + Sync + 'static {
         id: &'a str,
         ttl: Duration,
     ) -> TaskFuture<'a, Option<Map<String, Value>>>;
+
+    /// Sets (or with `None` clears) the status message of a task that has
+    /// not finished; `false` if it is gone or finished.
+    fn set_status_message<'a>(
+        &'a self,
+        id: &'a str,
+        message: Option<&'a str>,
+        ttl: Duration,
+    ) -> TaskFuture<'a, bool>;
 
     /// Records how a task ended, unless it already finished (a cancel wins).
     fn settle<'a>(&'a self, id: &'a str, outcome: Settled, ttl: Duration) -> TaskFuture<'a, ()>;

@@ -87,6 +87,7 @@ impl MemoryTasks {
             error: None,
             pending: Map::new(),
             answers: Map::new(),
+            status_message: None,
         };
         let entry = Entry {
             record: record.clone(),
@@ -216,6 +217,23 @@ impl TaskBackend for MemoryTasks {
         ready(taken.flatten())
     }
 
+    fn set_status_message<'a>(
+        &'a self,
+        id: &'a str,
+        message: Option<&'a str>,
+        ttl: Duration,
+    ) -> TaskFuture<'a, bool> {
+        let set = self.with(id, |e| {
+            if e.record.status.is_terminal() {
+                return false;
+            }
+            e.record.status_message = message.map(str::to_owned);
+            e.touch(ttl);
+            true
+        });
+        ready(set.unwrap_or(false))
+    }
+
     fn settle<'a>(&'a self, id: &'a str, outcome: Settled, ttl: Duration) -> TaskFuture<'a, ()> {
         self.with(id, |e| {
             let r = &mut e.record;
@@ -309,5 +327,54 @@ mod tests {
         let answers = store.take_answers("t", TTL).await.unwrap().unwrap();
         assert_eq!(answers.len(), 2);
         assert!(store.take_answers("t", TTL).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_status_message_is_kept_until_cleared_and_not_after_the_end() {
+        let store = MemoryTasks::new();
+        store.create("t", None, TTL, 10).await.unwrap();
+        assert!(
+            store
+                .get("t")
+                .await
+                .unwrap()
+                .unwrap()
+                .status_message
+                .is_none()
+        );
+        assert!(
+            store
+                .set_status_message("t", Some("waiting"), TTL)
+                .await
+                .unwrap()
+        );
+        let r = store.get("t").await.unwrap().unwrap();
+        assert_eq!(r.status_message.as_deref(), Some("waiting"));
+        assert!(store.set_status_message("t", None, TTL).await.unwrap());
+        assert!(
+            store
+                .get("t")
+                .await
+                .unwrap()
+                .unwrap()
+                .status_message
+                .is_none()
+        );
+        store
+            .settle("t", Settled::Completed(Map::new()), TTL)
+            .await
+            .unwrap();
+        assert!(
+            !store
+                .set_status_message("t", Some("late"), TTL)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .set_status_message("nope", Some("x"), TTL)
+                .await
+                .unwrap()
+        );
     }
 }

@@ -92,6 +92,9 @@ impl TaskStore {
         if poll > 0 {
             m.insert("pollIntervalMs".into(), json!(poll));
         }
+        if let Some(message) = &r.status_message {
+            m.insert("statusMessage".into(), json!(message));
+        }
         m
     }
 
@@ -146,6 +149,19 @@ impl TaskStore {
     pub(crate) async fn cancel(&self, id: &str, owner: Option<&str>) -> Result<(), Lookup> {
         let found = self.backend.cancel(id, owner, self.options.ttl).await?;
         found.then_some(()).ok_or(Lookup::Unknown)
+    }
+
+    /// Sets (`Some`) or clears (`None`) a running task's `statusMessage`;
+    /// `false` if the task is gone or finished.
+    pub(crate) async fn set_status_message(
+        &self,
+        id: &str,
+        message: Option<&str>,
+    ) -> Result<bool, ProtocolError> {
+        self.backend
+            .set_status_message(id, message, self.options.ttl)
+            .await
+            .map_err(|e| unavailable(&e))
     }
 
     /// Ends a task `completed` with this (shaped) tool result.

@@ -118,7 +118,7 @@ pub enum ApprovalFallback {
 #[derive(Clone, Debug)]
 pub struct ApprovalOptions {
     /// How long a pending approval, and a confirmation question, stay
-    /// good.
+    /// good (also how long a call made as a task waits for an operator).
     pub ttl: Duration,
     /// How long a call without a task waits for an operator before it is
     /// answered with the approval id to retry with.

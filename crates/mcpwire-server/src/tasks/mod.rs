@@ -32,6 +32,10 @@
 //!   `result.isError: true`; a protocol or internal error ends it `failed`
 //!   with `error`; `tasks/cancel` ends it `cancelled` and fires the
 //!   handler's cancellation token.
+//! - A call whose operator approval is pending (see
+//!   [`Approval::Operator`](crate::access::Approval::Operator)) is a
+//!   `working` task at once, with a `statusMessage` naming the approval;
+//!   it runs (or completes with the refusal) once an operator decides.
 //! - Tasks are bound to the principal that created them: another caller
 //!   gets the same -32602 as for an unknown id.
 //!

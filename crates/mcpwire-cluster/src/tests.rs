@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
-use mcpwire_server::access::{CallLimiter, Permit};
+use mcpwire_server::access::{
+    Approval, ApprovalOptions, ApprovalStore, CallLimiter, MemoryApprovals, Permit,
+};
 use mcpwire_server::protocol::{Request, RequestId};
 use mcpwire_server::tasks::{Settled, TaskBackend, TaskBackendError, TaskStatus};
 use mcpwire_server::{
@@ -595,4 +597,82 @@ async fn a_share_past_its_ttl_admits_nothing_without_the_database() {
         shares.acquire("sub:alice", 4).await.is_err(),
         "admitted from a share whose row may have lapsed"
     );
+}
+
+/// An engine whose `sleeper` needs an operator's approval, on `pool`'s
+/// tasks and a shared approval store.
+fn approving_engine(pool: &Pool, approvals: &Arc<MemoryApprovals>) -> Replica {
+    let runs: Arc<AtomicUsize> = Arc::default();
+    let cancelled = Arc::default();
+    let tool = Tool::builder("sleeper")
+        .approval(Approval::Operator)
+        .task_support(TaskSupport::Optional)
+        .raw_handler({
+            let runs = Arc::clone(&runs);
+            move |_: RequestContext, _: Map<String, Value>| {
+                let runs = Arc::clone(&runs);
+                async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok::<ToolOutcome, ToolError>(CallToolResult::text("served").into())
+                }
+            }
+        });
+    let server = Server::builder("replica", "1")
+        .task_backend(Arc::new(PgTasks::new(pool.clone(), TIMEOUT)))
+        .approvals(Arc::clone(approvals) as Arc<dyn ApprovalStore>)
+        .approval_options(ApprovalOptions {
+            poll: Duration::from_millis(20),
+            ..ApprovalOptions::default()
+        })
+        .tool(tool)
+        .build()
+        .expect("builds");
+    Replica {
+        server,
+        runs,
+        cancelled,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_waiting_for_an_operator_shows_its_status_message_on_every_engine() {
+    let (_, pools) = replicas(2).await;
+    let approvals = Arc::new(MemoryApprovals::default());
+    let a = approving_engine(&pools[0], &approvals);
+    let b = approving_engine(&pools[1], &approvals);
+    let created = rpc(
+        &a.server,
+        "tools/call",
+        map(json!({ "name": "sleeper", "arguments": {} })),
+    )
+    .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let approval = approvals.pending()[0].1.id.clone();
+    let message = format!("waiting for approval by an operator ({approval})");
+    assert_eq!(created["result"]["statusMessage"], message.as_str());
+    let id = created["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned();
+    let get = || map(json!({ "taskId": id }));
+    let seen = rpc(&b.server, "tasks/get", get()).await;
+    assert_eq!(seen["result"]["status"], "working", "{seen}");
+    assert_eq!(seen["result"]["statusMessage"], message.as_str(), "{seen}");
+
+    approvals
+        .decide(&approval, true, "olga", None)
+        .expect("approve");
+    let start = Instant::now();
+    let done = loop {
+        let r = rpc(&b.server, "tasks/get", get()).await;
+        if r["result"]["status"] == "completed" {
+            break r;
+        }
+        assert!(start.elapsed() < WAIT, "task stuck: {r}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(done["result"]["result"]["content"][0]["text"], "served");
+    assert!(done["result"].get("statusMessage").is_none(), "{done}");
+    assert_eq!(a.runs.load(Ordering::SeqCst), 1);
+    assert_eq!(b.runs.load(Ordering::SeqCst), 0);
 }

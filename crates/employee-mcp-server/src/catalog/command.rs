@@ -1,16 +1,18 @@
-//! The `tools` subcommand: list, enable, disable, add, remove, show,
-//! validate, history. Every change is one transaction that also records
-//! who made it and bumps the generation the servers poll.
+//! The `tools` subcommand: list, enable, disable, approval, add, remove,
+//! show, validate, history. Every change is one transaction that also
+//! records who made it and bumps the generation the servers poll.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use employee_directory::{DEFAULT_DATABASE_URL, DatabaseUrl, Directory, SystemClock};
+use mcpwire_server::Tool;
+use mcpwire_server::access::{Approval, ApprovalPolicy};
 use serde_json::json;
 
-use super::{Store, sqlite};
+use super::{Store, describe_approval, effective_approval, sqlite, stored_approval};
 use crate::custom::Checked;
 use crate::custom::spec::{self, ToolSpec};
 
@@ -55,6 +57,20 @@ pub enum ToolsAction {
         /// Tool name.
         name: String,
     },
+    /// Set who must agree before a tool's calls run, for every call:
+    /// none, confirm (the user, in their client), operator (an operator
+    /// approves each call), or default (the tool's declared policy again).
+    /// Confirmations and approvals given before are void.
+    Approval {
+        /// Tool name (built-in or custom).
+        name: String,
+        /// The policy.
+        #[arg(value_enum)]
+        level: ApprovalLevel,
+        /// Why, for the catalogue's history.
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Check a definition file and add its tools; nothing changes if any
     /// check fails.
     Add {
@@ -89,6 +105,34 @@ pub enum ToolsAction {
     },
 }
 
+/// The policies `tools approval` sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ApprovalLevel {
+    /// Nobody is asked.
+    None,
+    /// The user confirms each call in their client.
+    Confirm,
+    /// An operator approves each call.
+    Operator,
+    /// The tool's declared policy (clears the override).
+    Default,
+}
+
+impl ApprovalLevel {
+    /// The override it stores; `None` for `default`.
+    pub fn to_override(self) -> Option<Approval> {
+        match self {
+            Self::None => Some(Approval::None),
+            Self::Confirm => Some(Approval::Confirm),
+            Self::Operator => Some(Approval::Operator),
+            Self::Default => None,
+        }
+    }
+}
+
+/// Longest `--reason` kept, in characters.
+const MAX_REASON_CHARS: usize = 500;
+
 /// Who makes a change: `--actor`, else the OS user.
 pub fn actor(explicit: Option<&str>) -> String {
     explicit
@@ -114,7 +158,8 @@ pub async fn run(args: &ToolsArgs) -> Result<(), String> {
         max_result_bytes: usize::MAX,
         report_task_grace: crate::tools::REPORT_TASK_GRACE,
     };
-    let builtins: Vec<String> = crate::tools::all(&directory, settings)
+    let builtin_tools = crate::tools::all(&directory, settings);
+    let builtins: Vec<String> = builtin_tools
         .iter()
         .map(|t| t.definition().name.clone())
         .collect();
@@ -128,9 +173,26 @@ pub async fn run(args: &ToolsArgs) -> Result<(), String> {
         ));
     }
     match ToolsAction::clone(&args.action) {
-        ToolsAction::List { json } => list(&store.entries().await?, &builtins, json),
-        ToolsAction::Enable { name } | ToolsAction::Disable { name } if name.is_empty() => {
+        ToolsAction::List { json } => list(&store.entries().await?, &builtin_tools, json),
+        ToolsAction::Enable { name }
+        | ToolsAction::Disable { name }
+        | ToolsAction::Approval { name, .. }
+            if name.is_empty() =>
+        {
             Err("give a tool name".into())
+        }
+        ToolsAction::Approval {
+            name,
+            level,
+            reason,
+        } => {
+            let change = ApprovalArgs {
+                name: &name,
+                level,
+                reason: reason.as_deref(),
+                actor: &actor,
+            };
+            set_approval(&store, &builtin_tools, change).await
         }
         ToolsAction::Enable { name } => toggle(&store, &builtins, &name, true, &actor).await,
         ToolsAction::Disable { name } => toggle(&store, &builtins, &name, false, &actor).await,
@@ -191,6 +253,7 @@ async fn custom(
         ToolsAction::List { .. }
         | ToolsAction::Enable { .. }
         | ToolsAction::Disable { .. }
+        | ToolsAction::Approval { .. }
         | ToolsAction::History { .. } => Err("handled by the store".into()),
     }
 }
@@ -237,20 +300,141 @@ async fn toggle(
     Ok(())
 }
 
-fn list(entries: &[sqlite::Entry], builtins: &[String], as_json: bool) -> Result<(), String> {
+/// What `tools approval` was asked.
+struct ApprovalArgs<'a> {
+    name: &'a str,
+    level: ApprovalLevel,
+    reason: Option<&'a str>,
+    actor: &'a str,
+}
+
+/// The policy a tool declares: a built-in's from its code, a custom
+/// tool's from its stored definition (`None` when that is unreadable).
+fn declared_approval(
+    builtins: &[Tool],
+    entry: Option<&sqlite::Entry>,
+    name: &str,
+) -> Option<ApprovalPolicy> {
+    if let Some(tool) = builtins.iter().find(|t| t.definition().name == name) {
+        return Some(tool.policy().approval.clone());
+    }
+    let spec: ToolSpec = serde_json::from_str(entry?.definition.as_deref()?).ok()?;
+    Some(ApprovalPolicy::new(spec.approval()))
+}
+
+/// `tools approval NAME LEVEL`: the override, its record and the
+/// generation bump in one transaction; says what the policy is now.
+async fn set_approval(
+    store: &Store,
+    builtin_tools: &[Tool],
+    args: ApprovalArgs<'_>,
+) -> Result<(), String> {
+    let name = args.name;
+    let builtin = builtin_tools.iter().any(|t| t.definition().name == name);
+    let entries = store.entries().await?;
+    let entry = entries.iter().find(|e| e.name == name);
+    if !builtin && entry.is_none() {
+        let mut names: Vec<&str> = builtin_tools
+            .iter()
+            .map(|t| t.definition().name.as_str())
+            .collect();
+        names.extend(
+            entries
+                .iter()
+                .filter(|e| e.kind == "custom")
+                .map(|e| e.name.as_str()),
+        );
+        return Err(format!(
+            "no tool named {name:?}; the tools are: {}",
+            names.join(", ")
+        ));
+    }
+    let declared = declared_approval(builtin_tools, entry, name).ok_or_else(|| {
+        format!("the stored definition of {name:?} is unreadable; remove it and add it again")
+    })?;
+    let wanted = args.level.to_override();
+    let now = describe_approval(&effective_approval(&declared, wanted));
+    let reason: Option<String> = args
+        .reason
+        .map(|r| {
+            r.chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .take(MAX_REASON_CHARS)
+                .collect::<String>()
+        })
+        .map(|r| r.trim().to_owned())
+        .filter(|r| !r.is_empty());
+    let detail = {
+        let (declared, now) = (declared.clone(), now.clone());
+        let default = args.level == ApprovalLevel::Default;
+        move |previous: Option<&str>| {
+            let before = previous.map(|p| Approval::parse(p).unwrap_or(Approval::Operator));
+            let was = describe_approval(&effective_approval(&declared, before));
+            let mut detail = if default {
+                format!("{now}, the declared default (was {was})")
+            } else {
+                format!("{now} (was {was})")
+            };
+            if let Some(reason) = reason {
+                detail.push_str(": ");
+                detail.push_str(&reason);
+            }
+            detail
+        }
+    };
+    let change = store
+        .set_approval(name, builtin, wanted, args.actor, detail)
+        .await?;
+    let source = if wanted.is_some() {
+        "override"
+    } else {
+        "declared default"
+    };
+    if change.changed {
+        println!("{name} approval: {now} ({source})");
+    } else {
+        println!("{name} approval was already {now} ({source})");
+    }
+    Ok(())
+}
+
+/// One `tools list` row: the catalogue's state of a tool and its
+/// effective approval policy.
+fn list_row(builtins: &[Tool], entry: Option<&sqlite::Entry>, name: &str) -> serde_json::Value {
+    let mut row = match entry {
+        Some(e) => serde_json::to_value(e).unwrap_or_default(),
+        None => json!({"name": name, "kind": "builtin", "enabled": true, "source": "-",
+                       "updated_at": "-", "updated_by": "-", "approval_override": null,
+                       "approval_version": 0}),
+    };
+    let override_ = entry.and_then(stored_approval);
+    match declared_approval(builtins, entry, name) {
+        Some(declared) => {
+            let effective = effective_approval(&declared, override_);
+            row["approval"] = json!(effective.base.as_str());
+            row["approval_policy"] = json!(describe_approval(&effective));
+        }
+        None => {
+            row["approval"] = json!(null);
+            row["approval_policy"] = json!("unknown (stored definition unreadable)");
+        }
+    }
+    row
+}
+
+fn list(entries: &[sqlite::Entry], builtins: &[Tool], as_json: bool) -> Result<(), String> {
     let mut rows: Vec<serde_json::Value> = builtins
         .iter()
-        .map(|name| match entries.iter().find(|e| &e.name == name) {
-            Some(e) => serde_json::to_value(e).unwrap_or_default(),
-            None => json!({"name": name, "kind": "builtin", "enabled": true, "source": "-",
-                           "updated_at": "-", "updated_by": "-"}),
+        .map(|t| {
+            let name = &t.definition().name;
+            list_row(builtins, entries.iter().find(|e| &e.name == name), name)
         })
         .collect();
     rows.extend(
         entries
             .iter()
             .filter(|e| e.kind == "custom")
-            .map(|e| serde_json::to_value(e).unwrap_or_default()),
+            .map(|e| list_row(builtins, Some(e), &e.name)),
     );
     let mut out = std::io::stdout().lock();
     let w = |out: &mut std::io::StdoutLock<'_>, line: String| {
@@ -260,8 +444,8 @@ fn list(entries: &[sqlite::Entry], builtins: &[String], as_json: bool) -> Result
         w(
             &mut out,
             format!(
-                "{:<32}  {:<8}  {:<9}  {:<26}  {}",
-                "NAME", "KIND", "STATE", "CHANGED", "BY"
+                "{:<32}  {:<8}  {:<9}  {:<26}  {:<16}  {}",
+                "NAME", "KIND", "STATE", "CHANGED", "BY", "APPROVAL"
             ),
         )?;
     }
@@ -274,13 +458,19 @@ fn list(entries: &[sqlite::Entry], builtins: &[String], as_json: bool) -> Result
             } else {
                 "disabled"
             };
+            let overridden = if r["approval_override"].is_string() {
+                " (override)"
+            } else {
+                ""
+            };
             format!(
-                "{:<32}  {:<8}  {:<9}  {:<26}  {}",
+                "{:<32}  {:<8}  {:<9}  {:<26}  {:<16}  {}{overridden}",
                 r["name"].as_str().unwrap_or("-"),
                 r["kind"].as_str().unwrap_or("-"),
                 state,
                 r["updated_at"].as_str().unwrap_or("-"),
                 r["updated_by"].as_str().unwrap_or("-"),
+                r["approval_policy"].as_str().unwrap_or("-"),
             )
         };
         w(&mut out, line)?;
@@ -303,6 +493,13 @@ fn show(entries: &[sqlite::Entry], name: &str) -> Result<(), String> {
         entry.updated_at,
         entry.updated_by
     );
+    if let Some(level) = stored_approval(entry) {
+        println!(
+            "# approval overridden in the catalogue: {} (declared: {})",
+            level.as_str(),
+            spec.approval().as_str()
+        );
+    }
     let file = json!({ "tool": [spec] });
     match toml::to_string_pretty(&file) {
         Ok(text) => println!("{text}"),

@@ -1,6 +1,7 @@
 //! The runtime tool catalogue: which built-ins
-//! are disabled and which custom SQL tools exist, stored in the
-//! directory's database so every server process on it serves the same set.
+//! are disabled, which custom SQL tools exist and which tools' approval
+//! policy an operator overrode, stored in the directory's database so every
+//! server process on it serves the same set.
 //!
 //! The `tools` subcommand changes the catalogue ([`command`]); each server
 //! polls its generation counter ([`watch`]) and, when it moved, swaps its
@@ -24,6 +25,7 @@ use deadpool_postgres::Pool;
 use employee_directory::DatabaseUrl;
 use employee_directory::pinned::PinnedFile;
 use mcpwire_server::Tool;
+use mcpwire_server::access::{Approval, ApprovalPolicy};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::custom::limits::Limits;
@@ -192,6 +194,34 @@ impl Store {
         }
     }
 
+    /// Sets (or, with `None`, clears) the approval override of a tool;
+    /// `detail(previous override)` words the change for the history (see
+    /// [`sqlite::set_approval`]).
+    pub async fn set_approval(
+        &self,
+        name: &str,
+        builtin: bool,
+        approval: Option<Approval>,
+        actor: &str,
+        detail: impl FnOnce(Option<&str>) -> String + Send + 'static,
+    ) -> Result<sqlite::ApprovalChange, String> {
+        let approval = approval.map(Approval::as_str);
+        match self {
+            Store::Sqlite(path) => {
+                let (path, name, actor) = (path.clone(), name.to_owned(), actor.to_owned());
+                blocking(move || {
+                    let mut conn = open_rw(&path)?;
+                    sqlite::set_approval(&mut conn, &name, builtin, approval, &actor, detail)
+                        .map_err(|e| format!("tool catalogue: {e}"))
+                })
+                .await
+            }
+            Store::Postgres(pool) => {
+                postgres::set_approval(pool, name, builtin, approval, actor, detail).await
+            }
+        }
+    }
+
     /// The newest `limit` changes, oldest first.
     pub async fn changes(&self, limit: u32) -> Result<Vec<sqlite::Change>, String> {
         match self {
@@ -327,7 +357,10 @@ impl Catalog {
         self.builtins
             .iter()
             .filter(|t| !disabled(&t.definition().name))
-            .cloned()
+            .map(|t| {
+                let entry = entries.iter().find(|e| e.name == t.definition().name);
+                with_catalog_approval(t.clone(), entry)
+            })
             .collect()
     }
 
@@ -346,7 +379,7 @@ impl Catalog {
             .take(self.max_custom);
         for entry in custom {
             match self.load_custom(entry).await {
-                Ok(tool) => tools.push(tool),
+                Ok(tool) => tools.push(with_catalog_approval(tool, Some(entry))),
                 Err(reason) => {
                     tracing::warn!(tool = %entry.name, %reason, "custom tool left out of the tool set")
                 }
@@ -366,5 +399,151 @@ impl Catalog {
             .map_err(|e| e.to_string())?;
         let checked = checked.into_iter().next().ok_or("no definition")?;
         Ok(crate::custom::build(&checked, Arc::clone(&self.runner)))
+    }
+}
+
+/// An approval override as stored; anything but the three spellings (the
+/// tables' CHECK refuses them) is taken as the strictest, `operator`.
+pub fn stored_approval(entry: &sqlite::Entry) -> Option<Approval> {
+    let text = entry.approval.as_deref()?;
+    Some(Approval::parse(text).unwrap_or_else(|| {
+        tracing::warn!(tool = %entry.name, approval = %text, "unknown approval override; operator applied");
+        Approval::Operator
+    }))
+}
+
+/// `tool` with its catalogue row's approval applied: the override, if
+/// any, for every call ([`Tool::with_approval`]), else its declared rules;
+/// both under the row's approval version (0 for a tool without a row).
+pub fn with_catalog_approval(tool: Tool, entry: Option<&sqlite::Entry>) -> Tool {
+    let version = entry.map_or(0, |e| u64::try_from(e.approval_version).unwrap_or(0));
+    match entry.and_then(stored_approval) {
+        Some(level) => tool.with_approval(level, version),
+        None => tool.with_approval_version(version),
+    }
+}
+
+/// The policy served for a tool declaring `declared` with the catalogue's
+/// `override_`, as [`Tool::with_approval`] makes it (for `tools list`).
+pub fn effective_approval(
+    declared: &ApprovalPolicy,
+    override_: Option<Approval>,
+) -> ApprovalPolicy {
+    let mut policy = declared.clone();
+    if let Some(level) = override_ {
+        policy.base = level;
+        policy.arguments.clear();
+    }
+    policy
+}
+
+/// A policy in words, for `tools list`: "none", "confirm",
+/// "none; confirm if reportType=\"compensation\"; none for one's own record".
+pub fn describe_approval(policy: &ApprovalPolicy) -> String {
+    let mut parts = vec![policy.base.as_str().to_owned()];
+    for rule in &policy.arguments {
+        parts.push(format!(
+            "{} if {}={}",
+            rule.approval.as_str(),
+            rule.argument,
+            rule.value
+        ));
+    }
+    if policy.exempt_self && (policy.base > Approval::None || !policy.arguments.is_empty()) {
+        parts.push("none for one's own record".into());
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpwire_server::CallToolResult;
+    use serde_json::json;
+
+    fn entry(approval: Option<&str>, version: i64) -> sqlite::Entry {
+        sqlite::Entry {
+            name: "t".into(),
+            kind: "builtin".into(),
+            enabled: true,
+            definition: None,
+            source: "cli".into(),
+            updated_at: "-".into(),
+            updated_by: "-".into(),
+            approval: approval.map(str::to_owned),
+            approval_version: version,
+        }
+    }
+
+    fn tool() -> Tool {
+        Tool::builder("t")
+            .description("d")
+            .self_access("employeeId")
+            .argument_approval("kind", json!("pay"), Approval::Confirm)
+            .approval_exempts_self()
+            .raw_handler(|_, _| async { Ok(CallToolResult::text("ok").into()) })
+    }
+
+    #[test]
+    fn the_catalogue_row_sets_the_served_policy_and_its_version() {
+        let declared = tool().policy().approval.clone();
+        // No row: the declared rules, version 0.
+        let served = with_catalog_approval(tool(), None)
+            .policy()
+            .approval
+            .clone();
+        assert_eq!(
+            served,
+            ApprovalPolicy {
+                version: 0,
+                ..declared.clone()
+            }
+        );
+        // A row without override: the declared rules at the row's version.
+        let served = with_catalog_approval(tool(), Some(&entry(None, 7)));
+        assert_eq!(served.policy().approval.arguments, declared.arguments);
+        assert_eq!(served.policy().approval.version, 7);
+        // An override: one level for every call, the self exemption kept.
+        let served = with_catalog_approval(tool(), Some(&entry(Some("operator"), 9)));
+        let p = &served.policy().approval;
+        assert_eq!(
+            (p.base, p.arguments.len(), p.exempt_self, p.version),
+            (Approval::Operator, 0, true, 9)
+        );
+        assert_eq!(
+            *p,
+            ApprovalPolicy {
+                version: 9,
+                ..effective_approval(&declared, Some(Approval::Operator))
+            }
+        );
+        // A value the tables would refuse fails closed.
+        let served = with_catalog_approval(tool(), Some(&entry(Some("nobody"), 3)));
+        assert_eq!(served.policy().approval.base, Approval::Operator);
+    }
+
+    #[test]
+    fn policies_are_described_in_words() {
+        let declared = tool().policy().approval.clone();
+        assert_eq!(
+            describe_approval(&declared),
+            r#"none; confirm if kind="pay"; none for one's own record"#
+        );
+        let overridden = effective_approval(&declared, Some(Approval::Confirm));
+        assert_eq!(
+            describe_approval(&overridden),
+            "confirm; none for one's own record"
+        );
+        assert_eq!(
+            describe_approval(&ApprovalPolicy::new(Approval::None)),
+            "none"
+        );
+        let mut exempt = ApprovalPolicy::new(Approval::None);
+        exempt.exempt_self = true;
+        assert_eq!(
+            describe_approval(&exempt),
+            "none",
+            "an exemption from nothing is not worth a word"
+        );
     }
 }

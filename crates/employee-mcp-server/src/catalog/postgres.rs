@@ -1,10 +1,10 @@
 //! The catalogue tables on PostgreSQL: the same three tables as
 //! [`super::sqlite`] on SQLite, for the built-in part (enable, disable,
-//! history) and the custom SQL tools.
+//! approval overrides, history) and the custom SQL tools.
 
 use deadpool_postgres::Pool;
 
-use super::sqlite::{Change, Entry, now};
+use super::sqlite::{ApprovalChange, Change, Entry, now};
 use crate::custom::spec::ToolSpec;
 use mcpwire_cluster::db_message;
 
@@ -35,7 +35,14 @@ CREATE TABLE IF NOT EXISTS tool_catalog_generation (
 );
 INSERT INTO tool_catalog_generation (id, generation) VALUES (1, 0)
     ON CONFLICT (id) DO NOTHING;
+ALTER TABLE tool_catalog ADD COLUMN IF NOT EXISTS approval TEXT
+    CHECK (approval IN ('none', 'confirm', 'operator'));
+ALTER TABLE tool_catalog ADD COLUMN IF NOT EXISTS approval_version BIGINT NOT NULL DEFAULT 0;
 ";
+
+/// The generation being written by the transaction that bumped it: a
+/// change's `approval_version`.
+const CURRENT_GENERATION: &str = "(SELECT generation FROM tool_catalog_generation WHERE id = 1)";
 
 fn failed(what: &str) -> impl Fn(tokio_postgres::Error) -> String + '_ {
     move |e| format!("tool catalogue on PostgreSQL: {what}: {}", db_message(&e))
@@ -74,7 +81,8 @@ pub async fn entries(pool: &Pool) -> Result<Vec<Entry>, String> {
     let c = client(pool).await?;
     let rows = c
         .query(
-            "SELECT name, kind, enabled, definition, source, updated_at, updated_by
+            "SELECT name, kind, enabled, definition, source, updated_at, updated_by,
+                    approval, approval_version
              FROM tool_catalog ORDER BY kind, name",
             &[],
         )
@@ -90,6 +98,8 @@ pub async fn entries(pool: &Pool) -> Result<Vec<Entry>, String> {
                 source: r.try_get(4)?,
                 updated_at: r.try_get(5)?,
                 updated_by: r.try_get(6)?,
+                approval: r.try_get(7)?,
+                approval_version: r.try_get(8)?,
             })
         })
         .collect::<Result<_, tokio_postgres::Error>>()
@@ -129,29 +139,81 @@ pub async fn set_enabled(
     }
     let kind = if builtin { "builtin" } else { "custom" };
     let at = now();
+    // Bumped first, so the row takes the new generation as its approval
+    // version: answers given before a disable are void after the enable.
+    lock_and_bump(&tx).await.map_err(&f)?;
     tx.execute(
-        "INSERT INTO tool_catalog (name, kind, enabled, updated_at, updated_by)
-         VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (name) DO UPDATE SET enabled = $3, updated_at = $4, updated_by = $5",
+        &format!(
+            "INSERT INTO tool_catalog (name, kind, enabled, updated_at, updated_by, approval_version)
+             VALUES ($1, $2, $3, $4, $5, {CURRENT_GENERATION})
+             ON CONFLICT (name) DO UPDATE SET enabled = $3, updated_at = $4, updated_by = $5,
+                 approval_version = excluded.approval_version"
+        ),
         &[&name, &kind, &enabled, &at, &actor],
     )
     .await
     .map_err(&f)?;
     let action = if enabled { "enable" } else { "disable" };
-    tx.execute(
-        "INSERT INTO tool_catalog_changes (at, actor, action, tool) VALUES ($1, $2, $3, $4)",
-        &[&at, &actor, &action, &name],
-    )
-    .await
-    .map_err(&f)?;
-    tx.execute(
-        "UPDATE tool_catalog_generation SET generation = generation + 1 WHERE id = 1",
-        &[],
-    )
-    .await
-    .map_err(&f)?;
+    record(&tx, actor, action, name, None).await.map_err(&f)?;
     tx.commit().await.map_err(&f)?;
     Ok(true)
+}
+
+/// Sets the approval override of `name`, as [`super::sqlite::set_approval`]
+/// does on SQLite: one transaction, serialised on the generation row.
+pub async fn set_approval(
+    pool: &Pool,
+    name: &str,
+    builtin: bool,
+    approval: Option<&str>,
+    actor: &str,
+    detail: impl FnOnce(Option<&str>) -> String,
+) -> Result<ApprovalChange, String> {
+    let mut c = client(pool).await?;
+    let f = failed("changing a tool's approval");
+    let tx = c.transaction().await.map_err(&f)?;
+    // Bumping first takes the row lock that serialises catalogue changes
+    // (so the check below cannot race) and gives the new version; nothing
+    // is committed unless the override changes.
+    lock_and_bump(&tx).await.map_err(&f)?;
+    let current: Option<Option<String>> = tx
+        .query_opt(
+            "SELECT approval FROM tool_catalog WHERE name = $1",
+            &[&name],
+        )
+        .await
+        .map_err(&f)?
+        .map(|r| r.try_get(0))
+        .transpose()
+        .map_err(&f)?;
+    let previous = current.flatten();
+    if previous.as_deref() == approval {
+        return Ok(ApprovalChange {
+            previous,
+            changed: false,
+        });
+    }
+    let kind = if builtin { "builtin" } else { "custom" };
+    tx.execute(
+        &format!(
+            "INSERT INTO tool_catalog (name, kind, enabled, updated_at, updated_by, approval, approval_version)
+             VALUES ($1, $2, TRUE, $3, $4, $5, {CURRENT_GENERATION})
+             ON CONFLICT (name) DO UPDATE SET updated_at = $3, updated_by = $4, approval = $5,
+                 approval_version = excluded.approval_version"
+        ),
+        &[&name, &kind, &now(), &actor, &approval],
+    )
+    .await
+    .map_err(&f)?;
+    let detail = detail(previous.as_deref());
+    record(&tx, actor, "approval", name, Some(&detail))
+        .await
+        .map_err(&f)?;
+    tx.commit().await.map_err(&f)?;
+    Ok(ApprovalChange {
+        previous,
+        changed: true,
+    })
 }
 
 /// The newest `limit` changes, oldest first.
@@ -314,10 +376,15 @@ async fn upsert(
             return Ok(false);
         }
     }
+    // A new definition may declare another approval: a new policy version
+    // (the generation, bumped at the start of the transaction).
     tx.execute(
-        "INSERT INTO tool_catalog (name, kind, enabled, definition, source, updated_at, updated_by)
-         VALUES ($1, 'custom', TRUE, $2, $3, $4, $5)
-         ON CONFLICT (name) DO UPDATE SET definition = $2, updated_at = $4, updated_by = $5",
+        &format!(
+            "INSERT INTO tool_catalog (name, kind, enabled, definition, source, updated_at, updated_by, approval_version)
+             VALUES ($1, 'custom', TRUE, $2, $3, $4, $5, {CURRENT_GENERATION})
+             ON CONFLICT (name) DO UPDATE SET definition = $2, updated_at = $4, updated_by = $5,
+                 approval_version = excluded.approval_version"
+        ),
         &[&spec.name, &json, &source, &now(), &actor],
     )
     .await

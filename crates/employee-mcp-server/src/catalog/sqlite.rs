@@ -1,7 +1,10 @@
 //! The catalogue tables in the directory's SQLite file.
 //!
 //! - `tool_catalog`: one row per custom tool (its checked definition as
-//!   JSON) and per built-in whose state was ever changed;
+//!   JSON) and per built-in whose state was ever changed, with its
+//!   approval override (`approval`, NULL for the declared policy) and the
+//!   generation its approval or enabled state last changed at
+//!   (`approval_version`);
 //! - `tool_catalog_changes`: who changed what, when (append-only);
 //! - `tool_catalog_generation`: one counter, bumped in the same
 //!   transaction as every change, which the servers poll.
@@ -21,6 +24,7 @@ CREATE TABLE IF NOT EXISTS tool_catalog (
     source     TEXT NOT NULL DEFAULT 'cli',
     updated_at TEXT NOT NULL,
     updated_by TEXT NOT NULL
+    -- and ADDED_COLUMNS
 );
 CREATE TABLE IF NOT EXISTS tool_catalog_changes (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -36,6 +40,20 @@ CREATE TABLE IF NOT EXISTS tool_catalog_generation (
 );
 INSERT OR IGNORE INTO tool_catalog_generation (id, generation) VALUES (1, 0);
 ";
+
+/// Columns of `tool_catalog` added after the first release, with their
+/// definitions: [`migrate`] adds them to new and older catalogues alike.
+const ADDED_COLUMNS: [(&str, &str); 2] = [
+    (
+        "approval",
+        "TEXT CHECK (approval IN ('none', 'confirm', 'operator'))",
+    ),
+    ("approval_version", "INTEGER NOT NULL DEFAULT 0"),
+];
+
+/// The generation being written by the transaction that bumped it: a
+/// change's `approval_version`.
+const CURRENT_GENERATION: &str = "(SELECT generation FROM tool_catalog_generation WHERE id = 1)";
 
 /// One catalogue row.
 #[derive(Clone, Debug, Serialize)]
@@ -55,13 +73,43 @@ pub struct Entry {
     pub updated_at: String,
     /// Who made it.
     pub updated_by: String,
+    /// The approval override (`none`, `confirm`, `operator`); `None`: the
+    /// tool's declared policy.
+    #[serde(rename = "approval_override")]
+    pub approval: Option<String>,
+    /// The generation at which its approval or enabled state last changed
+    /// (the version of its approval policy).
+    pub approval_version: i64,
 }
 
 /// Creates the tables if missing (idempotent; servers and the CLI both
 /// call it).
 pub fn migrate(conn: &Connection) -> Result<(), String> {
     conn.execute_batch(SCHEMA)
-        .map_err(|e| format!("cannot create the tool catalogue tables: {e}"))
+        .map_err(|e| format!("cannot create the tool catalogue tables: {e}"))?;
+    add_missing_columns(conn).map_err(|e| format!("cannot add the new tool catalogue columns: {e}"))
+}
+
+/// Adds [`ADDED_COLUMNS`] to a `tool_catalog` created without them.
+fn add_missing_columns(conn: &Connection) -> rusqlite::Result<()> {
+    let present: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('tool_catalog')")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (column, definition) in ADDED_COLUMNS {
+        if present.iter().any(|p| p == column) {
+            continue;
+        }
+        let added = conn.execute_batch(&format!(
+            "ALTER TABLE tool_catalog ADD COLUMN {column} {definition}"
+        ));
+        match added {
+            // Another process starting at the same time added it first.
+            Err(e) if e.to_string().contains("duplicate column name") => {}
+            other => other?,
+        }
+    }
+    Ok(())
 }
 
 /// The current generation: one single-row read.
@@ -76,7 +124,8 @@ pub fn generation(conn: &Connection) -> rusqlite::Result<i64> {
 /// Every row, custom tools by name.
 pub fn entries(conn: &Connection) -> rusqlite::Result<Vec<Entry>> {
     let mut stmt = conn.prepare(
-        "SELECT name, kind, enabled, definition, source, updated_at, updated_by
+        "SELECT name, kind, enabled, definition, source, updated_at, updated_by,
+                approval, approval_version
          FROM tool_catalog ORDER BY kind, name",
     )?;
     stmt.query_map([], |r| {
@@ -88,6 +137,8 @@ pub fn entries(conn: &Connection) -> rusqlite::Result<Vec<Entry>> {
             source: r.get(4)?,
             updated_at: r.get(5)?,
             updated_by: r.get(6)?,
+            approval: r.get(7)?,
+            approval_version: r.get(8)?,
         })
     })?
     .collect()
@@ -140,17 +191,84 @@ pub fn set_enabled(
         return Ok(false);
     }
     let kind = if builtin { "builtin" } else { "custom" };
+    // Bumped first, so the row takes the new generation as its approval
+    // version: answers given before a disable are void after the enable.
+    bump(&tx)?;
     tx.execute(
-        "INSERT INTO tool_catalog (name, kind, enabled, updated_at, updated_by)
-         VALUES (?1, ?2, ?3, ?4, ?5)
-         ON CONFLICT (name) DO UPDATE SET enabled = ?3, updated_at = ?4, updated_by = ?5",
+        &format!(
+            "INSERT INTO tool_catalog (name, kind, enabled, updated_at, updated_by, approval_version)
+             VALUES (?1, ?2, ?3, ?4, ?5, {CURRENT_GENERATION})
+             ON CONFLICT (name) DO UPDATE SET enabled = ?3, updated_at = ?4, updated_by = ?5,
+                 approval_version = excluded.approval_version"
+        ),
         params![name, kind, enabled, now(), actor],
     )?;
     let action = if enabled { "enable" } else { "disable" };
     record(&tx, actor, action, name, None)?;
-    bump(&tx)?;
     tx.commit()?;
     Ok(true)
+}
+
+/// What [`set_approval`] found and did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalChange {
+    /// The override before (`None`: the declared policy).
+    pub previous: Option<String>,
+    /// Whether anything changed (`false`: it already was so; nothing is
+    /// recorded then).
+    pub changed: bool,
+}
+
+/// Sets the approval override of `name` (`None` clears it back to the
+/// declared policy); `builtin` says which kind it is. `detail(previous)`
+/// words the change for the history. The change, its record and the
+/// generation bump (the tool's new approval version) are one transaction.
+pub fn set_approval(
+    conn: &mut Connection,
+    name: &str,
+    builtin: bool,
+    approval: Option<&str>,
+    actor: &str,
+    detail: impl FnOnce(Option<&str>) -> String,
+) -> rusqlite::Result<ApprovalChange> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let current: Option<Option<String>> = tx
+        .query_row(
+            "SELECT approval FROM tool_catalog WHERE name = ?1",
+            [name],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let previous = current.clone().flatten();
+    if previous.as_deref() == approval {
+        return Ok(ApprovalChange {
+            previous,
+            changed: false,
+        });
+    }
+    let kind = if builtin { "builtin" } else { "custom" };
+    bump(&tx)?;
+    tx.execute(
+        &format!(
+            "INSERT INTO tool_catalog (name, kind, enabled, updated_at, updated_by, approval, approval_version)
+             VALUES (?1, ?2, 1, ?3, ?4, ?5, {CURRENT_GENERATION})
+             ON CONFLICT (name) DO UPDATE SET updated_at = ?3, updated_by = ?4, approval = ?5,
+                 approval_version = excluded.approval_version"
+        ),
+        params![name, kind, now(), actor, approval],
+    )?;
+    record(
+        &tx,
+        actor,
+        "approval",
+        name,
+        Some(&detail(previous.as_deref())),
+    )?;
+    tx.commit()?;
+    Ok(ApprovalChange {
+        previous,
+        changed: true,
+    })
 }
 
 /// Stores checked custom tools from `source`. With `sync`, the source's
@@ -167,6 +285,9 @@ pub fn put_custom(
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(catalogue_error)?;
+    // Bumped first, so a changed definition takes the new generation as
+    // its approval version; nothing is committed unless something changed.
+    bump(&tx).map_err(catalogue_error)?;
     let mut changed = false;
     if sync {
         changed |= remove_others(&tx, specs, source, actor).map_err(catalogue_error)?;
@@ -187,7 +308,6 @@ pub fn put_custom(
         ));
     }
     if changed {
-        bump(&tx).map_err(catalogue_error)?;
         tx.commit().map_err(catalogue_error)?;
     }
     Ok(changed)
@@ -254,10 +374,14 @@ fn put_one(
         }
         None => {}
     }
+    // A new definition may declare another approval: a new policy version.
     tx.execute(
-        "INSERT INTO tool_catalog (name, kind, enabled, definition, source, updated_at, updated_by)
-         VALUES (?1, 'custom', 1, ?2, ?3, ?4, ?5)
-         ON CONFLICT (name) DO UPDATE SET definition = ?2, updated_at = ?4, updated_by = ?5",
+        &format!(
+            "INSERT INTO tool_catalog (name, kind, enabled, definition, source, updated_at, updated_by, approval_version)
+             VALUES (?1, 'custom', 1, ?2, ?3, ?4, ?5, {CURRENT_GENERATION})
+             ON CONFLICT (name) DO UPDATE SET definition = ?2, updated_at = ?4, updated_by = ?5,
+                 approval_version = excluded.approval_version"
+        ),
         params![spec.name, json, source, now(), actor],
     )
     .map_err(catalogue_error)?;
@@ -288,11 +412,12 @@ pub struct Change {
     pub at: String,
     /// Who.
     pub actor: String,
-    /// `enable`, `disable`, `add`, `remove`.
+    /// `enable`, `disable`, `add`, `remove`, `approval`.
     pub action: String,
     /// Which tool.
     pub tool: String,
-    /// Where it came from, for file syncs.
+    /// Where it came from, for file syncs; the new and old policy, and
+    /// the reason, for approval changes.
     pub detail: Option<String>,
 }
 

@@ -270,7 +270,10 @@ pub fn build(checked: &Checked, runner: Arc<Runner>) -> Tool {
         .annotations(annotations)
         .required_scopes(spec.scopes.clone())
         .input_schema(Value::Object(spec.input_schema()))
-        .output_schema(output_schema(&checked.columns));
+        .output_schema(output_schema(&checked.columns))
+        // The definition's approval (`none` unless given); the catalogue
+        // may override it (`tools approval`).
+        .approval(spec.approval());
     if let Some(title) = &spec.title {
         builder = builder.title(title.clone());
     }

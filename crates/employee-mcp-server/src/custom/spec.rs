@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
+use mcpwire_server::access::Approval;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -68,7 +69,16 @@ pub struct ToolSpec {
     /// Behaviour hints; `readOnlyHint` is forced to true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Annotations>,
+    /// Who must agree before a call runs: `none` (the default), `confirm`
+    /// (the user, in their client) or `operator`; see [`Self::approval`].
+    /// Absent from definitions stored before it existed, and left out of
+    /// the stored JSON when not given (so their definitions compare equal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
 }
+
+/// The spellings `approval` accepts.
+pub const APPROVALS: [&str; 3] = ["none", "confirm", "operator"];
 
 /// The hints an operator may set (read-only and non-destructive are forced).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -200,6 +210,16 @@ impl ToolSpec {
         schema
     }
 
+    /// The declared approval: `none` when not given. Parsing refuses any
+    /// other spelling; one found in a stored definition anyway is taken as
+    /// the strictest (`operator`), so a damaged row fails closed.
+    pub fn approval(&self) -> Approval {
+        match self.approval.as_deref() {
+            None => Approval::None,
+            Some(text) => Approval::parse(text).unwrap_or(Approval::Operator),
+        }
+    }
+
     /// Declared parameter names.
     pub fn parameter_names(&self) -> Vec<String> {
         match self.input_schema().get("properties") {
@@ -226,6 +246,17 @@ impl ToolSpec {
             return Err(err("description", "must not be empty".into()));
         }
         self.check_scopes()?;
+        if let Some(approval) = &self.approval
+            && Approval::parse(approval).is_none()
+        {
+            return Err(err(
+                "approval",
+                format!(
+                    "unknown approval {approval:?}; use one of {} (none: no one is asked; confirm: the user confirms each call in their client; operator: an operator approves each call)",
+                    APPROVALS.join(", ")
+                ),
+            ));
+        }
         if self.row_limit == 0 || self.row_limit > MAX_ROW_LIMIT {
             return Err(err(
                 "row_limit",
@@ -353,5 +384,37 @@ properties.x = { type = "string", maxLength = 10 }
         assert_eq!(parse_file(&bad).unwrap_err().field, "name");
         let bad = GOOD.replace("scopes", "scopez");
         assert_eq!(parse_file(&bad).unwrap_err().field, "(toml)");
+    }
+
+    #[test]
+    fn approval_is_none_unless_given_and_only_three_spellings_are_accepted() {
+        let tools = parse_file(GOOD).unwrap();
+        assert_eq!(tools[0].approval(), Approval::None);
+        let json = serde_json::to_string(&tools[0]).unwrap();
+        assert!(
+            !json.contains("approval"),
+            "left out when not given: {json}"
+        );
+        for level in APPROVALS {
+            let text = GOOD.replace("sql =", &format!("approval = \"{level}\"\nsql ="));
+            let tools = parse_file(&text).unwrap();
+            assert_eq!(tools[0].approval().as_str(), level);
+        }
+        let bad = GOOD.replace("sql =", "approval = \"manager\"\nsql =");
+        let err = parse_file(&bad).unwrap_err();
+        assert_eq!((err.tool.as_str(), err.field.as_str()), ("t", "approval"));
+        let message = err.to_string();
+        assert!(
+            message.contains("\"manager\"") && message.contains("none, confirm, operator"),
+            "{message}"
+        );
+        let bad = GOOD.replace("sql =", "approval = true\nsql =");
+        assert_eq!(parse_file(&bad).unwrap_err().field, "(toml)");
+        // A stored definition of an older version (no field) still reads;
+        // a damaged one fails closed.
+        let mut stored: ToolSpec = serde_json::from_str(&json).unwrap();
+        assert_eq!(stored.approval(), Approval::None);
+        stored.approval = Some("nobody".into());
+        assert_eq!(stored.approval(), Approval::Operator);
     }
 }

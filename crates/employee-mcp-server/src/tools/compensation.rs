@@ -1,8 +1,10 @@
 //! get-compensation-info
 
 use employee_directory::{CompensationBand, Directory, Level};
+use mcpwire_server::access::Approval;
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{Tool, ToolError, ToolResult};
+use serde_json::{Map, Value};
 
 use crate::scopes;
 use schemars::JsonSchema;
@@ -31,8 +33,36 @@ pub fn tool(directory: Directory) -> Tool {
         )
         .annotations(ToolAnnotations::read_only())
         .required_scopes([scopes::COMPENSATION])
+        // Approval: confirm. The answer holds pay (a band and the actual
+        // salaries in it; in a band of one or two people those are the
+        // people's own salaries), so even a caller holding hr:compensation
+        // confirms each call: a model cannot read pay on its own
+        // initiative. No self exemption: the tool takes a role and level,
+        // not an employee, so there is no "own record" to exempt.
+        .approval(Approval::Confirm)
+        .approval_summary({
+            let directory = directory.clone();
+            move |_ctx, arguments| summary(directory.clone(), arguments)
+        })
         .state(directory)
         .handler(compensation_band)
+}
+
+/// What the approval question says: the band's job title as the directory
+/// knows it; `None` (the arguments are listed instead) when the role or
+/// the level has no band, or the lookup fails.
+pub(super) async fn summary(directory: Directory, arguments: Map<String, Value>) -> Option<String> {
+    let input: Input = serde_json::from_value(Value::Object(arguments)).ok()?;
+    let band = directory
+        .compensation_band(&input.role, input.level)
+        .await
+        .ok()??;
+    Some(format!(
+        "Read the salary band (min, mid, max, currency) of {} ({}, level {}) and statistics of the actual salaries of the people in it",
+        band.title,
+        band.role,
+        band.level.as_str()
+    ))
 }
 
 async fn compensation_band(directory: Directory, input: Input) -> ToolResult<CompensationBand> {

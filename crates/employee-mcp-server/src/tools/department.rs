@@ -13,6 +13,7 @@ use employee_directory::{
     DepartmentRoster, DepartmentSummary, Directory, RosterEntry, RosterPosition, RosterQuery,
     RosterSummary,
 };
+use mcpwire_server::access::Approval;
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
 use schemars::JsonSchema;
@@ -83,6 +84,10 @@ pub fn tool(directory: Directory) -> Tool {
         )
         .annotations(ToolAnnotations::read_only())
         .required_scopes([scopes::DIRECTORY])
+        // Approval: none. A directory look-up (names, titles, teams; contact
+        // details behind hr:contact): the everyday work the scopes already
+        // bound; asking every time would train people to click yes.
+        .approval(Approval::None)
         .state(directory)
         .handler(roster)
 }

@@ -1,6 +1,7 @@
 //! get-employee-details
 
 use employee_directory::{Directory, EmployeeDetails};
+use mcpwire_server::access::Approval;
 use mcpwire_server::protocol::model::{InputRequest, ToolAnnotations};
 use mcpwire_server::{InputRequired, RequestContext, SharedOutput, Tool, ToolError, ToolResult};
 use serde_json::{Value, json};
@@ -36,6 +37,10 @@ pub fn tool(directory: Directory) -> Tool {
         .field_scope("/email", scopes::CONTACT)
         .field_scope("/phone", scopes::CONTACT)
         .field_scope("/location", scopes::CONTACT)
+        // Approval: none. A directory look-up (names, titles, teams; contact
+        // details behind hr:contact): the everyday work the scopes already
+        // bound; asking every time would train people to click yes.
+        .approval(Approval::None)
         .state(directory)
         .handler_with_context(details)
 }

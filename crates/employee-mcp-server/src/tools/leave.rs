@@ -1,8 +1,10 @@
 //! check-leave-balance
 
 use employee_directory::{Directory, LeaveBalance, LeaveType};
+use mcpwire_server::access::Approval;
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{Tool, ToolResult};
+use serde_json::{Map, Value};
 
 use crate::scopes;
 use schemars::JsonSchema;
@@ -35,8 +37,30 @@ pub fn tool(directory: Directory) -> Tool {
         // token names them as this employee may read their own.
         .required_scopes([scopes::LEAVE])
         .self_access("employeeId")
+        // Approval: none. Reading other people's balances already needs
+        // hr:leave, and a balance is days, not pay or health. One's own
+        // balance is self-service: it stays free of approval even if an
+        // operator requires approval for this tool (`tools approval`).
+        .approval(Approval::None)
+        .approval_exempts_self()
+        .approval_summary({
+            let directory = directory.clone();
+            move |_ctx, arguments| summary(directory.clone(), arguments)
+        })
         .state(directory)
         .handler(leave_balance)
+}
+
+/// What the approval question says (when an operator requires one): whose
+/// balance, by name; `None` (the arguments are listed) when the employee
+/// is unknown or the lookup fails.
+pub(super) async fn summary(directory: Directory, arguments: Map<String, Value>) -> Option<String> {
+    let input: Input = serde_json::from_value(Value::Object(arguments)).ok()?;
+    let person = super::person(&directory, &input.employee_id).await?;
+    Some(format!(
+        "Read the {} leave balance of {person}",
+        input.leave_type.as_str()
+    ))
 }
 
 async fn leave_balance(directory: Directory, input: Input) -> ToolResult<LeaveBalance> {

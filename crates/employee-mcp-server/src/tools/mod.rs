@@ -147,6 +147,14 @@ pub(crate) async fn unknown_employee(directory: &Directory, id: &str) -> ToolErr
     ToolError::execution(format!("No employee with id \"{id}\". {hint}"))
 }
 
+/// An employee as an approval question names them: "Priya Sharma
+/// (PriyaSharma)"; `None` when there is no such employee or the directory
+/// cannot say.
+pub(crate) async fn person(directory: &Directory, employee_id: &str) -> Option<String> {
+    let employee = directory.employee(employee_id).await.ok()??;
+    Some(format!("{} ({})", employee.name, employee.employee_id))
+}
+
 /// Input constraint shared by every id-like argument: short, printable, no
 /// control characters.
 pub(crate) const ID_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9 .@'_-]*$";
@@ -154,6 +162,114 @@ pub(crate) const ID_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9 .@'_-]*$";
 #[cfg(test)]
 mod tests {
     use super::some_of;
+    use employee_directory::{Directory, SystemClock};
+    use mcpwire_server::access::{Approval, ApprovalPolicy, ArgumentApproval};
+    use serde_json::{Map, Value, json};
+    use std::sync::Arc;
+
+    async fn directory() -> Directory {
+        Directory::open("sqlite::memory:", Arc::new(SystemClock))
+            .await
+            .expect("the seeded in-memory directory")
+    }
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn approval_defaults_of_the_built_in_tools() {
+        let settings = super::Settings {
+            max_result_bytes: usize::MAX,
+            report_task_grace: super::REPORT_TASK_GRACE,
+        };
+        let tools = super::all(&directory().await, settings);
+        let policy = |name: &str| -> ApprovalPolicy {
+            let tool = tools.iter().find(|t| t.definition().name == name);
+            tool.expect(name).policy().approval.clone()
+        };
+        // Pay needs the user's confirmation; there is no own record to exempt.
+        assert_eq!(
+            policy("get-compensation-info"),
+            ApprovalPolicy::new(Approval::Confirm)
+        );
+        // The compensation report does; the other reports do not.
+        let report = policy("generate-employee-report");
+        assert_eq!(report.base, Approval::None);
+        assert!(!report.exempt_self);
+        assert_eq!(
+            report.arguments,
+            vec![ArgumentApproval {
+                argument: "reportType".into(),
+                value: json!("compensation"),
+                approval: Approval::Confirm,
+            }]
+        );
+        let comp = args(json!({"reportType": "compensation"}));
+        assert_eq!(report.effective(&comp, false), Approval::Confirm);
+        let headcount = args(json!({"reportType": "headcount"}));
+        assert_eq!(report.effective(&headcount, false), Approval::None);
+        // Leave: none, and one's own balance stays free under any override.
+        let leave = policy("check-leave-balance");
+        assert_eq!((leave.base, leave.exempt_self), (Approval::None, true));
+        assert!(leave.arguments.is_empty());
+        // Directory look-ups: none.
+        for name in [
+            "get-employee-details",
+            "list-department-employees",
+            "calculate-employee-tenure",
+            "get-team-members",
+            "search-employees-by-skill",
+        ] {
+            assert_eq!(policy(name), ApprovalPolicy::new(Approval::None), "{name}");
+        }
+        assert_eq!(tools.len(), 8, "every tool's default is decided above");
+        // The version is the catalogue's to set; declared policies have 0.
+        assert!(tools.iter().all(|t| t.policy().approval.version == 0));
+    }
+
+    #[tokio::test]
+    async fn approval_summaries_name_what_the_call_reads() {
+        let dir = directory().await;
+        let band = super::compensation::summary(
+            dir.clone(),
+            args(json!({"role": "Software Engineer", "level": "senior"})),
+        )
+        .await
+        .expect("a band's summary");
+        assert!(band.contains("Senior Software Engineer"), "{band}");
+        assert!(band.contains("salary band"), "{band}");
+        for unknown in [
+            json!({"role": "Astronaut", "level": "senior"}),
+            json!({"role": "Software Engineer"}),
+            json!({}),
+        ] {
+            let none = super::compensation::summary(dir.clone(), args(unknown.clone())).await;
+            assert_eq!(none, None, "{unknown}");
+        }
+
+        let id = "AliceJohnson";
+        let name = dir.employee(id).await.unwrap().expect("seeded").name;
+        let leave = super::leave::summary(
+            dir.clone(),
+            args(json!({"employeeId": id, "leaveType": "annual"})),
+        )
+        .await
+        .expect("a balance's summary");
+        assert_eq!(
+            leave,
+            format!("Read the annual leave balance of {name} ({id})")
+        );
+        let nobody = args(json!({"employeeId": "NoSuchPerson", "leaveType": "annual"}));
+        assert_eq!(super::leave::summary(dir.clone(), nobody).await, None);
+
+        let report = super::report::summary(&args(json!({"reportType": "compensation"})));
+        assert!(report.is_some_and(|s| s.contains("compensation report")));
+        assert_eq!(
+            super::report::summary(&args(json!({"reportType": "headcount"}))),
+            None
+        );
+    }
 
     #[test]
     fn ids_are_listed_up_to_the_bound_then_counted() {

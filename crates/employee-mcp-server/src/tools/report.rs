@@ -3,10 +3,12 @@
 use std::time::Duration;
 
 use employee_directory::{Directory, Report, ReportType};
+use mcpwire_server::access::Approval;
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{SharedOutput, TaskSupport, Tool, ToolResult};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::scopes;
 
@@ -55,6 +57,16 @@ pub fn tool(directory: Directory, task_grace: Duration) -> Tool {
             serde_json::json!(ReportType::Compensation.as_str()),
             COMPENSATION_REPORT.iter().copied(),
         )
+        // Approval: none for headcount and turnover (aggregates of no one's
+        // pay); confirm for the compensation report, which holds salary
+        // statistics by department and level (a small department's figures
+        // come close to single salaries), as get-compensation-info does.
+        .argument_approval(
+            "reportType",
+            serde_json::json!(ReportType::Compensation.as_str()),
+            Approval::Confirm,
+        )
+        .approval_summary(|_ctx, arguments| async move { summary(&arguments) })
         // Report's own schema with an object root: every report holds.
         .output_schema_of_type(output)
         // A client that speaks the tasks extension gets a task only if the
@@ -69,6 +81,16 @@ pub fn tool(directory: Directory, task_grace: Duration) -> Tool {
         builder.task_after(task_grace)
     };
     builder.state(directory).handler(report)
+}
+
+/// What the approval question says: for the compensation report, what it
+/// reveals; `None` (the arguments are listed) for the others, which are
+/// asked about only if an operator requires approval for every report.
+pub(super) fn summary(arguments: &Map<String, Value>) -> Option<String> {
+    let kind: ReportType = serde_json::from_value(arguments.get("reportType")?.clone()).ok()?;
+    (kind == ReportType::Compensation).then(|| {
+        "Generate the compensation report: salary statistics (min, median, max, average) and band positions of the whole organisation, by department and level".to_owned()
+    })
 }
 
 async fn report(directory: Directory, input: Input) -> ToolResult<SharedOutput<Report>> {

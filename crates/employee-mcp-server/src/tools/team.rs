@@ -8,6 +8,7 @@ use employee_directory::page_order::member_key;
 use employee_directory::{
     Directory, MemberPosition, RosterSummary, TeamMember, TeamQuery, TeamRoster, TeamSummary,
 };
+use mcpwire_server::access::Approval;
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{SharedOutput, Tool, ToolError, ToolResult};
 use schemars::JsonSchema;
@@ -73,6 +74,10 @@ pub fn tool(directory: Directory) -> Tool {
         .required_scopes([scopes::DIRECTORY])
         .field_scope("/members/*/email", scopes::CONTACT)
         .field_scope("/members/*/location", scopes::CONTACT)
+        // Approval: none. A directory look-up (names, titles, teams; contact
+        // details behind hr:contact): the everyday work the scopes already
+        // bound; asking every time would train people to click yes.
+        .approval(Approval::None)
         .state(directory)
         .handler(team_members)
 }

@@ -1,6 +1,7 @@
 //! calculate-employee-tenure
 
 use employee_directory::{Directory, Tenure};
+use mcpwire_server::access::Approval;
 use mcpwire_server::protocol::model::ToolAnnotations;
 use mcpwire_server::{Tool, ToolResult};
 
@@ -26,6 +27,10 @@ pub fn tool(directory: Directory) -> Tool {
         )
         .annotations(ToolAnnotations::read_only())
         .required_scopes([scopes::DIRECTORY])
+        // Approval: none. A directory look-up (names, titles, teams; contact
+        // details behind hr:contact): the everyday work the scopes already
+        // bound; asking every time would train people to click yes.
+        .approval(Approval::None)
         .state(directory)
         .handler(tenure)
 }

@@ -1130,3 +1130,104 @@ async fn a_statement_asking_for_a_gigabyte_is_refused_and_memory_stays_low_case(
     assert!(peak < 200 * 1024, "peak RSS {peak} KiB");
     assert_serving(&server).await;
 }
+
+both!(
+    a_custom_tool_declares_its_approval_case,
+    a_custom_tool_declares_its_approval,
+    on_postgres_a_custom_tool_declares_its_approval
+);
+
+/// `approval = …` in a definition: listed, shown, overridable; a value
+/// other than none, confirm or operator is refused naming the tool.
+async fn a_custom_tool_declares_its_approval_case(backend: Backend) {
+    let db = seeded(backend).await;
+    let row = |name: &str| -> Value {
+        tools_ok(&db, &["list", "--json"])
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("json line"))
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not listed"))
+    };
+
+    let bad = ToolFile::new(&tool("pay-peek", "SELECT 1 AS x", "approval = \"manager\""));
+    for action in ["validate", "add"] {
+        let (ok, _, err) = tools_cli(&db, &[action, "--file", bad.arg()]);
+        assert!(!ok, "{action}");
+        assert!(
+            err.contains("tool \"pay-peek\", field `approval`")
+                && err.contains("\"manager\"")
+                && err.contains("none, confirm, operator"),
+            "{action}: {err}"
+        );
+    }
+    assert_eq!(tools_ok(&db, &["list", "--json"]).lines().count(), 8);
+
+    let text = tool("pay-peek", "SELECT 1 AS x", "approval = \"operator\"")
+        + &tool("plain", "SELECT 2 AS x", "");
+    let file = ToolFile::new(&text);
+    tools_ok(&db, &["add", "--file", file.arg()]);
+    let peek = row("pay-peek");
+    assert_eq!(peek["approval"], "operator", "{peek}");
+    assert_eq!(peek["approval_override"], Value::Null, "{peek}");
+    assert!(peek["approval_version"].as_i64().unwrap() > 0, "{peek}");
+    assert_eq!(row("plain")["approval"], "none", "the default");
+    let shown = tools_ok(&db, &["show", "pay-peek"]);
+    assert!(shown.contains("approval = \"operator\""), "{shown}");
+
+    // The catalogue overrides a custom tool's declared approval too.
+    tools_ok(
+        &db,
+        &["approval", "pay-peek", "confirm", "--reason", "eases"],
+    );
+    let peek = row("pay-peek");
+    assert_eq!(peek["approval"], "confirm", "{peek}");
+    let shown = tools_ok(&db, &["show", "pay-peek"]);
+    assert!(
+        shown.contains("overridden in the catalogue: confirm (declared: operator)"),
+        "{shown}"
+    );
+    let history = tools_ok(&db, &["history"]);
+    assert!(
+        history.contains(r#""detail":"confirm (was operator): eases""#),
+        "{history}"
+    );
+    tools_ok(&db, &["approval", "pay-peek", "default"]);
+    assert_eq!(row("pay-peek")["approval"], "operator");
+    // A removed tool is unknown to `tools approval`.
+    tools_ok(&db, &["remove", "plain"]);
+    let (ok, _, err) = tools_cli(&db, &["approval", "plain", "confirm"]);
+    assert!(!ok && err.contains("no tool named \"plain\""), "{err}");
+    assert!(err.contains("pay-peek"), "custom tools are listed: {err}");
+}
+
+both!(
+    editing_the_approval_in_a_tools_file_gives_a_new_policy_version_case,
+    editing_the_approval_in_a_tools_file_gives_a_new_policy_version,
+    on_postgres_editing_the_approval_in_a_tools_file_gives_a_new_policy_version
+);
+
+async fn editing_the_approval_in_a_tools_file_gives_a_new_policy_version_case(backend: Backend) {
+    let text = |approval: &str| tool("watched", "SELECT 1 AS x", approval);
+    let file = ToolFile::new(&text(""));
+    let server = Server::start_on(seeded(backend).await, &["--tools-file", file.arg()]).await;
+    let row = || -> Value {
+        tools_ok(server.db(), &["list", "--json"])
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("json line"))
+            .find(|r| r["name"] == "watched")
+            .expect("listed")
+    };
+    let first = row();
+    assert_eq!(first["approval"], "none", "{first}");
+    let mut listen = server.listen_tools().await;
+
+    std::fs::write(&file.0, text("approval = \"confirm\"")).expect("edit");
+    next_list_change(&mut listen).await;
+    let edited = row();
+    assert_eq!(edited["approval"], "confirm", "{edited}");
+    assert!(
+        edited["approval_version"].as_i64() > first["approval_version"].as_i64(),
+        "a changed definition is a new policy version: {first} -> {edited}"
+    );
+    assert!(server.tool_names().await.contains(&"watched".to_owned()));
+}

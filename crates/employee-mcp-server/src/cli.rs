@@ -66,9 +66,10 @@ pub enum Command {
     /// minute, with the number of calls in COUNT.
     Audit(AuditArgs),
     /// Change the tool set of every server on the database, at runtime:
-    /// list, enable and disable tools, add, show and remove custom SQL tools
-    /// (validate a definition file first with `tools validate`). Running
-    /// servers apply a change within a second and announce list_changed.
+    /// list, enable and disable tools, set who must approve their calls
+    /// (`tools approval`), add, show and remove custom SQL tools (validate a
+    /// definition file first with `tools validate`). Running servers apply a
+    /// change within a second and announce list_changed.
     Tools(ToolsArgs),
     /// Write the directory's HR data (not the audit trail) into a folder,
     /// one file per entity, CSV or JSON Lines (see docs/import.md).

@@ -300,7 +300,7 @@ fn replace_rows(conn: &mut Connection, path: &Path) -> Result<String, BackupErro
         let _ = tx.execute(
             "INSERT INTO main.tool_catalog_changes (at, actor, action, tool, detail) \
              VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?1, 'restore', '*', 'catalogue restored from a backup')",
-            [crate::catalog::command::actor(None)],
+            [crate::actor::actor(None)],
         );
     }
     let audit = trail_rows(&tx, path);

@@ -2,12 +2,14 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use employee_directory::DatabaseUrl;
 use mcpwire_server::access::CallOutcome;
 
+use crate::approvals::command::ApprovalsArgs;
 use crate::audit::{DEFAULT_RETENTION, Retention};
 use crate::catalog::command::ToolsArgs;
 
@@ -71,6 +73,10 @@ pub enum Command {
     /// definition file first with `tools validate`). Running servers apply a
     /// change within a second and announce list_changed.
     Tools(ToolsArgs),
+    /// The calls waiting for an operator's approval (tools whose policy is
+    /// operator): list and show them, approve or deny one. Every replica
+    /// sees the decision at once; each is an audit row.
+    Approvals(ApprovalsArgs),
     /// Write the directory's HR data (not the audit trail) into a folder,
     /// one file per entity, CSV or JSON Lines (see docs/import.md).
     Export(crate::exchange::ExportArgs),
@@ -85,6 +91,60 @@ pub enum Command {
     /// SQLite database while servers serve it, in one transaction; the
     /// audit trail is kept. Never replace the file under a running server.
     Restore(RestoreArgs),
+}
+
+/// How calls that need a person's yes are held (docs/approvals.md).
+#[derive(Debug, Args)]
+pub struct ApprovalArgs {
+    /// How long a pending operator approval (and a user's confirmation
+    /// question) stays good: 10m, 1h, 90s….
+    #[arg(long, env = "EMPLOYEE_MCP_APPROVAL_TTL", value_name = "DURATION", default_value = "10m", value_parser = span)]
+    pub approval_ttl: Duration,
+
+    /// How long a call without a task waits for an operator before it is
+    /// answered with the approval id to retry with (progress notifications
+    /// meanwhile, when asked for). 0 answers at once.
+    #[arg(long, env = "EMPLOYEE_MCP_APPROVAL_WAIT", value_name = "DURATION", default_value = "30s", value_parser = span_or_zero)]
+    pub approval_wait: Duration,
+
+    /// What a `confirm` call of a client that cannot ask its user
+    /// (no elicitation capability) gets: deny (a tool error that says so)
+    /// or operator (it waits for an operator's approval instead).
+    #[arg(long, env = "EMPLOYEE_MCP_APPROVAL_FALLBACK", value_enum, default_value_t = Fallback::Deny)]
+    pub approval_fallback: Fallback,
+
+    /// Most calls waiting for an operator, of all callers together.
+    #[arg(long, env = "EMPLOYEE_MCP_MAX_PENDING_APPROVALS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_pending_approvals: u64,
+
+    /// Most calls waiting for an operator, of one caller.
+    #[arg(long, env = "EMPLOYEE_MCP_MAX_PENDING_APPROVALS_PER_SUBJECT", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_pending_approvals_per_subject: u64,
+}
+
+/// `--approval-fallback`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Fallback {
+    /// Refuse with a tool error that says a person must confirm.
+    Deny,
+    /// Wait for an operator's approval instead.
+    Operator,
+}
+
+/// A positive duration: 90s, 10m, 1h, 1d.
+fn span(text: &str) -> Result<Duration, String> {
+    match crate::audit::parse_duration(text.trim()) {
+        Some(d) if !d.is_zero() => Ok(d),
+        _ => Err(format!("{text:?}: use a duration such as 90s, 10m or 1h")),
+    }
+}
+
+/// A duration, or 0.
+fn span_or_zero(text: &str) -> Result<Duration, String> {
+    if text.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
+    span(text)
 }
 
 /// Flags of `backup`.
@@ -241,6 +301,9 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub connections: ConnectionArgs,
+
+    #[command(flatten)]
+    pub approvals: ApprovalArgs,
 
     /// How long audit_log rows are kept: 90d, 12h, 30m…, or off. Older
     /// rows are deleted at start and every 10 minutes, in small batches.

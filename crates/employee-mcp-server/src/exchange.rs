@@ -220,7 +220,7 @@ pub async fn import(args: &ImportArgs) -> Result<(), String> {
         },
         dry_run: args.dry_run,
         max_row_bytes: args.max_row_bytes as usize,
-        actor: crate::catalog::command::actor(args.actor.as_deref()),
+        actor: crate::actor::actor(args.actor.as_deref()),
         delimiter: args.delimiter,
         date_format: args.date_format.clone(),
         max_workbook_bytes: args.max_workbook_bytes,

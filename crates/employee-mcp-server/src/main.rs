@@ -1,6 +1,8 @@
 //! `employee-mcp-server`: wires the HR directory, the tools, access
 //! control, the audit trail and a transport; `audit` reads the trail.
 
+mod actor;
+mod approvals;
 mod audit;
 mod audit_stats;
 mod auth;
@@ -73,6 +75,7 @@ async fn run(cli: Cli) {
     let result = match cli.command {
         Some(Command::Audit(args)) => print_audit(&args),
         Some(Command::Tools(args)) => catalog::command::run(&args).await,
+        Some(Command::Approvals(args)) => approvals::command::run(&args).await,
         Some(Command::Backup(args)) => backup::backup(&args.database, &args.out)
             .map(|s| println!("{s}"))
             .map_err(|e| e.to_string()),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use employee_directory::pinned::PinnedFile;
 use employee_directory::{Directory, DirectoryOptions, SystemClock};
-use mcpwire_server::access::Principal;
+use mcpwire_server::access::{ApprovalFallback, ApprovalLimits, ApprovalOptions, Principal};
 use mcpwire_server::observe::ReadinessCheck;
 use mcpwire_server::transport::http::{
     self as mcp_http, ConnectionLimits, ConnectionStats, HttpConfig,
@@ -17,8 +17,8 @@ use mcpwire_server::transport::shutdown_signal;
 use mcpwire_server::transport::stdio::{StdioConfig, serve_stdio};
 use mcpwire_server::{AccessOptions, RateLimit, Server, ServerOptions};
 
-use crate::cli::ServeArgs;
-use crate::{audit, auth, catalog, ops, tools};
+use crate::cli::{ApprovalArgs, Fallback, ServeArgs};
+use crate::{approvals, audit, auth, catalog, ops, tools};
 
 /// Serves until a signal (HTTP) or the end of stdin (stdio).
 pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
@@ -37,12 +37,14 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
     let sink = audit::Audit::open(&cli.database, audit_options)?;
     let replication = replication(&cli).await?;
     let limits = replication.limits.clone();
+    let approvals = approvals::Store::open(&cli.database).await?;
     let (server, builtins) = build_server(
         &directory,
         &cli,
         callers.enforce_scopes,
         Arc::new(sink.clone()),
         replication,
+        approvals,
     )?;
     let _catalog = start_catalog(&cli, &server, builtins, pin).await?;
     ops::register_collectors(&server, &directory, &sink);
@@ -284,6 +286,7 @@ fn build_server(
     enforce_scopes: bool,
     sink: Arc<dyn mcpwire_server::AuditSink>,
     replicated: Replicated,
+    approvals: Option<approvals::Store>,
 ) -> Result<(Server, Vec<mcpwire_server::Tool>), String> {
     let limits = &cli.limits;
     let options = ServerOptions {
@@ -319,7 +322,19 @@ fn build_server(
         )
         .options(options)
         .access(access)
-        .audit(sink);
+        .audit(sink)
+        .approval_options(approval_options(&cli.approvals));
+    if let Some(store) = approvals {
+        let limits = ApprovalLimits {
+            max_pending: usize::try_from(cli.approvals.max_pending_approvals).unwrap_or(usize::MAX),
+            max_pending_per_subject: usize::try_from(
+                cli.approvals.max_pending_approvals_per_subject,
+            )
+            .unwrap_or(usize::MAX),
+            ..ApprovalLimits::default()
+        };
+        builder = builder.approvals(Arc::new(approvals::DbApprovals::new(store, limits)));
+    }
     if let Some(tasks) = replicated.tasks {
         builder = builder.task_backend(tasks);
     }
@@ -340,6 +355,19 @@ fn build_server(
         .build()
         .map_err(|e| format!("invalid tool definition: {e}"))?;
     Ok((server, builtins))
+}
+
+/// `--approval-ttl`, `--approval-wait`, `--approval-fallback`.
+fn approval_options(args: &ApprovalArgs) -> ApprovalOptions {
+    ApprovalOptions {
+        ttl: args.approval_ttl,
+        wait: args.approval_wait,
+        fallback: match args.approval_fallback {
+            Fallback::Deny => ApprovalFallback::Deny,
+            Fallback::Operator => ApprovalFallback::Operator,
+        },
+        ..ApprovalOptions::default()
+    }
 }
 
 /// Serves the catalogue's tool set (built-ins minus the disabled ones,
@@ -392,7 +420,7 @@ async fn start_catalog(
         },
     )?;
     let catalog = Arc::new(catalog.pinned(pin.clone()));
-    let actor = format!("{} (--tools-file)", catalog::command::actor(None));
+    let actor = format!("{} (--tools-file)", crate::actor::actor(None));
     catalog::watch::start(catalog, server.clone(), cli.tools_file.clone(), actor, pin)
         .await
         .map(Some)

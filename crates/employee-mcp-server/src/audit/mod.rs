@@ -140,7 +140,7 @@ impl FromStr for Retention {
 }
 
 /// `90s`, `15m`, `1h`, `7d`, `2w`.
-fn parse_duration(text: &str) -> Option<Duration> {
+pub fn parse_duration(text: &str) -> Option<Duration> {
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());

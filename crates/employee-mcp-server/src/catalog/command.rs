@@ -12,6 +12,8 @@ use mcpwire_server::Tool;
 use mcpwire_server::access::{Approval, ApprovalPolicy};
 use serde_json::json;
 
+use crate::actor::actor;
+
 use super::{Store, describe_approval, effective_approval, sqlite, stored_approval};
 use crate::custom::Checked;
 use crate::custom::spec::{self, ToolSpec};
@@ -133,20 +135,6 @@ impl ApprovalLevel {
 /// Longest `--reason` kept, in characters.
 const MAX_REASON_CHARS: usize = 500;
 
-/// Who makes a change: `--actor`, else the OS user.
-pub fn actor(explicit: Option<&str>) -> String {
-    explicit
-        .map(str::to_owned)
-        .or_else(|| std::env::var("USER").ok())
-        .or_else(|| std::env::var("LOGNAME").ok())
-        .filter(|a| !a.trim().is_empty())
-        .unwrap_or_else(|| "unknown".into())
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(128)
-        .collect()
-}
-
 /// Runs `tools …`.
 pub async fn run(args: &ToolsArgs) -> Result<(), String> {
     // Opening the directory creates and migrates the database, so a
@@ -192,10 +180,14 @@ pub async fn run(args: &ToolsArgs) -> Result<(), String> {
                 reason: reason.as_deref(),
                 actor: &actor,
             };
-            set_approval(&store, &builtin_tools, change).await
+            set_approval(&args.database, &store, &builtin_tools, change).await
         }
-        ToolsAction::Enable { name } => toggle(&store, &builtins, &name, true, &actor).await,
-        ToolsAction::Disable { name } => toggle(&store, &builtins, &name, false, &actor).await,
+        ToolsAction::Enable { name } => {
+            toggle(&args.database, &store, &builtins, &name, true, &actor).await
+        }
+        ToolsAction::Disable { name } => {
+            toggle(&args.database, &store, &builtins, &name, false, &actor).await
+        }
         ToolsAction::History { limit } => {
             for c in store.changes(limit).await? {
                 println!("{}", serde_json::to_string(&c).map_err(|e| e.to_string())?);
@@ -279,6 +271,7 @@ async fn check_file(
 }
 
 async fn toggle(
+    database: &DatabaseUrl,
     store: &Store,
     builtins: &[String],
     name: &str,
@@ -294,8 +287,25 @@ async fn toggle(
     let state = if enabled { "enabled" } else { "disabled" };
     if changed {
         println!("{name} {state}");
+        if !enabled {
+            void_approvals(database, name, "the tool was disabled").await?;
+        }
     } else {
         println!("{name} was already {state}");
+    }
+    Ok(())
+}
+
+/// Voids the calls of `name` waiting for (or given) an operator's yes:
+/// a yes asked under the old policy, or for a tool no longer served,
+/// serves nothing.
+async fn void_approvals(database: &DatabaseUrl, name: &str, why: &str) -> Result<(), String> {
+    let Some(approvals) = crate::approvals::Store::open(database).await? else {
+        return Ok(());
+    };
+    let voided = approvals.void_tool(name, why).await?;
+    if voided > 0 {
+        println!("{voided} pending approval(s) of {name} void: {why}");
     }
     Ok(())
 }
@@ -325,6 +335,7 @@ fn declared_approval(
 /// `tools approval NAME LEVEL`: the override, its record and the
 /// generation bump in one transaction; says what the policy is now.
 async fn set_approval(
+    database: &DatabaseUrl,
     store: &Store,
     builtin_tools: &[Tool],
     args: ApprovalArgs<'_>,
@@ -392,6 +403,12 @@ async fn set_approval(
     };
     if change.changed {
         println!("{name} approval: {now} ({source})");
+        void_approvals(
+            database,
+            name,
+            &format!("the approval policy changed to {now}"),
+        )
+        .await?;
     } else {
         println!("{name} approval was already {now} ({source})");
     }

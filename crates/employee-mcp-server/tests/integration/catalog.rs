@@ -139,7 +139,7 @@ async fn on_postgres_the_cli_refuses_unknown_names_and_removing_built_ins() {
 }
 
 fn cli_refusals(backend: Backend) -> TempDb {
-    let db = TempDb::seeded_on(backend);
+    let db = TempDb::pristine_on(backend);
     let (ok, _, err) = tools_cli(&db, &["disable", "no-such-tool"]);
     assert!(!ok);
     assert!(err.contains("no tool named \"no-such-tool\""), "{err}");
@@ -275,7 +275,7 @@ async fn on_postgres_tools_approval_sets_and_clears_an_override_on_record() {
 }
 
 fn approval_set_and_clear(backend: Backend) {
-    let db = TempDb::seeded_on(backend);
+    let db = TempDb::pristine_on(backend);
     // The declared defaults, before any change.
     let row = row_of(&db, TOOL);
     assert_eq!(row["approval"], "confirm", "{row}");

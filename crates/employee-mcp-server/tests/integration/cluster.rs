@@ -83,6 +83,12 @@ fn upstreams_used(cluster: &Cluster) -> BTreeSet<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_tool_answers_through_the_balancer_on_both_wires() {
     let cluster = Cluster::start(3, &LIFTED);
+    // Clients that confirm nothing, on a company that turned the default
+    // approvals off: every replica applies it within a poll.
+    for tool in common::GATED_TOOLS {
+        cluster.tools(&["approval", tool, "none"]);
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let session = cluster.balancer.legacy(Some("2025-11-25")).await;
     for tool in TOOL_NAMES {
         let args = arguments(tool);

@@ -72,7 +72,7 @@ macro_rules! both {
 
 /// A private seeded database on `backend`.
 async fn seeded(backend: Backend) -> TempDb {
-    tokio::task::spawn_blocking(move || TempDb::seeded_on(backend))
+    tokio::task::spawn_blocking(move || TempDb::pristine_on(backend))
         .await
         .expect("create the test database")
 }

@@ -187,6 +187,7 @@ async fn round_trip_answers_every_tool_the_same() {
         "--rate-limit-per-minute",
         "100000",
     ];
+    common::approvals_off(&copy.url());
     let a = Server::start_on(original.share(), &lifted).await;
     let b = Server::start_on(copy.share(), &lifted).await;
     let (from_a, from_b) = (answers(&a, &dir).await, answers(&b, &dir).await);
@@ -220,6 +221,7 @@ async fn round_trip_through_postgres_answers_every_tool_the_same() {
         "--rate-limit-per-minute",
         "100000",
     ];
+    common::approvals_off(&url);
     let a = Server::start_on(original.share(), &lifted).await;
     let b = Server::start_on_postgres(&url, &lifted).await;
     let (from_a, from_b) = (answers(&a, &dir).await, answers(&b, &dir).await);

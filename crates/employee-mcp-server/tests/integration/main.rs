@@ -6,6 +6,7 @@
 mod common;
 
 mod access;
+mod approvals;
 mod article;
 mod audit;
 mod audit_limits;

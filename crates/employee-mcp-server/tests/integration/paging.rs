@@ -331,6 +331,7 @@ async fn generated_company(people: u32) -> TempDb {
         .await
         .expect("generate the company");
     drop(directory);
+    common::approvals_off(&db.url());
     db
 }
 

@@ -116,27 +116,70 @@ pub fn audit_trail_file(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Bytes of a database the binary created, migrated and seeded itself.
+/// Bytes of a database the binary created, migrated and seeded itself,
+/// with the default approvals off ([`approvals_off`]).
 fn seeded_template() -> &'static [u8] {
     static TEMPLATE: OnceLock<Vec<u8>> = OnceLock::new();
-    TEMPLATE.get_or_init(|| {
-        let path = temp_path("template", "db");
-        let status = Command::new(BIN)
-            .arg("--stdio")
-            .arg("--database")
-            .arg(format!("sqlite://{}", path.display()))
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .expect("run the server to seed a template database");
-        assert!(status.success(), "seeding run failed: {status}");
-        let bytes = std::fs::read(&path).expect("read the seeded template database");
-        remove_db_files(&path);
-        assert!(bytes.len() > 100_000, "template database looks empty");
-        bytes
-    })
+    TEMPLATE.get_or_init(|| template(true))
+}
+
+/// Bytes of a database as the binary seeded it: the declared approval
+/// defaults, an empty catalogue history.
+fn pristine_template() -> &'static [u8] {
+    static TEMPLATE: OnceLock<Vec<u8>> = OnceLock::new();
+    TEMPLATE.get_or_init(|| template(false))
+}
+
+fn template(without_approvals: bool) -> Vec<u8> {
+    let path = temp_path("template", "db");
+    let status = Command::new(BIN)
+        .arg("--stdio")
+        .arg("--database")
+        .arg(format!("sqlite://{}", path.display()))
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run the server to seed a template database");
+    assert!(status.success(), "seeding run failed: {status}");
+    if without_approvals {
+        approvals_off(&format!("sqlite://{}", path.display()));
+    }
+    let bytes = std::fs::read(&path).expect("read the seeded template database");
+    remove_db_files(&path);
+    assert!(bytes.len() > 100_000, "template database looks empty");
+    bytes
+}
+
+/// The tools that ask for a person's yes by default.
+pub const GATED_TOOLS: [&str; 2] = ["get-compensation-info", "generate-employee-report"];
+
+/// Turns the default approvals off on the database at `url`, with the CLI
+/// an operator would use: the seeded databases are a company that decided
+/// so, because the tests of other concerns call compensation tools with
+/// clients that do not confirm. The approval tests start from a database
+/// the server seeds itself ([`TempDb::empty`]) or put the defaults back
+/// ([`TempDb::with_default_approvals`]).
+pub fn approvals_off(url: &str) {
+    for tool in GATED_TOOLS {
+        set_approval(url, tool, "none");
+    }
+}
+
+/// `tools approval TOOL LEVEL` on the database at `url`.
+pub fn set_approval(url: &str, tool: &str, level: &str) {
+    let out = Command::new(BIN)
+        .args(["tools", "approval", tool, level, "--actor", "test-setup"])
+        .args(["--database", url])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run tools approval");
+    assert!(
+        out.status.success(),
+        "tools approval {tool} {level}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Which database a test server runs on.
@@ -184,12 +227,46 @@ impl TempDb {
     pub fn seeded_on(backend: Backend) -> Self {
         match backend {
             Backend::Sqlite => TempDb::seeded(),
+            Backend::Postgres => {
+                let db = TempDb {
+                    path: temp_path("unused", "db"),
+                    postgres: Some(pg::seeded_database()),
+                    owned: true,
+                };
+                approvals_off(&db.url());
+                db
+            }
+        }
+    }
+
+    /// A seeded database on `backend` as the server left it: the declared
+    /// approval defaults, nothing in the catalogue's history.
+    pub fn pristine_on(backend: Backend) -> Self {
+        match backend {
+            Backend::Sqlite => {
+                let path = temp_path("db", "db");
+                std::fs::write(&path, pristine_template()).expect("write test database");
+                TempDb {
+                    path,
+                    postgres: None,
+                    owned: true,
+                }
+            }
             Backend::Postgres => TempDb {
                 path: temp_path("unused", "db"),
                 postgres: Some(pg::seeded_database()),
                 owned: true,
             },
         }
+    }
+
+    /// Puts the built-in tools' default approval policies back (the
+    /// seeded databases have them off, see [`approvals_off`]).
+    pub fn with_default_approvals(self) -> Self {
+        for tool in GATED_TOOLS {
+            set_approval(&self.url(), tool, "default");
+        }
+        self
     }
 
     /// A path where no database exists yet (the server creates and seeds it).

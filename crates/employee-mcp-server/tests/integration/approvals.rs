@@ -22,8 +22,19 @@ fn salary_args() -> Value {
 
 /// A modern `tools/call` as `token`, with `capabilities` and extra params.
 async fn call(server: &Server, token: Option<&str>, capabilities: Value, params: Value) -> Reply {
+    request(server, token, capabilities, "tools/call", params).await
+}
+
+/// A modern request as `token`, declaring `capabilities`.
+async fn request(
+    server: &Server,
+    token: Option<&str>,
+    capabilities: Value,
+    method: &str,
+    params: Value,
+) -> Reply {
     let mut body = json!({
-        "jsonrpc": "2.0", "id": next_id(), "method": "tools/call", "params": params,
+        "jsonrpc": "2.0", "id": next_id(), "method": method, "params": params,
     });
     body["params"]["_meta"] = json!({
         meta::PROTOCOL_VERSION: MODERN,
@@ -31,7 +42,12 @@ async fn call(server: &Server, token: Option<&str>, capabilities: Value, params:
         meta::CLIENT_INFO: {"name": "approval-tests", "version": "1"},
     });
     let auth = token.map(|t| format!("Bearer {t}"));
-    let extra: Vec<(&str, &str)> = auth.iter().map(|a| ("Authorization", a.as_str())).collect();
+    let mut extra: Vec<(&str, &str)> = auth.iter().map(|a| ("Authorization", a.as_str())).collect();
+    // Task methods name their task in Mcp-Name.
+    let task = body["params"]["taskId"].as_str().map(str::to_owned);
+    if let Some(task) = &task {
+        extra.push(("Mcp-Name", task.as_str()));
+    }
     let reply = server.post_modern(&body, &extra).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     reply
@@ -312,4 +328,63 @@ async fn on_postgres_a_call_approved_on_one_replica_is_served_by_another() {
     assert_ne!(approval_id(&after), id, "served twice across replicas");
     let steps = outcomes(&url, SALARY);
     assert!(steps.iter().any(|o| o == "approval_granted"), "{steps:?}");
+}
+
+#[tokio::test]
+async fn a_task_waits_for_the_operator_then_completes_with_the_report() {
+    const REPORT: &str = "generate-employee-report";
+    let issuer = Issuer::start();
+    let db = TempDb::seeded();
+    set_approval(&db.url(), REPORT, "operator");
+    let args: Vec<String> = issuer.flags();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start_on(db, &args).await;
+    let url = server.db().url();
+    let alice = issuer.token("alice", "hr:reports", None);
+    let tasks = json!({"extensions": {mcpwire_server::tasks::EXTENSION_ID: {}}});
+    let params = json!({"name": REPORT, "arguments": {"reportType": "headcount"}});
+    let created = call(&server, Some(&alice), tasks.clone(), params).await;
+    let created = created.result().clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    let task = created["taskId"].as_str().expect("a task id").to_owned();
+    let waiting = pending(&url);
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    let id = waiting[0]["id"].as_str().unwrap_or_default().to_owned();
+    let message = created["statusMessage"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("approval") && message.contains(&id),
+        "{created}"
+    );
+
+    let poll = || {
+        request(
+            &server,
+            Some(&alice),
+            tasks.clone(),
+            "tasks/get",
+            json!({"taskId": task}),
+        )
+    };
+    assert_eq!(poll().await.result()["status"], "working");
+    let yes = approvals(&url, &["approve", &id, "--actor", "bob"]);
+    assert!(
+        yes.status.success(),
+        "{}",
+        String::from_utf8_lossy(&yes.stderr)
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let done = loop {
+        let got = poll().await.result().clone();
+        if got["status"] != "working" {
+            break got;
+        }
+        assert!(std::time::Instant::now() < deadline, "still waiting: {got}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    let report = &done["result"]["structuredContent"];
+    assert_eq!(report["reportType"], "headcount", "{done}");
+    let steps = outcomes(&url, REPORT);
+    assert!(steps.iter().any(|o| o == "approval_granted"), "{steps:?}");
+    assert!(steps.iter().any(|o| o == "success"), "{steps:?}");
 }

@@ -159,8 +159,8 @@ pub const GATED_TOOLS: [&str; 2] = ["get-compensation-info", "generate-employee-
 /// an operator would use: the seeded databases are a company that decided
 /// so, because the tests of other concerns call compensation tools with
 /// clients that do not confirm. The approval tests start from a database
-/// the server seeds itself ([`TempDb::empty`]) or put the defaults back
-/// ([`TempDb::with_default_approvals`]).
+/// the server seeds itself ([`TempDb::empty`]) or as it left it
+/// ([`TempDb::pristine_on`]).
 pub fn approvals_off(url: &str) {
     for tool in GATED_TOOLS {
         set_approval(url, tool, "none");
@@ -258,15 +258,6 @@ impl TempDb {
                 owned: true,
             },
         }
-    }
-
-    /// Puts the built-in tools' default approval policies back (the
-    /// seeded databases have them off, see [`approvals_off`]).
-    pub fn with_default_approvals(self) -> Self {
-        for tool in GATED_TOOLS {
-            set_approval(&self.url(), tool, "default");
-        }
-        self
     }
 
     /// A path where no database exists yet (the server creates and seeds it).

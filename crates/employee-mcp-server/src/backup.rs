@@ -350,9 +350,16 @@ fn tables(conn: &Connection, schema: &str) -> rusqlite::Result<Vec<String>> {
     stmt.query_map([], |r| r.get(0))?.collect()
 }
 
-/// The live table's columns, quoted, for an INSERT … SELECT by name.
+/// The columns the live table and the backup's share, quoted, for an
+/// INSERT … SELECT by name: a backup from an older version lacks columns
+/// added since (e.g. the catalogue's approval override), which then take
+/// their defaults.
 fn columns(conn: &Connection, table: &str) -> rusqlite::Result<String> {
-    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1, 'main')")?;
+    let mut stmt = conn.prepare(
+        "SELECT m.name FROM pragma_table_info(?1, 'main') m \
+          WHERE m.name IN (SELECT b.name FROM pragma_table_info(?1, 'backup') b) \
+          ORDER BY m.cid",
+    )?;
     let names: Vec<String> = stmt
         .query_map([table], |r| r.get::<_, String>(0))?
         .collect::<Result<_, _>>()?;

@@ -393,3 +393,41 @@ async fn backup_and_restore_while_serving_keep_the_audit_trail() {
         let _ = std::fs::remove_file(file);
     }
 }
+
+/// A backup taken before the catalogue had approval columns restores: the
+/// catalogue rows come back, the missing columns take their defaults.
+#[test]
+fn a_backup_from_before_approvals_restores_its_catalogue() {
+    let db = TempDb::seeded();
+    let url = db.url();
+    let (ok, text) = cli(&["tools", "disable", "get-team-members", "--database", &url]);
+    assert!(ok, "{text}");
+    let out = db.path.with_extension("old.bak");
+    let out_text = out.display().to_string();
+    let (ok, text) = cli(&["backup", "--database", &url, "--out", &out_text]);
+    assert!(ok, "{text}");
+    Connection::open(&out)
+        .and_then(|c| {
+            c.execute_batch(
+                "ALTER TABLE tool_catalog DROP COLUMN approval;
+                 ALTER TABLE tool_catalog DROP COLUMN approval_version;",
+            )
+        })
+        .expect("make the backup look older");
+    let (ok, text) = cli(&["tools", "enable", "get-team-members", "--database", &url]);
+    assert!(ok, "{text}");
+    let (ok, text) = cli(&["restore", "--database", &url, "--from", &out_text]);
+    assert!(ok, "{text}");
+    let (ok, text) = cli(&["tools", "list", "--json", "--database", &url]);
+    assert!(ok, "{text}");
+    let row: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["name"] == "get-team-members")
+        .expect("the tool is listed");
+    assert_eq!(row["enabled"], false, "{row}");
+    assert_eq!(row["approval_override"], Value::Null, "{row}");
+    for file in [out.clone(), common::audit_trail_file(&out)] {
+        let _ = std::fs::remove_file(file);
+    }
+}

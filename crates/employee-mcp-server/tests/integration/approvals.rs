@@ -388,3 +388,38 @@ async fn a_task_waits_for_the_operator_then_completes_with_the_report() {
     assert!(steps.iter().any(|o| o == "approval_granted"), "{steps:?}");
     assert!(steps.iter().any(|o| o == "success"), "{steps:?}");
 }
+
+#[tokio::test]
+async fn on_stdio_the_operator_decides_with_the_cli_on_the_same_database() {
+    let db = TempDb::seeded();
+    let url = db.url();
+    set_approval(&url, SALARY, "operator");
+    let env = [
+        ("EMPLOYEE_MCP_STDIO_SCOPES", "hr:compensation"),
+        ("EMPLOYEE_MCP_STDIO_SUBJECT", "desktop-user"),
+    ];
+    let mut server = common::StdioServer::start_with_env(db, &["--approval-wait", "0"], &env);
+    let ask = async |server: &mut common::StdioServer| {
+        let body = json!({
+            "jsonrpc": "2.0", "id": next_id(), "method": "tools/call",
+            "params": {"name": SALARY, "arguments": salary_args(), "_meta": {
+                meta::PROTOCOL_VERSION: MODERN, meta::CLIENT_CAPABILITIES: {},
+            }},
+        });
+        server.request(body).await["result"].clone()
+    };
+    let first = ask(&mut server).await;
+    let id = approval_id(&first);
+    let listed = pending(&url);
+    assert_eq!(listed[0]["subject"], "desktop-user", "{listed:?}");
+    let yes = approvals(&url, &["approve", &id, "--actor", "hr-officer"]);
+    assert!(
+        yes.status.success(),
+        "{}",
+        String::from_utf8_lossy(&yes.stderr)
+    );
+    let served = ask(&mut server).await;
+    assert_ne!(served["isError"], true, "{served}");
+    assert!(served["structuredContent"].is_object(), "{served}");
+    drop(server);
+}

@@ -201,6 +201,16 @@ pub enum ExchangeError {
     /// cover, such as a name used twice).
     #[error("the database refused the import, nothing was imported: {0}")]
     Refused(String),
+    /// A sheet would hold more rows than a spreadsheet can.
+    #[error(
+        "the {sheet} sheet would hold more than {max} rows (header included), more than a spreadsheet can hold; export with --format csv or --format jsonl"
+    )]
+    TooManyRows {
+        /// The entity.
+        sheet: &'static str,
+        /// The rows a sheet holds.
+        max: u32,
+    },
     /// An option cannot be used (e.g. a date format naming no day).
     #[error("{0}")]
     InvalidOption(String),

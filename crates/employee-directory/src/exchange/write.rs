@@ -7,7 +7,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::book::{BookWriter, SheetWriter};
+use rust_xlsxwriter::Workbook;
+
+use super::book::{self, SheetWriter};
 use super::formula;
 use super::spec::{Entity, Kind};
 use super::staged::Staged;
@@ -19,7 +21,9 @@ use super::{ExchangeError, Format, WORKBOOK};
 pub struct Export {
     dir: PathBuf,
     format: Format,
-    book: Option<BookWriter>,
+    /// The workbook of an XLSX export, between its sheets (a sheet being
+    /// written holds it).
+    book: Option<Workbook>,
 }
 
 impl Export {
@@ -28,15 +32,15 @@ impl Export {
         Export {
             dir: dir.to_path_buf(),
             format,
-            book: (format == Format::Xlsx).then(BookWriter::default),
+            book: (format == Format::Xlsx).then(Workbook::new),
         }
     }
 
     /// The file `entity` goes to (for messages too) and its writer.
-    pub fn start(&self, entity: &Entity) -> Result<(PathBuf, RowWriter), ExchangeError> {
-        if self.book.is_some() {
+    pub fn start(&mut self, entity: &Entity) -> Result<(PathBuf, RowWriter), ExchangeError> {
+        if let Some(book) = self.book.take() {
             let path = self.dir.join(WORKBOOK);
-            let sheet = SheetWriter::create(&path, entity)?;
+            let sheet = SheetWriter::create(book, &path, entity)?;
             return Ok((path, RowWriter::Sheet(Box::new(sheet))));
         }
         let path = (self.dir).join(format!("{}.{}", entity.name, self.format.extension()));
@@ -47,20 +51,19 @@ impl Export {
     /// Ends one entity: its file is renamed into place, or its sheet added
     /// to the workbook.
     pub fn end(&mut self, writer: RowWriter, path: &Path) -> Result<(), ExchangeError> {
-        match (writer, self.book.as_mut()) {
-            (RowWriter::Sheet(sheet), Some(book)) => {
-                book.push(*sheet);
+        match writer {
+            RowWriter::Sheet(sheet) => {
+                self.book = Some(sheet.finish());
                 Ok(())
             }
-            (RowWriter::Sheet(_), None) => Ok(()),
-            (writer @ RowWriter::File { .. }, _) => writer.finish(path),
+            writer @ RowWriter::File { .. } => writer.finish(path),
         }
     }
 
     /// Saves the workbook, if there is one.
     pub fn finish(self) -> Result<(), ExchangeError> {
         match self.book {
-            Some(book) => book.save(&self.dir.join(WORKBOOK)),
+            Some(book) => book::save(book, &self.dir.join(WORKBOOK)),
             None => Ok(()),
         }
     }

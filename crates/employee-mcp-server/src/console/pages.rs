@@ -284,6 +284,25 @@ pub async fn approvals(
     approvals_page(&console, &op, None).await
 }
 
+/// Decides as `console:NAME`. The store refuses the call's subject as
+/// actor; the console also refuses when the bare login name is the
+/// subject, so "alice" cannot approve alice's call by logging in here.
+async fn decide_as(
+    store: &crate::approvals::Store,
+    op: &Operator,
+    id: &str,
+    approve: bool,
+    reason: Option<&str>,
+) -> Result<Stored, DecideError> {
+    let asked_by = store.show(id).await.map_err(DecideError::Store)?;
+    if let Some(row) = asked_by
+        && row.subject.as_deref() == Some(op.name.as_str())
+    {
+        return Err(DecideError::OwnCall(op.name.clone()));
+    }
+    store.decide(id, approve, &op.actor(), reason).await
+}
+
 /// `POST /approvals/decide`: approve or deny, as `approvals approve|deny`;
 /// the store refuses an operator's own call.
 pub async fn decide(
@@ -307,10 +326,7 @@ pub async fn decide(
         .get("reason")
         .map(crate::approvals::command::clean_reason)
         .filter(|r| !r.trim().is_empty());
-    let (status, notice) = match store
-        .decide(id, approve, &op.actor(), reason.as_deref())
-        .await
-    {
+    let (status, notice) = match decide_as(store, &op, id, approve, reason.as_deref()).await {
         Ok(row) => {
             let verb = if approve { "approved" } else { "denied" };
             (

@@ -62,9 +62,14 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
         None => None,
     };
     // Before the MCP listener: its port file says the console is up too.
-    let _console =
-        console::ConsoleListener::start(&cli.console, &cli.database, &server, console_tools)
-            .await?;
+    let _console = console::ConsoleListener::start(
+        &cli.console,
+        &cli.database,
+        &server,
+        console_tools,
+        Arc::clone(&readiness),
+    )
+    .await?;
     let served = if cli.stdio {
         on_stdio(server, &cli, callers).await
     } else {

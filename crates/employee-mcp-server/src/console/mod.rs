@@ -6,6 +6,7 @@
 
 mod audit_pages;
 mod error;
+mod health;
 mod pages;
 mod session;
 
@@ -22,6 +23,7 @@ use axum::routing::{get, post};
 use clap::Args;
 use employee_directory::DatabaseUrl;
 use maud::{DOCTYPE, Markup, html};
+use mcpwire_server::observe::ReadinessCheck;
 use mcpwire_server::transport::http::{ConnectionLimits, serve_with};
 use mcpwire_server::{Server, Tool};
 use tokio::net::TcpListener;
@@ -70,6 +72,10 @@ pub struct Console {
     /// `Host` values (and Origins, after `http://`) that name the console.
     hosts: Vec<String>,
     streams: Arc<Semaphore>,
+    /// The server, for the Health page's counters.
+    server: Server,
+    /// What `/readyz` checks.
+    readiness: Arc<dyn ReadinessCheck>,
 }
 
 /// The running console; it stops when dropped.
@@ -105,6 +111,7 @@ impl ConsoleListener {
         database: &DatabaseUrl,
         server: &Server,
         builtins: Vec<Tool>,
+        readiness: Arc<dyn ReadinessCheck>,
     ) -> Result<Option<ConsoleListener>, String> {
         let Some(addr) = args.console_listen else {
             return Ok(None);
@@ -133,6 +140,8 @@ impl ConsoleListener {
             sessions: Sessions::default(),
             hosts: vec![bound.to_string(), format!("localhost:{}", bound.port())],
             streams: Arc::new(Semaphore::new(MAX_STREAMS)),
+            server: server.clone(),
+            readiness,
         });
         if let Some(path) = &args.console_port_file {
             std::fs::write(path, bound.to_string())
@@ -179,6 +188,7 @@ fn router(console: Arc<Console>) -> Router {
         .route("/audit.jsonl", get(audit_pages::jsonl))
         .route("/live", get(audit_pages::live))
         .route("/live/events", get(audit_pages::events))
+        .route("/health", get(health::health))
         .route("/console.js", get(script))
         .route("/logout", post(logout))
         .route_layer(middleware::from_fn_with_state(
@@ -257,6 +267,7 @@ pub fn layout(
                         a href="/approvals" { "Approvals" } " · "
                         a href="/audit" { "Audit" } " · "
                         a href="/live" { "Live" } " · "
+                        a href="/health" { "Health" } " · "
                         "signed in as " strong { (op.name) } " "
                         form method="post" action="/logout" {
                             (csrf_field(op))

@@ -187,11 +187,16 @@ async fn pages_need_the_token_and_the_ports_stay_apart() {
         "{page}"
     );
 
+    let (status, health) = b.get("/health").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(health.contains("<strong>ready</strong>"), "{health}");
+    assert!(health.contains("<td>"), "counters listed: {health}");
+
     // The console has no /mcp; the MCP port has no console.
     let (status, _) = b.get("/mcp").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     let mcp = Browser::new(&server.addr);
-    for path in ["/tools", "/login", "/audit"] {
+    for path in ["/tools", "/login", "/audit", "/health"] {
         let (status, _) = mcp.get(path).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{path} on the MCP port");
     }

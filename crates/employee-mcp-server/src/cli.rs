@@ -303,6 +303,9 @@ pub struct ServeArgs {
     pub connections: ConnectionArgs,
 
     #[command(flatten)]
+    pub console: crate::console::ConsoleArgs,
+
+    #[command(flatten)]
     pub approvals: ApprovalArgs,
 
     /// How long audit_log rows are kept: 90d, 12h, 30m…, or off. Older

@@ -9,6 +9,7 @@ mod auth;
 mod backup;
 mod catalog;
 mod cli;
+mod console;
 mod custom;
 mod exchange;
 mod ops;
@@ -143,6 +144,7 @@ fn print_audit(args: &AuditArgs) -> Result<(), String> {
         subject: args.subject.clone(),
         outcome: args.outcome.map(|o| o.as_str().to_owned()),
         limit: args.limit,
+        ..audit::Filter::default()
     };
     let rows = audit::query(&args.database, &filter)?;
     let mut out = std::io::stdout().lock();

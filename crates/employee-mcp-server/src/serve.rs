@@ -18,7 +18,7 @@ use mcpwire_server::transport::stdio::{StdioConfig, serve_stdio};
 use mcpwire_server::{AccessOptions, RateLimit, Server, ServerOptions};
 
 use crate::cli::{ApprovalArgs, Fallback, ServeArgs};
-use crate::{approvals, audit, auth, catalog, ops, tools};
+use crate::{approvals, audit, auth, catalog, console, ops, tools};
 
 /// Serves until a signal (HTTP) or the end of stdin (stdio).
 pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
@@ -46,6 +46,7 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
         replication,
         approvals,
     )?;
+    let console_tools = builtins.clone();
     let _catalog = start_catalog(&cli, &server, builtins, pin).await?;
     ops::register_collectors(&server, &directory, &sink);
     let readiness: Arc<dyn ReadinessCheck> = Arc::new(ops::Readiness {
@@ -60,6 +61,15 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
         }
         None => None,
     };
+    // Before the MCP listener: its port file says the console is up too.
+    let _console = console::ConsoleListener::start(
+        &cli.console,
+        &cli.database,
+        &server,
+        console_tools,
+        Arc::clone(&readiness),
+    )
+    .await?;
     let served = if cli.stdio {
         on_stdio(server, &cli, callers).await
     } else {

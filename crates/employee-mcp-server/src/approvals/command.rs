@@ -92,6 +92,16 @@ pub async fn run(args: &ApprovalsArgs) -> Result<(), String> {
     }
 }
 
+/// A decision's reason as stored: no control characters, at most
+/// `MAX_REASON_CHARS` (the CLI and the console both decide with it).
+pub fn clean_reason(reason: &str) -> String {
+    reason
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_REASON_CHARS)
+        .collect()
+}
+
 async fn decide(
     store: &Store,
     args: &ApprovalsArgs,
@@ -99,12 +109,7 @@ async fn decide(
     approve: bool,
     reason: Option<&str>,
 ) -> Result<(), String> {
-    let reason: Option<String> = reason.map(|r| {
-        r.chars()
-            .filter(|c| !c.is_control())
-            .take(MAX_REASON_CHARS)
-            .collect()
-    });
+    let reason = reason.map(clean_reason);
     let actor = actor(args.actor.as_deref());
     let row = store
         .decide(id, approve, &actor, reason.as_deref())

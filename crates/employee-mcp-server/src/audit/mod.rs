@@ -510,6 +510,10 @@ pub struct Filter {
     pub subject: Option<String>,
     /// Only this outcome (`success`, `tool_error`, …).
     pub outcome: Option<String>,
+    /// Only rows with a smaller id (the console's "older" cursor).
+    pub before_id: Option<i64>,
+    /// Only rows with a larger id (the console's live tail).
+    pub after_id: Option<i64>,
     /// Most rows returned (the newest).
     pub limit: u32,
 }
@@ -666,6 +670,14 @@ pub fn query(location: &DatabaseUrl, filter: &Filter) -> Result<Vec<Row>, String
     }
     if let Some(v) = filter.until_ms {
         sql.push_str(" AND at_unix_ms < ?");
+        args.push(v.into());
+    }
+    if let Some(v) = filter.before_id {
+        sql.push_str(" AND id < ?");
+        args.push(v.into());
+    }
+    if let Some(v) = filter.after_id {
+        sql.push_str(" AND id > ?");
         args.push(v.into());
     }
     for (column, value) in [

@@ -408,6 +408,8 @@ pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, String> {
                        AND ($3::text IS NULL OR tool = $3)
                        AND ($4::text IS NULL OR subject = $4)
                        AND ($5::text IS NULL OR outcome = $5)
+                       AND ($7::bigint IS NULL OR id < $7)
+                       AND ($8::bigint IS NULL OR id > $8)
                      ORDER BY at_unix_ms DESC, id DESC LIMIT $6"
                 ),
                 &[
@@ -417,6 +419,8 @@ pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, String> {
                     &filter.subject.as_deref().map(text),
                     &filter.outcome.as_deref().map(text),
                     &i64::from(filter.limit),
+                    &filter.before_id,
+                    &filter.after_id,
                 ],
             )
             .await

@@ -180,13 +180,13 @@ pub async fn run(args: &ToolsArgs) -> Result<(), String> {
                 reason: reason.as_deref(),
                 actor: &actor,
             };
-            set_approval(&args.database, &store, &builtin_tools, change).await
+            print_lines(set_approval(&args.database, &store, &builtin_tools, change).await?)
         }
         ToolsAction::Enable { name } => {
-            toggle(&args.database, &store, &builtins, &name, true, &actor).await
+            print_lines(toggle(&args.database, &store, &builtins, &name, true, &actor).await?)
         }
         ToolsAction::Disable { name } => {
-            toggle(&args.database, &store, &builtins, &name, false, &actor).await
+            print_lines(toggle(&args.database, &store, &builtins, &name, false, &actor).await?)
         }
         ToolsAction::History { limit } => {
             for c in store.changes(limit).await? {
@@ -270,14 +270,25 @@ async fn check_file(
         .map_err(|e| e.to_string())
 }
 
-async fn toggle(
+/// Prints what a change reports, a line each.
+fn print_lines(lines: Vec<String>) -> Result<(), String> {
+    for line in lines {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// Enables or disables `name` as `actor` (disabling voids its pending
+/// approvals); returns what happened, a line each. The `tools` CLI and
+/// the console both change tools through here.
+pub async fn toggle(
     database: &DatabaseUrl,
     store: &Store,
     builtins: &[String],
     name: &str,
     enabled: bool,
     actor: &str,
-) -> Result<(), String> {
+) -> Result<Vec<String>, String> {
     let builtin = builtins.iter().any(|b| b == name);
     let entries = store.entries().await?;
     if !builtin && !entries.iter().any(|e| e.name == name) {
@@ -285,37 +296,43 @@ async fn toggle(
     }
     let changed = store.set_enabled(name, builtin, enabled, actor).await?;
     let state = if enabled { "enabled" } else { "disabled" };
+    let mut lines = Vec::new();
     if changed {
-        println!("{name} {state}");
+        lines.push(format!("{name} {state}"));
         if !enabled {
-            void_approvals(database, name, "the tool was disabled").await?;
+            lines.extend(void_approvals(database, name, "the tool was disabled").await?);
         }
     } else {
-        println!("{name} was already {state}");
+        lines.push(format!("{name} was already {state}"));
     }
-    Ok(())
+    Ok(lines)
 }
 
 /// Voids the calls of `name` waiting for (or given) an operator's yes:
 /// a yes asked under the old policy, or for a tool no longer served,
 /// serves nothing.
-async fn void_approvals(database: &DatabaseUrl, name: &str, why: &str) -> Result<(), String> {
+async fn void_approvals(
+    database: &DatabaseUrl,
+    name: &str,
+    why: &str,
+) -> Result<Option<String>, String> {
     let Some(approvals) = crate::approvals::Store::open(database).await? else {
-        return Ok(());
+        return Ok(None);
     };
     let voided = approvals.void_tool(name, why).await?;
-    if voided > 0 {
-        println!("{voided} pending approval(s) of {name} void: {why}");
-    }
-    Ok(())
+    Ok((voided > 0).then(|| format!("{voided} pending approval(s) of {name} void: {why}")))
 }
 
 /// What `tools approval` was asked.
-struct ApprovalArgs<'a> {
-    name: &'a str,
-    level: ApprovalLevel,
-    reason: Option<&'a str>,
-    actor: &'a str,
+pub struct ApprovalArgs<'a> {
+    /// The tool.
+    pub name: &'a str,
+    /// The policy wanted.
+    pub level: ApprovalLevel,
+    /// Why, for the history.
+    pub reason: Option<&'a str>,
+    /// Who asks.
+    pub actor: &'a str,
 }
 
 /// The policy a tool declares: a built-in's from its code, a custom
@@ -333,13 +350,15 @@ fn declared_approval(
 }
 
 /// `tools approval NAME LEVEL`: the override, its record and the
-/// generation bump in one transaction; says what the policy is now.
-async fn set_approval(
+/// generation bump in one transaction (voiding what waits under the old
+/// policy); says what the policy is now, a line each. The console sets
+/// approval policies through here too.
+pub async fn set_approval(
     database: &DatabaseUrl,
     store: &Store,
     builtin_tools: &[Tool],
     args: ApprovalArgs<'_>,
-) -> Result<(), String> {
+) -> Result<Vec<String>, String> {
     let name = args.name;
     let builtin = builtin_tools.iter().any(|t| t.definition().name == name);
     let entries = store.entries().await?;
@@ -401,23 +420,20 @@ async fn set_approval(
     } else {
         "declared default"
     };
+    let mut lines = Vec::new();
     if change.changed {
-        println!("{name} approval: {now} ({source})");
-        void_approvals(
-            database,
-            name,
-            &format!("the approval policy changed to {now}"),
-        )
-        .await?;
+        lines.push(format!("{name} approval: {now} ({source})"));
+        let why = format!("the approval policy changed to {now}");
+        lines.extend(void_approvals(database, name, &why).await?);
     } else {
-        println!("{name} approval was already {now} ({source})");
+        lines.push(format!("{name} approval was already {now} ({source})"));
     }
-    Ok(())
+    Ok(lines)
 }
 
 /// One `tools list` row: the catalogue's state of a tool and its
 /// effective approval policy.
-fn list_row(builtins: &[Tool], entry: Option<&sqlite::Entry>, name: &str) -> serde_json::Value {
+pub fn list_row(builtins: &[Tool], entry: Option<&sqlite::Entry>, name: &str) -> serde_json::Value {
     let mut row = match entry {
         Some(e) => serde_json::to_value(e).unwrap_or_default(),
         None => json!({"name": name, "kind": "builtin", "enabled": true, "source": "-",

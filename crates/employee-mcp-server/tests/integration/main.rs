@@ -14,6 +14,7 @@ mod bad_input;
 mod catalog;
 mod cluster;
 mod connections;
+mod console;
 mod custom_tools;
 mod exchange;
 mod exchange_hostile;

@@ -1,0 +1,345 @@
+//! The operator console (`--console-listen`): server-rendered pages on a
+//! listener of their own where the people running the HR server see the
+//! tools the models get, change them, decide pending approvals, search the
+//! audit trail and watch calls live. Off by default: it can change what
+//! models may read. See docs/console.md.
+
+mod audit_pages;
+mod error;
+mod health;
+mod pages;
+mod session;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use clap::Args;
+use employee_directory::DatabaseUrl;
+use maud::{DOCTYPE, Markup, html};
+use mcpwire_server::observe::ReadinessCheck;
+use mcpwire_server::transport::http::{ConnectionLimits, serve_with};
+use mcpwire_server::{Server, Tool};
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, oneshot};
+
+use crate::{approvals, catalog};
+use error::ConsoleError;
+use session::{Operator, Sessions};
+
+/// Flags of the console.
+#[derive(Debug, Args)]
+pub struct ConsoleArgs {
+    /// Serve the operator console on this address (loopback only), e.g.
+    /// 127.0.0.1:8090. Off by default: the console can enable and disable
+    /// tools and approve calls, so it must be asked for.
+    #[arg(long, env = "EMPLOYEE_MCP_CONSOLE_LISTEN", value_name = "ADDR")]
+    pub console_listen: Option<SocketAddr>,
+
+    /// The console token, read from this file (default: a random token
+    /// printed once to stderr at start).
+    #[arg(long, env = "EMPLOYEE_MCP_CONSOLE_TOKEN_FILE", value_name = "FILE")]
+    pub console_token_file: Option<PathBuf>,
+
+    /// Write the console's bound address (useful with port 0) to this file.
+    #[arg(long, hide = true)]
+    pub console_port_file: Option<PathBuf>,
+}
+
+/// Largest request body the console reads.
+const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Connections the console keeps open at once.
+const MAX_CONNECTIONS: usize = 64;
+/// Live streams open at once.
+const MAX_STREAMS: usize = 16;
+/// Shortest console token accepted from a file.
+const MIN_TOKEN_CHARS: usize = 16;
+
+/// What every console request reads.
+pub struct Console {
+    database: DatabaseUrl,
+    catalog: catalog::Store,
+    approvals: Option<approvals::Store>,
+    builtins: Vec<Tool>,
+    token: String,
+    sessions: Sessions,
+    /// `Host` values (and Origins, after `http://`) that name the console.
+    hosts: Vec<String>,
+    streams: Arc<Semaphore>,
+    /// The server, for the Health page's counters.
+    server: Server,
+    /// What `/readyz` checks.
+    readiness: Arc<dyn ReadinessCheck>,
+}
+
+/// The running console; it stops when dropped.
+pub struct ConsoleListener {
+    _stop: oneshot::Sender<()>,
+}
+
+/// The console token: the file's (trimmed), or a new random one printed
+/// once to stderr.
+fn console_token(args: &ConsoleArgs) -> Result<String, String> {
+    let Some(path) = &args.console_token_file else {
+        let token = session::random_hex()?;
+        eprintln!("console token (log in with it; shown once): {token}");
+        return Ok(token);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--console-token-file {}: {e}", path.display()))?;
+    let token = text.trim().to_owned();
+    if token.chars().count() < MIN_TOKEN_CHARS || token.chars().any(char::is_control) {
+        return Err(format!(
+            "--console-token-file {}: the token must be one line of at least {MIN_TOKEN_CHARS} characters",
+            path.display()
+        ));
+    }
+    Ok(token)
+}
+
+impl ConsoleListener {
+    /// Binds `--console-listen` (when given) and serves the console until
+    /// dropped.
+    pub async fn start(
+        args: &ConsoleArgs,
+        database: &DatabaseUrl,
+        server: &Server,
+        builtins: Vec<Tool>,
+        readiness: Arc<dyn ReadinessCheck>,
+    ) -> Result<Option<ConsoleListener>, String> {
+        let Some(addr) = args.console_listen else {
+            return Ok(None);
+        };
+        if !addr.ip().is_loopback() {
+            return Err(format!(
+                "--console-listen {addr}: the console serves plain HTTP with a token login, so only a loopback address is accepted (reach it through an SSH tunnel)"
+            ));
+        }
+        if matches!(database, DatabaseUrl::Memory) {
+            return Err(
+                "--console-listen needs a database file or PostgreSQL, not :memory:".into(),
+            );
+        }
+        let token = console_token(args)?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen for the console on {addr}: {e}"))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let console = Arc::new(Console {
+            database: database.clone(),
+            catalog: catalog::Store::open(database).await?,
+            approvals: approvals::Store::open(database).await?,
+            builtins,
+            token,
+            sessions: Sessions::default(),
+            hosts: vec![bound.to_string(), format!("localhost:{}", bound.port())],
+            streams: Arc::new(Semaphore::new(MAX_STREAMS)),
+            server: server.clone(),
+            readiness,
+        });
+        if let Some(path) = &args.console_port_file {
+            std::fs::write(path, bound.to_string())
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        let stop = spawn(listener, router(console), server.clone());
+        tracing::info!("serving the operator console on http://{bound}/");
+        Ok(Some(ConsoleListener { _stop: stop }))
+    }
+}
+
+/// Serves `router` on `listener` (bounded like the metrics listener)
+/// until the returned sender is dropped.
+fn spawn(listener: TcpListener, router: Router, server: Server) -> oneshot::Sender<()> {
+    let (stop, stopped) = oneshot::channel::<()>();
+    let limits = ConnectionLimits {
+        max_connections: MAX_CONNECTIONS,
+        ..ConnectionLimits::default()
+    };
+    tokio::spawn(async move {
+        let stopped = async {
+            let _ = stopped.await;
+        };
+        let stats = Arc::default();
+        if let Err(e) = serve_with(listener, router, server, stopped, &limits, stats).await {
+            tracing::error!(error = %e, "console listener failed");
+        }
+    });
+    stop
+}
+
+/// The console's routes; there is no `/mcp` here.
+fn router(console: Arc<Console>) -> Router {
+    let private = Router::new()
+        .route("/", get(|| async { Redirect::to("/tools") }))
+        .route("/tools", get(pages::tools))
+        .route("/tools/enabled", post(pages::set_enabled))
+        .route("/tools/approval", post(pages::set_approval))
+        .route("/approvals", get(pages::approvals))
+        .route("/approvals/decide", post(pages::decide))
+        .route("/audit", get(audit_pages::search))
+        .route("/audit/row", get(audit_pages::row))
+        .route("/audit.csv", get(audit_pages::csv))
+        .route("/audit.jsonl", get(audit_pages::jsonl))
+        .route("/live", get(audit_pages::live))
+        .route("/live/events", get(audit_pages::events))
+        .route("/health", get(health::health))
+        .route("/console.js", get(script))
+        .route("/logout", post(logout))
+        .route_layer(middleware::from_fn_with_state(
+            Arc::clone(&console),
+            session::require_login,
+        ));
+    Router::new()
+        .route("/login", get(login_page).post(login))
+        .merge(private)
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&console),
+            session::guard,
+        ))
+        .layer(middleware::from_fn(session::headers))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(console)
+}
+
+/// The Live page's script (the only JavaScript; the pages work without it).
+async fn script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        include_str!("console.js"),
+    )
+        .into_response()
+}
+
+/// A form body's fields (`application/x-www-form-urlencoded`).
+pub struct Form(Vec<(String, String)>);
+
+impl Form {
+    /// Parses `body` and checks its `csrf` field for `operator`.
+    pub fn checked(operator: &Operator, body: &[u8]) -> Result<Form, ConsoleError> {
+        let form = Form::parse(body);
+        operator.check_csrf(form.get("csrf"))?;
+        Ok(form)
+    }
+
+    fn parse(body: &[u8]) -> Form {
+        Form(form_urlencoded::parse(body).into_owned().collect())
+    }
+
+    /// The first value of `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The first value of `name`, which must be there.
+    pub fn need(&self, name: &str) -> Result<&str, ConsoleError> {
+        self.get(name)
+            .ok_or_else(|| ConsoleError::BadRequest(format!("the form has no {name} field")))
+    }
+}
+
+/// A page: the navigation, an optional notice, the content.
+pub fn layout(
+    title: &str,
+    operator: Option<&Operator>,
+    notice: Option<&str>,
+    body: Markup,
+) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { "HR console: " (title) }
+            }
+            body {
+                @if let Some(op) = operator {
+                    nav {
+                        a href="/tools" { "Tools" } " · "
+                        a href="/approvals" { "Approvals" } " · "
+                        a href="/audit" { "Audit" } " · "
+                        a href="/live" { "Live" } " · "
+                        a href="/health" { "Health" } " · "
+                        "signed in as " strong { (op.name) } " "
+                        form method="post" action="/logout" {
+                            (csrf_field(op))
+                            button type="submit" { "Log out" }
+                        }
+                    }
+                }
+                h1 { (title) }
+                @if let Some(n) = notice { p role="status" { strong { (n) } } }
+                (body)
+            }
+        }
+    }
+}
+
+/// The hidden CSRF field of every form.
+pub fn csrf_field(operator: &Operator) -> Markup {
+    html! { input type="hidden" name="csrf" value=(operator.csrf.as_deref().unwrap_or("")); }
+}
+
+fn login_form(notice: Option<&str>) -> Markup {
+    let body = html! {
+        form method="post" action="/login" {
+            p { label { "Your name (recorded with every change) " input name="name" required maxlength="64"; } }
+            p { label { "Console token " input name="token" type="password" required autocomplete="off"; } }
+            button type="submit" { "Log in" }
+        }
+    };
+    layout("log in", None, notice, body)
+}
+
+async fn login_page() -> Markup {
+    login_form(None)
+}
+
+/// `POST /login`: the token opens a session for the name given.
+async fn login(
+    axum::extract::State(console): axum::extract::State<Arc<Console>>,
+    body: axum::body::Bytes,
+) -> Result<Response, ConsoleError> {
+    let form = Form::parse(&body);
+    let token = form.get("token").unwrap_or("");
+    if !session::same_secret(token.trim(), &console.token) {
+        let page = login_form(Some("Wrong console token."));
+        return Ok((StatusCode::UNAUTHORIZED, page).into_response());
+    }
+    let Some(name) = form.get("name").and_then(session::clean_name) else {
+        let page = login_form(Some("Give your name: changes are recorded with it."));
+        return Ok((StatusCode::BAD_REQUEST, page).into_response());
+    };
+    let id = console.sessions.open(name).map_err(ConsoleError::Store)?;
+    Ok((
+        [(header::SET_COOKIE, session::session_cookie(&id))],
+        Redirect::to("/tools"),
+    )
+        .into_response())
+}
+
+/// `POST /logout`: ends the session.
+async fn logout(
+    axum::extract::State(console): axum::extract::State<Arc<Console>>,
+    axum::Extension(operator): axum::Extension<Operator>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ConsoleError> {
+    Form::checked(&operator, &body)?;
+    if let Some(id) = session::session_id(&headers) {
+        console.sessions.close(id);
+    }
+    Ok((
+        [(header::SET_COOKIE, session::expired_cookie())],
+        Redirect::to("/login"),
+    )
+        .into_response())
+}

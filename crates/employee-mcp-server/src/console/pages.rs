@@ -1,0 +1,350 @@
+//! The Tools and Approvals pages and their forms. Changes go through the
+//! same functions as the `tools` and `approvals` commands, so they have
+//! the same effect and history, with `console:NAME` as the actor.
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use clap::ValueEnum;
+use maud::{Markup, html};
+use serde_json::Value;
+
+use super::error::ConsoleError;
+use super::session::Operator;
+use super::{Console, Form, csrf_field, layout};
+use crate::approvals::{DecideError, Stored, iso};
+use crate::catalog::command::{self, ApprovalArgs, ApprovalLevel};
+use crate::custom::spec::ToolSpec;
+
+/// One Tools row: what the models see and the catalogue's state.
+struct ToolRow {
+    state: Value,
+    title: Option<String>,
+    description: String,
+    scopes: Vec<String>,
+}
+
+async fn tool_rows(console: &Console) -> Result<Vec<ToolRow>, ConsoleError> {
+    let entries = console
+        .catalog
+        .entries()
+        .await
+        .map_err(ConsoleError::Store)?;
+    let builtins = &console.builtins;
+    let mut rows: Vec<ToolRow> = builtins
+        .iter()
+        .map(|t| {
+            let d = t.definition();
+            let entry = entries.iter().find(|e| e.name == d.name);
+            ToolRow {
+                state: command::list_row(builtins, entry, &d.name),
+                title: d.title.clone(),
+                description: d.description.clone().unwrap_or_default(),
+                scopes: t.policy().required_scopes.clone(),
+            }
+        })
+        .collect();
+    for e in entries.iter().filter(|e| e.kind == "custom") {
+        let spec: Option<ToolSpec> = e
+            .definition
+            .as_deref()
+            .and_then(|d| serde_json::from_str(d).ok());
+        rows.push(ToolRow {
+            state: command::list_row(builtins, Some(e), &e.name),
+            title: spec.as_ref().and_then(|s| s.title.clone()),
+            description: spec.as_ref().map_or_else(
+                || "(stored definition unreadable)".into(),
+                |s| s.description.clone(),
+            ),
+            scopes: spec.map(|s| s.scopes).unwrap_or_default(),
+        });
+    }
+    Ok(rows)
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or("-")
+}
+
+fn tool_row(op: &Operator, row: &ToolRow) -> Markup {
+    let s = &row.state;
+    let name = text(s, "name");
+    let enabled = s["enabled"] == true;
+    html! {
+        tr {
+            td { code { (name) } @if let Some(t) = &row.title { br; (t) } }
+            td { (row.description) }
+            td { @if row.scopes.is_empty() { "none" } @else { (row.scopes.join(", ")) } }
+            td { (text(s, "approval_policy")) @if s["approval_override"].is_string() { " (override)" } }
+            td { @if enabled { "enabled" } @else { strong { "disabled" } } }
+            td { (text(s, "kind")) }
+            td { (text(s, "updated_at")) " by " (text(s, "updated_by")) }
+            td {
+                form method="post" action="/tools/enabled" {
+                    (csrf_field(op))
+                    input type="hidden" name="name" value=(name);
+                    input type="hidden" name="enabled" value=(if enabled { "false" } else { "true" });
+                    button type="submit" { @if enabled { "Disable" } @else { "Enable" } }
+                }
+                form method="post" action="/tools/approval" {
+                    (csrf_field(op))
+                    input type="hidden" name="name" value=(name);
+                    select name="level" {
+                        @for level in ["none", "confirm", "operator", "default"] {
+                            option value=(level) { (level) }
+                        }
+                    }
+                    input name="reason" placeholder="reason" maxlength="500";
+                    button type="submit" { "Set approval" }
+                }
+            }
+        }
+    }
+}
+
+async fn tools_page(
+    console: &Console,
+    op: &Operator,
+    notice: Option<&str>,
+) -> Result<Markup, ConsoleError> {
+    let rows = tool_rows(console).await?;
+    let body = html! {
+        p { "Every tool the server knows, as the models see it. Changes apply to every replica within a few seconds and notify connected clients." }
+        table {
+            thead { tr {
+                th { "Tool" } th { "Description" } th { "Scopes" } th { "Approval" }
+                th { "State" } th { "Kind" } th { "Last change" } th { "Change" }
+            } }
+            tbody { @for row in &rows { (tool_row(op, row)) } }
+        }
+    };
+    Ok(layout("Tools", Some(op), notice, body))
+}
+
+/// `GET /tools`.
+pub async fn tools(
+    State(console): State<Arc<Console>>,
+    Extension(op): Extension<Operator>,
+) -> Result<Markup, ConsoleError> {
+    tools_page(&console, &op, None).await
+}
+
+/// A page after a change: what happened, or why nothing did (409).
+async fn after_change(
+    console: &Console,
+    op: &Operator,
+    outcome: Result<Vec<String>, String>,
+) -> Result<Response, ConsoleError> {
+    let (status, notice) = match outcome {
+        Ok(lines) => (StatusCode::OK, lines.join("; ")),
+        Err(e) => (StatusCode::CONFLICT, e),
+    };
+    let page = tools_page(console, op, Some(&notice)).await?;
+    Ok((status, page).into_response())
+}
+
+/// `POST /tools/enabled`: enable or disable a tool, as `tools enable|disable`.
+pub async fn set_enabled(
+    State(console): State<Arc<Console>>,
+    Extension(op): Extension<Operator>,
+    body: Bytes,
+) -> Result<Response, ConsoleError> {
+    let form = Form::checked(&op, &body)?;
+    let name = form.need("name")?;
+    let enabled = match form.need("enabled")? {
+        "true" => true,
+        "false" => false,
+        other => return Err(ConsoleError::BadRequest(format!("enabled={other:?}"))),
+    };
+    let builtins: Vec<String> = console
+        .builtins
+        .iter()
+        .map(|t| t.definition().name.clone())
+        .collect();
+    let outcome = command::toggle(
+        &console.database,
+        &console.catalog,
+        &builtins,
+        name,
+        enabled,
+        &op.actor(),
+    )
+    .await;
+    after_change(&console, &op, outcome).await
+}
+
+/// `POST /tools/approval`: set a tool's approval policy, as `tools approval`.
+pub async fn set_approval(
+    State(console): State<Arc<Console>>,
+    Extension(op): Extension<Operator>,
+    body: Bytes,
+) -> Result<Response, ConsoleError> {
+    let form = Form::checked(&op, &body)?;
+    let level = form.need("level")?;
+    let level = ApprovalLevel::from_str(level, false)
+        .map_err(|_| ConsoleError::BadRequest(format!("unknown approval level {level:?}")))?;
+    let actor = op.actor();
+    let change = ApprovalArgs {
+        name: form.need("name")?,
+        level,
+        reason: form.get("reason"),
+        actor: &actor,
+    };
+    let outcome = command::set_approval(
+        &console.database,
+        &console.catalog,
+        &console.builtins,
+        change,
+    )
+    .await;
+    after_change(&console, &op, outcome).await
+}
+
+fn arguments(a: &Value) -> String {
+    serde_json::to_string(a).unwrap_or_default()
+}
+
+fn pending_row(op: &Operator, a: &Stored) -> Markup {
+    html! {
+        tr {
+            td { code { (a.id) } }
+            td { (a.subject.as_deref().unwrap_or("(anonymous)")) br; (a.client_name.as_deref().unwrap_or("")) }
+            td { code { (a.tool) } }
+            td { code { (arguments(&a.arguments)) } }
+            td { (a.summary) }
+            td { (iso(a.requested_at_ms)) }
+            td { (iso(a.expires_at_ms)) }
+            td {
+                form method="post" action="/approvals/decide" {
+                    (csrf_field(op))
+                    input type="hidden" name="id" value=(a.id);
+                    input name="reason" placeholder="reason" maxlength="500";
+                    button type="submit" name="decision" value="approve" { "Approve" }
+                    button type="submit" name="decision" value="deny" { "Deny" }
+                }
+            }
+        }
+    }
+}
+
+fn decided_row(a: &Stored) -> Markup {
+    html! {
+        tr {
+            td { code { (a.id) } }
+            td { (a.status) }
+            td { (a.subject.as_deref().unwrap_or("(anonymous)")) }
+            td { code { (a.tool) } }
+            td { (a.decided_by.as_deref().unwrap_or("-")) }
+            td { (a.decided_at_ms.map(iso).unwrap_or_default()) }
+            td { (a.reason.as_deref().unwrap_or("")) }
+        }
+    }
+}
+
+async fn approvals_page(
+    console: &Console,
+    op: &Operator,
+    notice: Option<&str>,
+) -> Result<Markup, ConsoleError> {
+    let Some(store) = &console.approvals else {
+        let body = html! { p { "This database keeps no approvals." } };
+        return Ok(layout("Approvals", Some(op), notice, body));
+    };
+    let pending = store.list(false, 200).await.map_err(ConsoleError::Store)?;
+    let all = store.list(true, 100).await.map_err(ConsoleError::Store)?;
+    let decided: Vec<&Stored> = all.iter().filter(|a| a.status != "pending").collect();
+    let body = html! {
+        h2 { "Pending (" (pending.len()) ")" }
+        @if pending.is_empty() { p { "Nothing waits for an operator." } } @else {
+            table {
+                thead { tr { th { "Id" } th { "Asked by" } th { "Tool" } th { "Arguments (redacted)" }
+                             th { "Summary" } th { "Asked" } th { "Expires" } th { "Decide" } } }
+                tbody { @for a in &pending { (pending_row(op, a)) } }
+            }
+        }
+        h2 { "Recently decided" }
+        table {
+            thead { tr { th { "Id" } th { "Status" } th { "Asked by" } th { "Tool" }
+                         th { "Decided by" } th { "When" } th { "Reason" } } }
+            tbody { @for a in &decided { (decided_row(a)) } }
+        }
+    };
+    Ok(layout("Approvals", Some(op), notice, body))
+}
+
+/// `GET /approvals`.
+pub async fn approvals(
+    State(console): State<Arc<Console>>,
+    Extension(op): Extension<Operator>,
+) -> Result<Markup, ConsoleError> {
+    approvals_page(&console, &op, None).await
+}
+
+/// Decides as `console:NAME`. The store refuses the call's subject as
+/// actor; the console also refuses when the bare login name is the
+/// subject, so "alice" cannot approve alice's call by logging in here.
+async fn decide_as(
+    store: &crate::approvals::Store,
+    op: &Operator,
+    id: &str,
+    approve: bool,
+    reason: Option<&str>,
+) -> Result<Stored, DecideError> {
+    let asked_by = store.show(id).await.map_err(DecideError::Store)?;
+    if let Some(row) = asked_by
+        && row.subject.as_deref() == Some(op.name.as_str())
+    {
+        return Err(DecideError::OwnCall(op.name.clone()));
+    }
+    store.decide(id, approve, &op.actor(), reason).await
+}
+
+/// `POST /approvals/decide`: approve or deny, as `approvals approve|deny`;
+/// the store refuses an operator's own call.
+pub async fn decide(
+    State(console): State<Arc<Console>>,
+    Extension(op): Extension<Operator>,
+    body: Bytes,
+) -> Result<Response, ConsoleError> {
+    let form = Form::checked(&op, &body)?;
+    let id = form.need("id")?;
+    let approve = match form.need("decision")? {
+        "approve" => true,
+        "deny" => false,
+        other => return Err(ConsoleError::BadRequest(format!("decision={other:?}"))),
+    };
+    let Some(store) = &console.approvals else {
+        return Err(ConsoleError::BadRequest(
+            "this database keeps no approvals".into(),
+        ));
+    };
+    let reason = form
+        .get("reason")
+        .map(crate::approvals::command::clean_reason)
+        .filter(|r| !r.trim().is_empty());
+    let (status, notice) = match decide_as(store, &op, id, approve, reason.as_deref()).await {
+        Ok(row) => {
+            let verb = if approve { "approved" } else { "denied" };
+            (
+                StatusCode::OK,
+                format!(
+                    "{} {verb}: {} for {}",
+                    row.id,
+                    row.tool,
+                    row.subject.as_deref().unwrap_or("(anonymous)")
+                ),
+            )
+        }
+        Err(e @ (DecideError::OwnCall(_) | DecideError::NotPending { .. })) => {
+            (StatusCode::CONFLICT, e.to_string())
+        }
+        Err(e @ DecideError::NotFound(_)) => (StatusCode::NOT_FOUND, e.to_string()),
+        Err(DecideError::Store(e)) => return Err(ConsoleError::Store(e)),
+    };
+    let page = approvals_page(&console, &op, Some(&notice)).await?;
+    Ok((status, page).into_response())
+}

@@ -31,6 +31,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use date::check_format as check_date_format;
+pub use formula::guard as guard_formula;
 pub use history::ImportRecord;
 pub use problems::{MAX_REPORTED, Problem, Problems};
 pub use sheet::DEFAULT_MAX_WORKBOOK_BYTES;

@@ -192,17 +192,10 @@ pub async fn row(
     Ok(layout(&format!("Audit row {id}"), Some(&op), None, body))
 }
 
-/// A CSV cell a spreadsheet will not evaluate: `'` before a leading
-/// `=`, `+`, `-`, `@`, TAB or CR (as `export` writes cells), then quoted.
+/// A CSV cell a spreadsheet will not evaluate (the rule `export` writes
+/// cells by), then quoted.
 fn csv_cell(text: &str) -> String {
-    let armed = text
-        .trim_start_matches('\'')
-        .starts_with(['=', '+', '-', '@', '\t', '\r']);
-    let text = if armed {
-        format!("'{text}")
-    } else {
-        text.to_owned()
-    };
+    let text = employee_directory::exchange::guard_formula(text);
     format!("\"{}\"", text.replace('"', "\"\""))
 }
 

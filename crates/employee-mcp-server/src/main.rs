@@ -16,6 +16,7 @@ mod scopes;
 mod serve;
 mod telemetry;
 mod tools;
+mod views;
 
 use std::io::{IsTerminal, Write};
 

@@ -33,3 +33,4 @@ mod shutdown;
 mod stdio;
 mod swap;
 mod tools;
+mod views;

@@ -17,6 +17,7 @@ mod scopes;
 mod serve;
 mod telemetry;
 mod tools;
+mod views;
 
 use std::io::{IsTerminal, Write};
 

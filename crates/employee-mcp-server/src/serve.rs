@@ -18,7 +18,7 @@ use mcpwire_server::transport::stdio::{StdioConfig, serve_stdio};
 use mcpwire_server::{AccessOptions, RateLimit, Server, ServerOptions};
 
 use crate::cli::{ApprovalArgs, Fallback, ServeArgs};
-use crate::{approvals, audit, auth, catalog, console, ops, tools};
+use crate::{approvals, audit, auth, catalog, console, ops, tools, views};
 
 /// Serves until a signal (HTTP) or the end of stdin (stdio).
 pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
@@ -350,6 +350,9 @@ fn build_server(
     }
     if let Some(limiter) = replicated.limiter {
         builder = builder.limiter(limiter);
+    }
+    for view in views::all() {
+        builder = builder.view(view);
     }
     let builtins = tools::all(directory, settings);
     for tool in &builtins {

@@ -154,15 +154,34 @@ pub fn implementation_for(info: &Value, v: ProtocolVersion) -> Value {
     Value::Object(m)
 }
 
+/// Extensions declared on legacy revisions too: MCP Apps is specified for
+/// them (hosts read `capabilities.extensions`; others ignore it).
+pub const LEGACY_EXTENSIONS: [&str; 1] = ["io.modelcontextprotocol/ui"];
+
 /// Server capabilities for revision `v` (`completions` from 2025-03-26,
-/// `extensions` only on the modern wire).
+/// `extensions` on the modern wire, and on older ones only those of
+/// [`LEGACY_EXTENSIONS`]).
 pub fn capabilities_for(caps: &Map<String, Value>, v: ProtocolVersion) -> Value {
     let mut m = caps.clone();
     if !v.has_completions() {
         m.remove("completions");
     }
     if !v.is_modern() {
-        m.remove("extensions");
+        let kept: Map<String, Value> = m
+            .get("extensions")
+            .and_then(Value::as_object)
+            .map(|e| {
+                e.iter()
+                    .filter(|(k, _)| LEGACY_EXTENSIONS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if kept.is_empty() {
+            m.remove("extensions");
+        } else {
+            m.insert("extensions".into(), Value::Object(kept));
+        }
     }
     Value::Object(m)
 }
@@ -191,6 +210,27 @@ mod tests {
             icons: None,
             meta: None,
         }
+    }
+
+    #[test]
+    fn legacy_revisions_keep_only_the_mcp_apps_extension() {
+        let caps = json!({ "tools": {}, "extensions": {
+            "io.modelcontextprotocol/ui": {}, "io.modelcontextprotocol/tasks": {} } });
+        let caps = caps.as_object().cloned().unwrap_or_default();
+        let modern = capabilities_for(&caps, ProtocolVersion::V2026_07_28);
+        assert_eq!(modern["extensions"].as_object().map(Map::len), Some(2));
+        let legacy = capabilities_for(&caps, ProtocolVersion::V2025_11_25);
+        assert_eq!(
+            legacy["extensions"],
+            json!({ "io.modelcontextprotocol/ui": {} })
+        );
+        let mut tasks_only = caps.clone();
+        tasks_only.insert(
+            "extensions".into(),
+            json!({ "io.modelcontextprotocol/tasks": {} }),
+        );
+        let legacy = capabilities_for(&tasks_only, ProtocolVersion::V2024_11_05);
+        assert!(legacy.get("extensions").is_none(), "{legacy}");
     }
 
     #[test]

@@ -107,6 +107,7 @@ mod sync;
 pub mod tasks;
 pub mod tool;
 pub mod transport;
+pub mod view;
 
 pub use access::{AccessOptions, AuditRecord, AuditSink, CallOutcome, Principal, RateLimit};
 pub use context::RequestContext;
@@ -123,3 +124,4 @@ pub use tool::{
     CallToolResult, InputRequired, SharedOutput, Tool, ToolBuilder, ToolError, ToolOutcome,
     ToolOutput, ToolResult,
 };
+pub use view::View;

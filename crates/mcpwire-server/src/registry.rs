@@ -24,6 +24,9 @@ pub enum RegistrationError {
     /// be made safely, so the server refuses to start.
     #[error("no OS random source for keys and session ids: {0}")]
     Randomness(String),
+    /// A view's URI is not a `ui://` URI, or another resource has it.
+    #[error("view {0:?}: its URI must start with \"ui://\" and be unique")]
+    InvalidView(String),
     /// Another tool already has this name.
     #[error("a tool named {0:?} is already registered")]
     Duplicate(String),
@@ -173,6 +176,11 @@ impl ToolSet {
             .unwrap_or(0);
         let pages = self.pages[slot].get_or_init(|| self.build_pages(v, policy, page_size));
         pages.get(index).cloned()
+    }
+
+    /// Whether some tool may be called only by views (see [`crate::Tool::app_only`]).
+    pub(crate) fn has_app_only(&self) -> bool {
+        self.tools.iter().any(|t| t.tool.app_only())
     }
 
     /// A page of the tools `visible` admits, built for this request (the

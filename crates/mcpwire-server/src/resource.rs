@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use mcpwire_protocol::ProtocolError;
 use mcpwire_protocol::model::ResourceContents;
+use serde_json::{Map, Value};
 
 use crate::context::RequestContext;
 
@@ -20,6 +21,8 @@ type ReadFn = dyn Fn(RequestContext, String, Vec<(String, String)>) -> ReadFutur
 pub struct Resource {
     pub(crate) definition: mcpwire_protocol::model::Resource,
     pub(crate) read: Arc<ReadFn>,
+    /// `_meta` of the listing and of the contents read (see [`Resource::with_meta`]).
+    pub(crate) meta: Option<Map<String, Value>>,
 }
 
 impl Resource {
@@ -32,7 +35,41 @@ impl Resource {
         Self {
             definition,
             read: Arc::new(move |ctx, uri, _| Box::pin(read(ctx, uri))),
+            meta: None,
         }
+    }
+
+    /// Publishes `meta` as the resource's `_meta` in `resources/list`, and
+    /// on each of its contents in `resources/read` (extensions such as MCP
+    /// Apps read it in both places).
+    #[must_use]
+    pub fn with_meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// The definition `resources/list` publishes, `_meta` included.
+    pub(crate) fn listing(&self) -> Value {
+        let mut v = serde_json::to_value(&self.definition).unwrap_or(Value::Null);
+        if let (Some(meta), Some(obj)) = (&self.meta, v.as_object_mut()) {
+            obj.insert("_meta".into(), Value::Object(meta.clone()));
+        }
+        v
+    }
+
+    /// Contents as read, each given the resource's `_meta` unless it has one.
+    pub(crate) fn with_contents_meta(&self, contents: Value) -> Value {
+        let Some(meta) = &self.meta else {
+            return contents;
+        };
+        let mut contents = contents;
+        if let Some(items) = contents.as_array_mut() {
+            for obj in items.iter_mut().filter_map(Value::as_object_mut) {
+                obj.entry("_meta")
+                    .or_insert_with(|| Value::Object(meta.clone()));
+            }
+        }
+        contents
     }
 }
 

@@ -35,6 +35,7 @@ use crate::state::State;
 pub use crate::state::{CompletionFn, CompletionFuture, ServerOptions};
 use crate::tasks::{MemoryTasks, TaskBackend, TaskOptions, TaskStore, TaskSupport};
 use crate::tool::Tool;
+use crate::view::View;
 
 /// Builds a [`Server`].
 pub struct ServerBuilder {
@@ -44,6 +45,7 @@ pub struct ServerBuilder {
     prompts: Vec<Prompt>,
     resources: Vec<Resource>,
     templates: Vec<ResourceTemplate>,
+    views: Vec<View>,
     completion: Option<Arc<CompletionFn>>,
     logging: bool,
     state_key: Option<[u8; 32]>,
@@ -150,6 +152,15 @@ impl ServerBuilder {
         self
     }
 
+    /// Adds an MCP Apps view (a `ui://` resource; see [`crate::view`]),
+    /// declaring the `resources` capability and the
+    /// `io.modelcontextprotocol/ui` extension. Link it from a tool with
+    /// [`ToolBuilder::view`](crate::ToolBuilder::view).
+    pub fn view(mut self, view: View) -> Self {
+        self.views.push(view);
+        self
+    }
+
     /// Adds a resource template (and declares the `resources` capability).
     pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
         self.templates.push(template);
@@ -189,6 +200,8 @@ impl ServerBuilder {
     /// Validates and compiles everything (schemas once, here).
     pub fn build(self) -> Result<Server, RegistrationError> {
         let tools = register(self.tools)?;
+        let ui = !self.views.is_empty();
+        let resources = with_views(self.resources, self.views)?;
         let signer = match self.state_key {
             Some(k) => StateSigner::new(k, self.options.request_state_ttl),
             None => StateSigner::random(self.options.request_state_ttl)
@@ -204,10 +217,11 @@ impl ServerBuilder {
         };
         let caps = Capabilities {
             prompts: !self.prompts.is_empty(),
-            resources: !self.resources.is_empty() || !self.templates.is_empty(),
+            resources: !resources.is_empty() || !self.templates.is_empty(),
             completions: self.completion.is_some(),
             logging: self.logging,
             tasks: tasks.is_some(),
+            ui,
         }
         .to_json();
         let info_json = serde_json::to_value(&self.info).unwrap_or(Value::Null);
@@ -223,7 +237,7 @@ impl ServerBuilder {
             instructions: self.instructions,
             tools: ToolRegistry::new(tools),
             prompts: RwLock::new(Arc::new(self.prompts)),
-            resources: RwLock::new(Arc::new(self.resources)),
+            resources: RwLock::new(Arc::new(resources)),
             templates: RwLock::new(Arc::new(self.templates)),
             completion: self.completion,
             capabilities: caps,
@@ -280,6 +294,21 @@ fn register(tools: Vec<Tool>) -> Result<Vec<Arc<RegisteredTool>>, RegistrationEr
     Ok(registered)
 }
 
+/// The resources with each view's appended; a view needs a `ui://` URI no
+/// other resource has.
+fn with_views(
+    mut resources: Vec<Resource>,
+    views: Vec<View>,
+) -> Result<Vec<Resource>, RegistrationError> {
+    for view in views {
+        if !view.has_valid_uri() || resources.iter().any(|r| r.definition.uri == view.uri()) {
+            return Err(RegistrationError::InvalidView(view.uri().to_owned()));
+        }
+        resources.push(view.into_resource());
+    }
+    Ok(resources)
+}
+
 /// What the server declares in `capabilities`, from what it was built
 /// with. Tools are always declared, since the tool set can change.
 struct Capabilities {
@@ -288,6 +317,8 @@ struct Capabilities {
     completions: bool,
     logging: bool,
     tasks: bool,
+    /// MCP Apps views are served.
+    ui: bool,
 }
 
 impl Capabilities {
@@ -309,11 +340,15 @@ impl Capabilities {
         if self.logging {
             caps.insert("logging".into(), json!({}));
         }
+        let mut extensions = Map::new();
         if self.tasks {
-            caps.insert(
-                "extensions".into(),
-                json!({ crate::tasks::EXTENSION_ID: {} }),
-            );
+            extensions.insert(crate::tasks::EXTENSION_ID.into(), json!({}));
+        }
+        if self.ui {
+            extensions.insert(crate::view::EXTENSION_ID.into(), json!({}));
+        }
+        if !extensions.is_empty() {
+            caps.insert("extensions".into(), Value::Object(extensions));
         }
         caps
     }
@@ -342,6 +377,7 @@ impl Server {
             prompts: Vec::new(),
             resources: Vec::new(),
             templates: Vec::new(),
+            views: Vec::new(),
             completion: None,
             logging: false,
             state_key: None,

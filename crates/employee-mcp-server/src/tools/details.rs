@@ -32,6 +32,8 @@ pub fn tool(directory: Directory) -> Tool {
                 + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
+        // MCP Apps hosts render this view; the result itself is unchanged.
+        .view(crate::views::ORG_CHART)
         // Policy: the directory scope; contact fields need hr:contact.
         .required_scopes([scopes::DIRECTORY])
         .field_scope("/email", scopes::CONTACT)

@@ -49,6 +49,8 @@ pub fn tool(directory: Directory, task_grace: Duration) -> Tool {
                 + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
+        // MCP Apps hosts render this view; the result itself is unchanged.
+        .view(crate::views::REPORT)
         // Policy: hr:reports grants the tool; reportType "compensation"
         // needs hr:compensation as well (see `COMPENSATION_REPORT`).
         .required_scopes([scopes::REPORTS])

@@ -57,12 +57,9 @@ async fn initialize_answers_2024_11_05_with_tools_capability() {
     assert!(result["capabilities"]["tools"].is_object(), "{result}");
     // A legacy result: no modern-only members.
     assert!(result.get("resultType").is_none(), "{result}");
-    // The article's response claims resources/prompts, but this server
-    // implements neither, so it must not advertise them.
-    assert!(
-        result["capabilities"].get("resources").is_none(),
-        "{result}"
-    );
+    // The article's response claims resources/prompts; this server has no
+    // prompts, and its only resources are the MCP Apps views (docs/views.md).
+    assert!(result["capabilities"]["resources"].is_object(), "{result}");
     assert!(result["capabilities"].get("prompts").is_none(), "{result}");
 }
 

@@ -188,12 +188,7 @@ async fn invalid_cursor_and_unknown_methods() {
         let cursor = json!({"cursor": "optional-cursor-value"});
         let code = rpc_error(&s, "tools/list", cursor).await;
         assert_eq!(code, -32602, "{version}");
-        for method in [
-            "server/discover",
-            "resources/list",
-            "prompts/list",
-            "employees/fire",
-        ] {
+        for method in ["server/discover", "prompts/list", "employees/fire"] {
             let code = rpc_error(&s, method, json!({})).await;
             assert_eq!(code, -32601, "{version} {method}");
             // Legacy never sees the modern-only codes.

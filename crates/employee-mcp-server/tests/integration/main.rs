@@ -34,3 +34,4 @@ mod shutdown;
 mod stdio;
 mod swap;
 mod tools;
+mod views;

@@ -56,10 +56,8 @@ async fn server_discover() {
     assert!(versions.contains(&MODERN), "{versions:?}");
     assert!(result["capabilities"]["tools"].is_object(), "{result}");
     assert!(result["capabilities"].get("prompts").is_none(), "{result}");
-    assert!(
-        result["capabilities"].get("resources").is_none(),
-        "{result}"
-    );
+    // Resources: the MCP Apps views only (docs/views.md).
+    assert!(result["capabilities"]["resources"].is_object(), "{result}");
     assert!(
         result["instructions"]
             .as_str()
@@ -261,7 +259,6 @@ async fn removed_and_unknown_methods_are_32601_404() {
         ("logging/setLevel", json!({"level": "info"})),
         ("employees/fire", json!({})),
         ("prompts/list", json!({})),
-        ("resources/list", json!({})),
     ] {
         let reply = server.modern(method, params).await;
         assert_eq!(

@@ -9,6 +9,7 @@ use super::Call;
 use super::Dispatcher;
 use super::prompts::{list_result, page};
 use super::tools::cursor_param;
+use crate::resource::Resource;
 
 fn uri_param(call: &Call) -> Result<&str, ProtocolError> {
     call.params
@@ -26,10 +27,7 @@ impl Dispatcher {
             self.state.options.page_size,
             "resources/list",
         )?;
-        let items = resources[range]
-            .iter()
-            .map(|r| serde_json::to_value(&r.definition).unwrap_or(Value::Null))
-            .collect();
+        let items = resources[range].iter().map(Resource::listing).collect();
         Ok(call.finish(self, list_result(self, "resources", items, next)))
     }
 
@@ -51,6 +49,7 @@ impl Dispatcher {
     pub(super) async fn read_resource(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
         let uri = uri_param(call)?;
         let ctx = call.ctx.clone();
+        let mut resource = None;
         let contents = if let Some(r) = self
             .state
             .resources()
@@ -58,7 +57,9 @@ impl Dispatcher {
             .find(|r| r.definition.uri == uri)
             .cloned()
         {
-            (r.read)(ctx, uri.to_owned(), Vec::new()).await?
+            let read = (r.read)(ctx, uri.to_owned(), Vec::new()).await?;
+            resource = Some(r);
+            read
         } else if let Some((t, vars)) = self
             .state
             .templates()
@@ -73,10 +74,12 @@ impl Dispatcher {
             return Err(not_found(uri));
         }
         let mut result = Map::new();
-        result.insert(
-            "contents".into(),
-            serde_json::to_value(contents).unwrap_or(json!([])),
-        );
+        let contents = serde_json::to_value(contents).unwrap_or(json!([]));
+        let contents = match &resource {
+            Some(r) => r.with_contents_meta(contents),
+            None => contents,
+        };
+        result.insert("contents".into(), contents);
         result.insert("ttlMs".into(), json!(self.state.options.list_ttl_ms));
         result.insert("cacheScope".into(), json!("public"));
         Ok(call.finish(self, result))

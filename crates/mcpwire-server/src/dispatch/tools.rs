@@ -24,6 +24,7 @@ use crate::context::RequestContext;
 use crate::registry::RegisteredTool;
 use crate::request_state::Binding;
 use crate::tool::{CallToolResult, InputRequired, ToolOutcome};
+use crate::view;
 
 /// How many times the legacy bridge re-invokes a handler before giving up.
 const MAX_ROUNDS: usize = 10;
@@ -60,11 +61,17 @@ impl Dispatcher {
     pub(super) fn list_tools(&self, call: &Call) -> Result<ResultPayload, ProtocolError> {
         let cursor = cursor_param(call)?;
         let set = self.state.tool_set();
-        if self.state.access.enforce_scopes {
+        // App-only tools are for views: a client without MCP Apps would
+        // hand them to its model, so it does not see them.
+        let hide_app_only =
+            set.has_app_only() && !view::client_declares(call.ctx.client_capabilities());
+        let enforce = self.state.access.enforce_scopes;
+        if enforce || hide_app_only {
             let principal = call.ctx.extension::<Principal>();
             let page = set
                 .filtered_page(cursor, call.version, &self.state.list_policy, |t| {
-                    t.tool.policy.visible_to(principal)
+                    !(hide_app_only && t.tool.app_only())
+                        && (!enforce || t.tool.policy.visible_to(principal))
                 })
                 .ok_or_else(|| invalid_cursor("tools/list"))?;
             return Ok(call.finish(self, page));

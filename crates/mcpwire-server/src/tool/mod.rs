@@ -66,6 +66,9 @@ use crate::access::{
 use crate::context::RequestContext;
 use crate::tasks::TaskSupport;
 
+/// The `_meta` key of MCP Apps data on a tool definition.
+const UI_META: &str = "ui";
+
 /// The boxed future a handler returns.
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<ToolOutcome, ToolError>> + Send>>;
 
@@ -136,6 +139,25 @@ impl Tool {
     /// Whether it can run as a task.
     pub fn task_support(&self) -> TaskSupport {
         self.task_support
+    }
+
+    /// The `ui://` view an MCP Apps host renders for its results, if any
+    /// (see [`ToolBuilder::view`]).
+    pub fn view_uri(&self) -> Option<&str> {
+        self.ui_meta()?.get("resourceUri")?.as_str()
+    }
+
+    /// Whether only a view may call it (`_meta.ui.visibility` is `["app"]`):
+    /// such a tool is listed only to clients that declare MCP Apps.
+    pub fn app_only(&self) -> bool {
+        self.ui_meta()
+            .and_then(|ui| ui.get("visibility"))
+            .and_then(Value::as_array)
+            .is_some_and(|v| !v.iter().any(|x| x == "model"))
+    }
+
+    fn ui_meta(&self) -> Option<&Map<String, Value>> {
+        self.definition.meta.as_ref()?.get(UI_META)?.as_object()
     }
 
     /// The same tool with one approval level for every call, given under
@@ -249,6 +271,40 @@ impl<S> ToolBuilder<S> {
     pub fn icons(mut self, icons: Vec<Icon>) -> Self {
         self.definition.icons = Some(icons);
         self
+    }
+
+    /// Links an MCP Apps view (a `ui://` resource registered with
+    /// [`ServerBuilder::view`](crate::ServerBuilder::view)): hosts that
+    /// render views show it with the tool's input and result. The result
+    /// itself is unchanged, so other clients see the same answer.
+    pub fn view(mut self, uri: impl Into<String>) -> Self {
+        self.ui_entry()
+            .insert("resourceUri".into(), Value::from(uri.into()));
+        self
+    }
+
+    /// Makes the tool callable only by views (`_meta.ui.visibility:
+    /// ["app"]`): it is left out of `tools/list` for clients that do not
+    /// declare MCP Apps (their model must not see it), yet still callable.
+    pub fn visibility_app_only(mut self) -> Self {
+        self.ui_entry()
+            .insert("visibility".into(), serde_json::json!(["app"]));
+        self
+    }
+
+    /// `_meta.ui` of the definition, created empty when missing.
+    fn ui_entry(&mut self) -> &mut Map<String, Value> {
+        let meta = self.definition.meta.get_or_insert_with(Map::new);
+        let ui = meta
+            .entry(UI_META)
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !ui.is_object() {
+            *ui = Value::Object(Map::new());
+        }
+        match ui {
+            Value::Object(m) => m,
+            _ => unreachable!("made an object above"),
+        }
     }
 
     /// Overrides the input schema (otherwise derived from the input type,

@@ -19,3 +19,4 @@ mod security;
 mod stdio;
 mod tasks;
 mod tools_engine;
+mod views;

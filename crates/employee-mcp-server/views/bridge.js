@@ -1,0 +1,145 @@
+// The MCP Apps bridge every view shares: JSON-RPC 2.0 over postMessage with
+// the host (SEP-1865). Data from tool results is only ever put in the page
+// with textContent (see el()), so a hostile name stays text.
+"use strict";
+const Bridge = (() => {
+  const TIMEOUT_MS = 30000;
+  const pending = new Map();
+  const handlers = {};
+  let nextId = 1;
+
+  function post(message) {
+    if (window.parent === window) return;
+    window.parent.postMessage(Object.assign({ jsonrpc: "2.0" }, message), "*");
+  }
+
+  function request(method, params) {
+    const id = nextId++;
+    post({ id, method, params: params || {} });
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        reject(new Error(method + ": no answer from the host"));
+      }, TIMEOUT_MS);
+      pending.set(id, { resolve, reject, timer });
+    });
+  }
+
+  function notify(method, params) {
+    post({ method, params: params || {} });
+  }
+
+  function settle(m) {
+    const p = pending.get(m.id);
+    if (!p) return;
+    pending.delete(m.id);
+    clearTimeout(p.timer);
+    if (m.error) p.reject(new Error(String(m.error.message || "request failed")));
+    else p.resolve(m.result);
+  }
+
+  window.addEventListener("message", (event) => {
+    if (event.source !== window.parent) return;
+    const m = event.data;
+    if (!m || m.jsonrpc !== "2.0") return;
+    if (!m.method) {
+      if (m.id !== undefined) settle(m);
+      return;
+    }
+    const handler = handlers[m.method];
+    if (handler) {
+      try { handler(m.params || {}); } catch (e) { showError(e); }
+    }
+    // Host requests (ui/resource-teardown…) expect an answer.
+    if (m.id !== undefined) post({ id: m.id, result: {} });
+  });
+
+  // Host theme and style variables (the host's fonts and colours).
+  function applyContext(ctx) {
+    if (!ctx) return;
+    const root = document.documentElement;
+    if (ctx.theme === "dark" || ctx.theme === "light") root.dataset.theme = ctx.theme;
+    const vars = ctx.styles && ctx.styles.variables;
+    if (vars && typeof vars === "object") {
+      for (const [name, value] of Object.entries(vars)) {
+        if (name.startsWith("--") && typeof value === "string") root.style.setProperty(name, value);
+      }
+    }
+  }
+
+  function on(method, handler) { handlers[method] = handler; }
+
+  async function start(name) {
+    on("ui/notifications/host-context-changed", applyContext);
+    if ("ResizeObserver" in window) {
+      new ResizeObserver(() => {
+        const r = document.documentElement.getBoundingClientRect();
+        notify("ui/notifications/size-changed", { width: Math.ceil(r.width), height: Math.ceil(r.height) });
+      }).observe(document.documentElement);
+    }
+    try {
+      const result = await request("ui/initialize", {
+        protocolVersion: "2026-01-26",
+        appInfo: { name, version: "1.0.0" },
+        appCapabilities: {},
+      });
+      applyContext(result && result.hostContext);
+    } finally {
+      notify("ui/notifications/initialized");
+    }
+  }
+
+  // The structured answer of a CallToolResult (or its JSON text block).
+  function data(result) {
+    if (!result) return null;
+    if (result.structuredContent && typeof result.structuredContent === "object") return result.structuredContent;
+    const block = (result.content || []).find((c) => c && c.type === "text");
+    if (!block) return null;
+    try { return JSON.parse(block.text); } catch (_) { return null; }
+  }
+
+  function errorText(result) {
+    const block = ((result && result.content) || []).find((c) => c && c.type === "text");
+    return block ? String(block.text) : "The tool call failed.";
+  }
+
+  // tools/call through the host; resolves with the structured answer.
+  async function callTool(name, args) {
+    const result = await request("tools/call", { name, arguments: args });
+    if (!result || result.isError) throw new Error(errorText(result));
+    return data(result);
+  }
+
+  function openLink(url) { return request("ui/open-link", { url }); }
+
+  function message(text) {
+    return request("ui/message", { role: "user", content: [{ type: "text", text }] });
+  }
+
+  // An element whose children are elements or text (never parsed HTML).
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+      else node.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const c of children.flat(Infinity)) {
+      if (c === undefined || c === null || c === false) continue;
+      node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return node;
+  }
+
+  function showError(e) {
+    const box = document.getElementById("status");
+    if (box) box.textContent = String((e && e.message) || e);
+  }
+
+  function status(text) {
+    const box = document.getElementById("status");
+    if (box) box.textContent = text || "";
+  }
+
+  return { on, start, callTool, openLink, message, data, el, showError, status };
+})();

@@ -36,7 +36,7 @@ async fn client(pool: &Pool) -> Result<Object, String> {
 pub(super) async fn migrate(pool: &Pool) -> Result<(), String> {
     let mut c = client(pool).await?;
     let tx = c.transaction().await.map_err(|e| failed(&e))?;
-    tx.batch_execute(sql::POSTGRES_SCHEMA)
+    tx.batch_execute(&sql::postgres_schema())
         .await
         .map_err(|e| failed(&e))?;
     tx.commit().await.map_err(|e| failed(&e))

@@ -8,24 +8,24 @@
 //! find-or-file race-free on both backends (NULLs are distinct), and the
 //! same call can be asked again once its approval is over.
 
-/// The tables on SQLite (in the audit trail's file).
-pub const SQLITE_SCHEMA: &str = "
+/// The tables, once: `{int}` is each backend's 64-bit integer type.
+const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tool_approvals (
-    id              TEXT    NOT NULL PRIMARY KEY,
-    status          TEXT    NOT NULL,
-    live_key        TEXT    UNIQUE,
+    id              TEXT  NOT NULL PRIMARY KEY,
+    status          TEXT  NOT NULL,
+    live_key        TEXT  UNIQUE,
     subject         TEXT,
     client_id       TEXT,
     client_name     TEXT,
-    tool            TEXT    NOT NULL,
-    arguments       TEXT    NOT NULL,
-    digest          TEXT    NOT NULL,
-    policy_version  INTEGER NOT NULL,
-    summary         TEXT    NOT NULL,
-    requested_at_ms INTEGER NOT NULL,
-    expires_at_ms   INTEGER NOT NULL,
+    tool            TEXT  NOT NULL,
+    arguments       TEXT  NOT NULL,
+    digest          TEXT  NOT NULL,
+    policy_version  {int} NOT NULL,
+    summary         TEXT  NOT NULL,
+    requested_at_ms {int} NOT NULL,
+    expires_at_ms   {int} NOT NULL,
     decided_by      TEXT,
-    decided_at_ms   INTEGER,
+    decided_at_ms   {int},
     reason          TEXT
 );
 CREATE INDEX IF NOT EXISTS tool_approvals_open ON tool_approvals (status, subject)
@@ -34,47 +34,26 @@ CREATE INDEX IF NOT EXISTS tool_approvals_due ON tool_approvals (expires_at_ms)
     WHERE live_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS tool_approvals_requested ON tool_approvals (requested_at_ms);
 CREATE TABLE IF NOT EXISTS tool_approval_confirmations (
-    nonce         TEXT    NOT NULL PRIMARY KEY,
-    expires_at_ms INTEGER NOT NULL
+    nonce         TEXT  NOT NULL PRIMARY KEY,
+    expires_at_ms {int} NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tool_approval_confirmations_due
     ON tool_approval_confirmations (expires_at_ms);
 ";
 
+/// The tables on SQLite (in the audit trail's file).
+pub fn sqlite_schema() -> String {
+    SCHEMA.replace("{int}", "INTEGER")
+}
+
 /// The tables on PostgreSQL (the shared database), created under an
 /// advisory lock so replicas starting together do not race.
-pub const POSTGRES_SCHEMA: &str = "
-SELECT pg_advisory_xact_lock(7402117020);
-CREATE TABLE IF NOT EXISTS tool_approvals (
-    id              TEXT   NOT NULL PRIMARY KEY,
-    status          TEXT   NOT NULL,
-    live_key        TEXT   UNIQUE,
-    subject         TEXT,
-    client_id       TEXT,
-    client_name     TEXT,
-    tool            TEXT   NOT NULL,
-    arguments       TEXT   NOT NULL,
-    digest          TEXT   NOT NULL,
-    policy_version  BIGINT NOT NULL,
-    summary         TEXT   NOT NULL,
-    requested_at_ms BIGINT NOT NULL,
-    expires_at_ms   BIGINT NOT NULL,
-    decided_by      TEXT,
-    decided_at_ms   BIGINT,
-    reason          TEXT
-);
-CREATE INDEX IF NOT EXISTS tool_approvals_open ON tool_approvals (status, subject)
-    WHERE live_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS tool_approvals_due ON tool_approvals (expires_at_ms)
-    WHERE live_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS tool_approvals_requested ON tool_approvals (requested_at_ms);
-CREATE TABLE IF NOT EXISTS tool_approval_confirmations (
-    nonce         TEXT   NOT NULL PRIMARY KEY,
-    expires_at_ms BIGINT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tool_approval_confirmations_due
-    ON tool_approval_confirmations (expires_at_ms);
-";
+pub fn postgres_schema() -> String {
+    format!(
+        "SELECT pg_advisory_xact_lock(7402117020);{}",
+        SCHEMA.replace("{int}", "BIGINT")
+    )
+}
 
 /// Serialises filings on PostgreSQL, so the bounds are exact.
 pub const PG_FILING_LOCK: &str = "SELECT pg_advisory_xact_lock(7402117021)";

@@ -33,6 +33,7 @@ static FORGET_OLD: LazyLock<String> = LazyLock::new(|| q(sql::FORGET_OLD));
 static FORGET_CONFIRMATIONS: LazyLock<String> = LazyLock::new(|| q(sql::FORGET_CONFIRMATIONS));
 static SPEND: LazyLock<String> = LazyLock::new(|| q(sql::SPEND_CONFIRMATION));
 static AUDIT_STEP: LazyLock<String> = LazyLock::new(|| q(sql::AUDIT_STEP));
+static SCHEMA: LazyLock<String> = LazyLock::new(sql::sqlite_schema);
 
 fn failed(e: rusqlite::Error) -> String {
     format!("approvals (SQLite): {e}")
@@ -53,7 +54,7 @@ pub(super) fn open(file: &Path) -> Result<Connection, String> {
     conn.busy_timeout(BUSY).map_err(failed)?;
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(failed)?;
-    conn.execute_batch(sql::SQLITE_SCHEMA).map_err(failed)?;
+    conn.execute_batch(&SCHEMA).map_err(failed)?;
     Ok(conn)
 }
 

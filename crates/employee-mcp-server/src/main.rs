@@ -32,8 +32,9 @@ use cli::{AuditArgs, Cli, Command, LogFormat};
 /// free (fastbin consolidation, chunk unlinking) were a large share of a
 /// call's CPU; mimalloc costs less CPU per call on every tool, for some
 /// more RSS (`MIMALLOC_PURGE_DELAY=0` gives most of it back for a little
-/// CPU; figures in docs/performance.md, "Round 5"). Transparent huge
-/// pages are off (`no_thp`): with them, RSS grew a lot under load.
+/// CPU; docs/performance.md, "Memory: mimalloc and two glibc arenas").
+/// Transparent huge pages are off (`no_thp`): with them, RSS grew a lot
+/// under load.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -57,9 +58,8 @@ fn main() {
 
 /// Two glibc malloc arenas instead of up to eight per core: every
 /// blocking database thread otherwise kept its own arena of SQLite's freed
-/// memory (before mimalloc, details at c=64: peak RSS 35 -> 30 MiB, same
-/// CPU per call). `MALLOC_ARENA_MAX` or `GLIBC_TUNABLES` in the environment
-/// win.
+/// memory, for more peak RSS at the same CPU per call.
+/// `MALLOC_ARENA_MAX` or `GLIBC_TUNABLES` in the environment win.
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none()

@@ -1,13 +1,17 @@
 //! Inserts the generated seed data into an empty PostgreSQL database: one
-//! `INSERT … SELECT FROM unnest(arrays)` per table, inside the bootstrap
-//! transaction (so ten round trips for ~19,000 rows).
+//! `INSERT … SELECT FROM unnest(arrays)` per table and batch of the
+//! generator, inside the bootstrap transaction. The generator runs on a
+//! blocking thread and hands its batches over a bounded channel, so a
+//! company of any size is inserted in flat memory.
 
 use chrono::NaiveDate;
 use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 
 use crate::error::DirectoryError;
-use crate::seed::{self, SeedData};
+use tokio::sync::mpsc;
+
+use crate::seed::{self, SeedData, Sink};
 
 type Params<'a> = Vec<&'a (dyn ToSql + Sync)>;
 
@@ -27,10 +31,7 @@ pub(crate) async fn seed_if_empty(
         return Ok(false);
     }
     let started = std::time::Instant::now();
-    let data = seed::generate(demo_employees).map_err(DirectoryError::Seed)?;
-    insert(tx, &data)
-        .await
-        .map_err(|e| DirectoryError::Seed(e.to_string()))?;
+    let people = generate_and_insert(tx, demo_employees).await?;
     if let Some(n) = demo_employees {
         tx.execute(
             "INSERT INTO directory_meta (key, value) VALUES ('seed_employees', $1)",
@@ -40,7 +41,7 @@ pub(crate) async fn seed_if_empty(
         .map_err(|e| DirectoryError::Seed(e.to_string()))?;
     }
     tracing::info!(
-        employees = data.employees.len(),
+        employees = people,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "seeded employee directory"
     );
@@ -67,10 +68,58 @@ async fn insert_arrays(
     tx.execute(&sql, &params).await.map(|_| ())
 }
 
-async fn insert(tx: &Transaction<'_>, data: &SeedData) -> Result<(), tokio_postgres::Error> {
+/// Batches in flight between the generator and the inserts: the
+/// generator makes the next while one is inserted.
+const BATCHES_IN_FLIGHT: usize = 2;
+
+/// Hands each batch to the inserting task.
+struct Sender(mpsc::Sender<SeedData>);
+
+impl Sink for Sender {
+    fn take(&mut self, batch: &mut SeedData) -> Result<(), String> {
+        self.0
+            .blocking_send(std::mem::take(batch))
+            .map_err(|_| "the database stopped taking rows".to_string())
+    }
+}
+
+/// Runs the generator on a blocking thread and inserts its batches as
+/// they come; returns the number of people.
+async fn generate_and_insert(
+    tx: &Transaction<'_>,
+    demo_employees: Option<u32>,
+) -> Result<u64, DirectoryError> {
+    let (send, mut batches) = mpsc::channel(BATCHES_IN_FLIGHT);
+    let generator = tokio::task::spawn_blocking(move || {
+        seed::generate_into(demo_employees, &mut Sender(send))
+    });
+    let mut inserted = Ok(());
+    while let Some(batch) = batches.recv().await {
+        inserted = insert_batch(tx, &batch).await;
+        if inserted.is_err() {
+            break;
+        }
+    }
+    // A failed insert stops the generator at its next batch.
+    drop(batches);
+    let generated = generator.await.map_err(DirectoryError::from)?;
+    inserted.map_err(|e| DirectoryError::Seed(e.to_string()))?;
+    let people = generated.map_err(DirectoryError::Seed)?;
+    meta(tx)
+        .await
+        .map_err(|e| DirectoryError::Seed(e.to_string()))?;
+    Ok(people)
+}
+
+/// Inserts one batch of the generator.
+async fn insert_batch(tx: &Transaction<'_>, data: &SeedData) -> Result<(), tokio_postgres::Error> {
     insert_org(tx, data).await?;
     insert_people(tx, data).await?;
-    insert_details(tx, data).await?;
+    insert_details(tx, data).await
+}
+
+/// Records which generator made the rows and its anchor date.
+async fn meta(tx: &Transaction<'_>) -> Result<(), tokio_postgres::Error> {
     tx.execute(
         "INSERT INTO directory_meta (key, value) VALUES ('seed_version', $1), ('seed_anchor_date', $2)",
         &[&seed::SEED_VERSION, &seed::anchor_date().to_string()],

@@ -162,7 +162,9 @@ pub(crate) struct LeaveRow {
     pub pending: f64,
 }
 
-/// The whole generated organisation, in insertion order.
+/// Generated rows, in insertion order: the whole organisation (from
+/// [`generate`]) or one batch of it (what a [`Sink`] is handed).
+#[derive(Default)]
 pub(crate) struct SeedData {
     pub departments: Vec<DepartmentRow>,
     pub teams: Vec<TeamRow>,
@@ -176,6 +178,55 @@ pub(crate) struct SeedData {
     pub leave: Vec<LeaveRow>,
 }
 
+impl SeedData {
+    /// Empties every table, keeping the allocations for the next batch.
+    pub(crate) fn clear(&mut self) {
+        self.departments.clear();
+        self.teams.clear();
+        self.locations.clear();
+        self.roles.clear();
+        self.bands.clear();
+        self.skills.clear();
+        self.employees.clear();
+        self.employee_skills.clear();
+        self.history.clear();
+        self.leave.clear();
+    }
+}
+
+/// Where the generator's rows go, a batch at a time: a company of a
+/// million people is written as it is made, never held whole (a batch is
+/// at most [`BATCH_PEOPLE`] people with their skills, history and leave).
+/// Rows reach the sink in generation order per table; a row may refer to
+/// one of a later batch (a department's head, a team's manager), so the
+/// sink checks references once at the end.
+pub(crate) trait Sink {
+    /// Takes the rows generated since the last call and leaves `batch`
+    /// empty.
+    fn take(&mut self, batch: &mut SeedData) -> Result<(), String>;
+}
+
+/// Keeps every row (the default demo, tests).
+impl Sink for SeedData {
+    fn take(&mut self, batch: &mut SeedData) -> Result<(), String> {
+        self.departments.append(&mut batch.departments);
+        self.teams.append(&mut batch.teams);
+        self.locations.append(&mut batch.locations);
+        self.roles.append(&mut batch.roles);
+        self.bands.append(&mut batch.bands);
+        self.skills.append(&mut batch.skills);
+        self.employees.append(&mut batch.employees);
+        self.employee_skills.append(&mut batch.employee_skills);
+        self.history.append(&mut batch.history);
+        self.leave.append(&mut batch.leave);
+        Ok(())
+    }
+}
+
+/// People per batch handed to a [`Sink`]: large enough that a batch is
+/// one cheap round of inserts, small enough to stay a few MiB.
+pub(crate) const BATCH_PEOPLE: usize = 4096;
+
 /// Builds a job title from a role and level ("Senior" + "Software Engineer").
 pub(crate) fn job_title(role: &str, track: &str, level: Level) -> String {
     match level.title_prefix() {
@@ -186,13 +237,23 @@ pub(crate) fn job_title(role: &str, track: &str, level: Level) -> String {
     }
 }
 
-/// Generates the organisation. Pure and deterministic: `None` is the demo
-/// company (about 1,400 people), `Some(n)` a company of exactly `n` people
-/// shaped like a real one (see [`scaled`]).
+/// The whole organisation at once, as [`generate_into`] makes it (tests).
+#[cfg(test)]
 pub(crate) fn generate(employees: Option<u32>) -> Result<SeedData, String> {
+    let mut all = SeedData::default();
+    generate_into(employees, &mut all)?;
+    Ok(all)
+}
+
+/// Generates the organisation, handing the rows to `sink` in batches;
+/// returns the number of people. Pure and deterministic: `None` is the
+/// demo company (about 1,400 people), `Some(n)` a company of exactly `n`
+/// people shaped like a real one (see [`scaled`]).
+pub(crate) fn generate_into(employees: Option<u32>, sink: &mut dyn Sink) -> Result<u64, String> {
+    let generator = Generator::new(sink);
     match employees {
-        None => Generator::new().run(),
-        Some(n) => Generator::new().run_scaled(n),
+        None => generator.run(),
+        Some(n) => generator.run_scaled(n),
     }
 }
 
@@ -224,9 +285,14 @@ struct Placement<'a> {
     skill_pool: Vec<&'static str>,
 }
 
-struct Generator {
+struct Generator<'s> {
     rng: SplitMix64,
+    /// Rows not yet handed to `sink`.
     data: SeedData,
+    sink: &'s mut dyn Sink,
+    /// People generated so far (all batches).
+    people: u64,
+    next_role_id: i64,
     taken_ids: HashSet<String>,
     /// Next suffix to try per lower-cased name, so a million people with
     /// a few thousand distinct names do not probe suffixes one by one.
@@ -254,22 +320,14 @@ const MANAGER_LEVELS: &[(Level, u32)] = &[
     (Level::Director, 10),
 ];
 
-impl Generator {
-    fn new() -> Self {
+impl<'s> Generator<'s> {
+    fn new(sink: &'s mut dyn Sink) -> Self {
         Generator {
             rng: SplitMix64::new(PRNG_SEED),
-            data: SeedData {
-                departments: Vec::new(),
-                teams: Vec::new(),
-                locations: Vec::new(),
-                roles: Vec::new(),
-                bands: Vec::new(),
-                skills: Vec::new(),
-                employees: Vec::new(),
-                employee_skills: Vec::new(),
-                history: Vec::new(),
-                leave: Vec::new(),
-            },
+            data: SeedData::default(),
+            sink,
+            people: 0,
+            next_role_id: 1,
             taken_ids: HashSet::new(),
             next_suffix: HashMap::new(),
             long_tail_skills: false,
@@ -349,7 +407,14 @@ impl Generator {
         Ok(head_id)
     }
 
-    fn run(mut self) -> Result<SeedData, String> {
+    /// Hands the rows made since the last flush to the sink.
+    fn flush(&mut self) -> Result<(), String> {
+        self.sink.take(&mut self.data)?;
+        self.data.clear();
+        Ok(())
+    }
+
+    fn run(mut self) -> Result<u64, String> {
         self.reference_data();
 
         let ceo_id = self.executive_office()?;
@@ -360,7 +425,8 @@ impl Generator {
                 self.team(dept, team, &head_id)?;
             }
         }
-        Ok(self.data)
+        self.flush()?;
+        Ok(self.people)
     }
 
     fn reference_data(&mut self) {
@@ -431,7 +497,8 @@ impl Generator {
         department_id: &'static str,
         mids: &[(Level, i64)],
     ) {
-        let id = self.data.roles.len() as i64 + 1;
+        let id = self.next_role_id;
+        self.next_role_id += 1;
         self.role_ids.insert(title, id);
         self.data.roles.push(RoleRow {
             id,
@@ -643,6 +710,10 @@ impl Generator {
         self.skills(&id, at, spec.skills)?;
         self.history(&id, at, start, termination_date);
         self.leave(&id, employment_type, start, end);
+        self.people += 1;
+        if self.data.employees.len() >= BATCH_PEOPLE {
+            self.flush()?;
+        }
         Ok(id)
     }
 
@@ -1038,7 +1109,8 @@ mod tests {
 
     #[test]
     fn handles_collisions_with_suffixes() {
-        let mut g = Generator::new();
+        let mut sink = SeedData::default();
+        let mut g = Generator::new(&mut sink);
         assert_eq!(g.unique_handle("Maria", "Garcia").0, "MariaGarcia");
         let (id, email) = g.unique_handle("Maria", "Garcia");
         assert_eq!(id, "MariaGarcia2");

@@ -14,7 +14,7 @@ use chrono::Days;
 
 use super::catalog::{self, DEPARTMENTS, DepartmentDef, TEAMS, TeamDef};
 use super::{
-    Generator, IC_LEVELS, PersonSpec, Placement, SeedData, TERMINATED_SHARE, TeamRow, Track,
+    Generator, IC_LEVELS, PersonSpec, Placement, TERMINATED_SHARE, TeamRow, Track,
     alice_johnson, anchor_date, john_doe, ymd,
 };
 use crate::model::{EmploymentType, Level, TerminationReason};
@@ -53,8 +53,8 @@ impl TeamSize {
     }
 }
 
-impl Generator {
-    pub(super) fn run_scaled(mut self, employees: u32) -> Result<SeedData, String> {
+impl Generator<'_> {
+    pub(super) fn run_scaled(mut self, employees: u32) -> Result<u64, String> {
         if !(MIN_EMPLOYEES..=MAX_EMPLOYEES).contains(&employees) {
             return Err(format!(
                 "a demo company has {MIN_EMPLOYEES} to {MAX_EMPLOYEES} employees, not {employees}"
@@ -66,7 +66,8 @@ impl Generator {
         for (dept, share) in DEPARTMENTS.iter().zip(shares(employees - 1)) {
             self.scaled_department(dept, &ceo_id, share)?;
         }
-        Ok(self.data)
+        self.flush()?;
+        Ok(self.people)
     }
 
     /// A department of `share` people: its head, directors and teams.
@@ -362,7 +363,7 @@ mod tests {
     use std::collections::{HashMap, HashSet};
     use std::hash::{DefaultHasher, Hash, Hasher};
 
-    use super::super::generate;
+    use super::super::{SeedData, generate};
     use super::*;
     use crate::model::EmploymentStatus;
 

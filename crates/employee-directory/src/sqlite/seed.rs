@@ -4,7 +4,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::bulk;
 use crate::error::DirectoryError;
-use crate::seed::{self, SeedData};
+use crate::seed::{self, SeedData, Sink};
 
 /// Seeds the database if it holds no directory rows at all (a database
 /// started empty and then given only some entities by an import is the
@@ -47,11 +47,14 @@ fn seed_in_transaction(
         return Ok(false);
     }
     let started = std::time::Instant::now();
-    let data = seed::generate(demo_employees).map_err(DirectoryError::Seed)?;
     // The whole company at once: aggregates filled once at the end, not
     // followed row by row (bulk.rs).
     let paused = bulk::pause(&tx).map_err(DirectoryError::db("pause aggregate triggers"))?;
-    insert(&tx, &data).map_err(|e| DirectoryError::Seed(e.to_string()))?;
+    // Rows go in as they are made, a batch at a time, so memory stays
+    // flat at any company size.
+    let people = seed::generate_into(demo_employees, &mut Inserter { tx: &tx })
+        .map_err(DirectoryError::Seed)?;
+    meta(&tx).map_err(|e| DirectoryError::Seed(e.to_string()))?;
     paused
         .rebuild(&tx)
         .map_err(DirectoryError::db("fill the aggregates"))?;
@@ -75,28 +78,42 @@ fn seed_in_transaction(
     tx.commit()
         .map_err(|e| DirectoryError::Seed(format!("commit failed: {e}")))?;
     tracing::info!(
-        employees = data.employees.len(),
+        employees = people,
         elapsed_ms = started.elapsed().as_millis() as u64,
         "seeded employee directory"
     );
     Ok(true)
 }
 
+/// Inserts each batch of the generator into the seed transaction.
+struct Inserter<'a, 't> {
+    tx: &'a Transaction<'t>,
+}
+
+impl Sink for Inserter<'_, '_> {
+    fn take(&mut self, batch: &mut SeedData) -> Result<(), String> {
+        insert(self.tx, batch).map_err(|e| e.to_string())?;
+        batch.clear();
+        Ok(())
+    }
+}
+
+/// Inserts one batch; the statements are cached across batches.
 fn insert(tx: &Transaction<'_>, data: &SeedData) -> rusqlite::Result<()> {
     let mut stmt =
-        tx.prepare("INSERT INTO locations (id, city, region, country) VALUES (?1, ?2, ?3, ?4)")?;
+        tx.prepare_cached("INSERT INTO locations (id, city, region, country) VALUES (?1, ?2, ?3, ?4)")?;
     for l in &data.locations {
         stmt.execute(params![l.id, l.city, l.region, l.country])?;
     }
 
-    let mut stmt = tx.prepare(
+    let mut stmt = tx.prepare_cached(
         "INSERT INTO departments (id, name, description, head_id) VALUES (?1, ?2, ?3, ?4)",
     )?;
     for d in &data.departments {
         stmt.execute(params![d.id, d.name, d.description, d.head_id])?;
     }
 
-    let mut stmt = tx.prepare(
+    let mut stmt = tx.prepare_cached(
         "INSERT INTO teams (id, name, department_id, description, manager_id)
          VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
@@ -111,12 +128,12 @@ fn insert(tx: &Transaction<'_>, data: &SeedData) -> rusqlite::Result<()> {
     }
 
     let mut stmt =
-        tx.prepare("INSERT INTO roles (id, title, track, department_id) VALUES (?1, ?2, ?3, ?4)")?;
+        tx.prepare_cached("INSERT INTO roles (id, title, track, department_id) VALUES (?1, ?2, ?3, ?4)")?;
     for r in &data.roles {
         stmt.execute(params![r.id, r.title, r.track.as_str(), r.department_id])?;
     }
 
-    let mut stmt = tx.prepare(
+    let mut stmt = tx.prepare_cached(
         "INSERT INTO compensation_bands (role_id, level, currency, min_salary, mid_salary, max_salary)
          VALUES (?1, ?2, 'USD', ?3, ?4, ?5)",
     )?;
@@ -124,12 +141,12 @@ fn insert(tx: &Transaction<'_>, data: &SeedData) -> rusqlite::Result<()> {
         stmt.execute(params![b.role_id, b.level.as_str(), b.min, b.mid, b.max])?;
     }
 
-    let mut stmt = tx.prepare("INSERT INTO skills (id, name, category) VALUES (?1, ?2, ?3)")?;
+    let mut stmt = tx.prepare_cached("INSERT INTO skills (id, name, category) VALUES (?1, ?2, ?3)")?;
     for s in &data.skills {
         stmt.execute(params![s.id, s.name, s.category])?;
     }
 
-    let mut stmt = tx.prepare(
+    let mut stmt = tx.prepare_cached(
         "INSERT INTO employees (
              id, first_name, last_name, email, phone, role_id, level, department_id, team_id,
              manager_id, location_id, employment_type, office_type, start_date, status,
@@ -159,14 +176,14 @@ fn insert(tx: &Transaction<'_>, data: &SeedData) -> rusqlite::Result<()> {
         ])?;
     }
 
-    let mut stmt = tx.prepare(
+    let mut stmt = tx.prepare_cached(
         "INSERT INTO employee_skills (employee_id, skill_id, proficiency) VALUES (?1, ?2, ?3)",
     )?;
     for s in &data.employee_skills {
         stmt.execute(params![s.employee_id, s.skill_id, s.proficiency.rank()])?;
     }
 
-    let mut stmt = tx.prepare(
+    let mut stmt = tx.prepare_cached(
         "INSERT INTO employment_history
              (employee_id, company, title, level, department_id, event, start_date, end_date)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -184,7 +201,7 @@ fn insert(tx: &Transaction<'_>, data: &SeedData) -> rusqlite::Result<()> {
         ])?;
     }
 
-    let mut stmt = tx.prepare(
+    let mut stmt = tx.prepare_cached(
         "INSERT INTO leave_balances
              (employee_id, year, leave_type, entitled_days, used_days, pending_days)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -200,6 +217,11 @@ fn insert(tx: &Transaction<'_>, data: &SeedData) -> rusqlite::Result<()> {
         ])?;
     }
 
+    Ok(())
+}
+
+/// Records which generator made the rows and its anchor date.
+fn meta(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     let mut stmt = tx.prepare("INSERT INTO directory_meta (key, value) VALUES (?1, ?2)")?;
     stmt.execute(params!["seed_version", seed::SEED_VERSION])?;
     stmt.execute(params!["seed_anchor_date", seed::anchor_date().to_string()])?;

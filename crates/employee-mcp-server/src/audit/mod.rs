@@ -26,6 +26,7 @@
 //!
 //! The `audit` subcommand reads the same table ([`query`]).
 
+mod error;
 mod postgres;
 mod sqlite;
 mod store;
@@ -47,6 +48,7 @@ use rusqlite::{Connection, OpenFlags, params_from_iter};
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
+pub use error::Error;
 pub use trail::file as trail_file;
 use writer::{Message, Writer};
 
@@ -108,12 +110,13 @@ CREATE INDEX IF NOT EXISTS audit_log_subject ON audit_log (subject, at_unix_ms);
 
 /// Runs `work` on a plain thread: the PostgreSQL code drives its own
 /// runtime, which cannot start inside the caller's.
-fn off_runtime<T: Send>(work: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+fn off_runtime<T: Send>(work: impl FnOnce() -> Result<T, Error> + Send) -> Result<T, Error> {
     std::thread::scope(|scope| {
-        scope
-            .spawn(work)
-            .join()
-            .unwrap_or_else(|_| Err("the audit database thread panicked".to_owned()))
+        scope.spawn(work).join().unwrap_or_else(|_| {
+            Err(Error::Unusable(
+                "the audit database thread panicked".to_owned(),
+            ))
+        })
     })
 }
 
@@ -163,28 +166,36 @@ fn open(
     location: &DatabaseUrl,
     pin: Option<&PinnedFile>,
     busy: Duration,
-) -> Result<Connection, String> {
+) -> Result<Connection, Error> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let failed = |e: &dyn std::fmt::Display| {
-        format!("cannot open the audit database {}: {e}", describe(location))
-    };
+    let failed = || format!("cannot open the audit database {}", describe(location));
     let conn = match (location, pin) {
-        (DatabaseUrl::Sqlite { .. }, Some(pin)) => pin.open(flags).map_err(|e| failed(&e))?,
-        (DatabaseUrl::Memory, _) => Connection::open_in_memory().map_err(|e| failed(&e))?,
-        _ => return Err("not a SQLite trail file or in-memory database".to_owned()),
+        (DatabaseUrl::Sqlite { .. }, Some(pin)) => {
+            pin.open(flags).map_err(Error::pinned(failed()))?
+        }
+        (DatabaseUrl::Memory, _) => {
+            Connection::open_in_memory().map_err(Error::sqlite(failed()))?
+        }
+        _ => {
+            return Err(Error::Unusable(
+                "not a SQLite trail file or in-memory database".to_owned(),
+            ));
+        }
     };
     conn.busy_timeout(busy)
-        .map_err(|e| format!("cannot configure the audit database: {e}"))?;
+        .map_err(Error::sqlite("cannot configure the audit database"))?;
     if let DatabaseUrl::Sqlite { .. } = location {
         let mode: String = conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(|e| format!("cannot switch the audit database to WAL: {e}"))?;
+            .map_err(Error::sqlite("cannot switch the audit database to WAL"))?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(%mode, "audit database did not switch to WAL journal mode");
         }
         // Every commit reaches the disk before the answer leaves.
         conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(|e| format!("cannot set synchronous=FULL on the audit database: {e}"))?;
+            .map_err(Error::sqlite(
+                "cannot set synchronous=FULL on the audit database",
+            ))?;
     }
     Ok(conn)
 }
@@ -196,7 +207,7 @@ fn open_trail(
     path: &Path,
     directory: Option<&PinnedFile>,
     busy: Duration,
-) -> Result<(Connection, Arc<PinnedFile>), String> {
+) -> Result<(Connection, Arc<PinnedFile>), Error> {
     let file = trail::file(path);
     let location = DatabaseUrl::Sqlite {
         path: file.clone(),
@@ -206,21 +217,23 @@ fn open_trail(
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     drop(
-        Connection::open_with_flags(&file, create)
-            .map_err(|e| format!("cannot create the audit database {}: {e}", file.display()))?,
+        Connection::open_with_flags(&file, create).map_err(Error::sqlite(format!(
+            "cannot create the audit database {}",
+            file.display()
+        )))?,
     );
-    let pin = Arc::new(PinnedFile::pin(&file).map_err(|e| e.to_string())?);
+    let pin = Arc::new(PinnedFile::pin(&file).map_err(Error::pinned(""))?);
     let conn = open(&location, Some(&pin), busy)?;
     migrate(&conn)?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let dir_conn = match directory {
-        Some(pin) => pin.open(flags).map_err(|e| e.to_string())?,
+        Some(pin) => pin.open(flags).map_err(Error::pinned(""))?,
         None => Connection::open_with_flags(path, flags)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?,
+            .map_err(Error::sqlite(format!("cannot open {}", path.display())))?,
     };
     dir_conn
         .busy_timeout(busy)
-        .map_err(|e| format!("cannot configure the directory connection: {e}"))?;
+        .map_err(Error::sqlite("cannot configure the directory connection"))?;
     let moved = trail::adopt(&dir_conn, &file)?;
     if moved > 0 {
         tracing::info!(rows = moved, trail = %file.display(), "moved audit_log out of the directory's file");
@@ -231,9 +244,9 @@ fn open_trail(
 /// Creates the table and indexes if missing and brings an older table up
 /// to date: `count` (rate-limited calls folded into the row; NULL means
 /// one call) was added after the first deployments.
-fn migrate(conn: &Connection) -> Result<(), String> {
+fn migrate(conn: &Connection) -> Result<(), Error> {
     conn.execute_batch(SCHEMA)
-        .map_err(|e| format!("cannot create the audit_log table: {e}"))?;
+        .map_err(Error::sqlite("cannot create the audit_log table"))?;
     if has_column(conn, "count")? {
         return Ok(());
     }
@@ -242,13 +255,13 @@ fn migrate(conn: &Connection) -> Result<(), String> {
     if let Err(e) = added
         && !has_column(conn, "count")?
     {
-        return Err(format!("cannot add the count column to audit_log: {e}"));
+        return Err(Error::sqlite("cannot add the count column to audit_log")(e));
     }
     Ok(())
 }
 
-fn has_column(conn: &Connection, name: &str) -> Result<bool, String> {
-    let read = |e: rusqlite::Error| format!("cannot read the audit_log schema: {e}");
+fn has_column(conn: &Connection, name: &str) -> Result<bool, Error> {
+    let read = |e| Error::sqlite("cannot read the audit_log schema")(e);
     let mut stmt = conn
         .prepare("SELECT name FROM pragma_table_info('audit_log')")
         .map_err(read)?;
@@ -376,7 +389,7 @@ const WRITER_CACHE_SIZE: i64 = -256;
 impl Audit {
     /// Opens the database (already created by the directory), creates or
     /// migrates the table and starts the writer thread.
-    pub fn open(location: &DatabaseUrl, options: AuditOptions) -> Result<Audit, String> {
+    pub fn open(location: &DatabaseUrl, options: AuditOptions) -> Result<Audit, Error> {
         if *location == DatabaseUrl::Memory {
             tracing::warn!(
                 "audit trail kept in memory (sqlite::memory: database); it is lost when the server stops"
@@ -403,7 +416,7 @@ impl Audit {
                 // default 2 MiB page cache would mostly hold pages it never
                 // reads again.
                 conn.pragma_update(None, "cache_size", WRITER_CACHE_SIZE)
-                    .map_err(|e| format!("cannot size the audit writer's page cache: {e}"))?;
+                    .map_err(Error::sqlite("cannot size the audit writer's page cache"))?;
                 Box::new(sqlite::SqliteStore::new(conn, pin))
             }
         };
@@ -414,7 +427,7 @@ impl Audit {
         std::thread::Builder::new()
             .name("audit-writer".to_owned())
             .spawn(move || writer.run(rx))
-            .map_err(|e| format!("cannot start the audit writer thread: {e}"))?;
+            .map_err(Error::io("cannot start the audit writer thread"))?;
         Ok(Audit {
             queue,
             stats,
@@ -469,20 +482,13 @@ impl AuditSink for Audit {
                 .try_send(Message::Record(Box::new(entry), ack))
                 .inspect_err(|_| self.stats.not_enqueued())
                 .map_err(|e| match e {
-                    mpsc::error::TrySendError::Full(_) => {
-                        "the audit writer is behind (queue full)".to_owned()
-                    }
-                    mpsc::error::TrySendError::Closed(_) => {
-                        "the audit writer has stopped".to_owned()
-                    }
+                    mpsc::error::TrySendError::Full(_) => Error::Behind,
+                    mpsc::error::TrySendError::Closed(_) => Error::Stopped,
                 })?;
             match tokio::time::timeout(self.commit_timeout, committed).await {
                 Ok(Ok(outcome)) => outcome,
-                Ok(Err(_)) => Err("the audit writer has stopped".to_owned()),
-                Err(_) => Err(format!(
-                    "the audit commit did not finish within {} s",
-                    self.commit_timeout.as_secs()
-                )),
+                Ok(Err(_)) => Err(Error::Stopped.into()),
+                Err(_) => Err(Error::CommitTimeout(self.commit_timeout).into()),
             }
         })
     }
@@ -587,44 +593,44 @@ use row_from;
 /// Opens a database file for the `audit` command: read-only, so reading
 /// never changes it (no journal-mode switch, no table created), and only
 /// a regular file (a device such as `/dev/zero` is no database).
-fn open_for_reading(path: &Path) -> Result<Connection, String> {
+fn open_for_reading(path: &Path) -> Result<Connection, Error> {
     let meta =
-        std::fs::metadata(path).map_err(|e| format!("no database at {}: {e}", path.display()))?;
+        std::fs::metadata(path).map_err(Error::io(format!("no database at {}", path.display())))?;
     if !meta.is_file() {
-        return Err(format!(
+        return Err(Error::Unusable(format!(
             "{} is not a database file (not a regular file); check --database",
             path.display()
-        ));
+        )));
     }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags)
-        .map_err(|e| format!("cannot open {} read-only: {e}", path.display()))?;
+    let conn = Connection::open_with_flags(path, flags).map_err(Error::sqlite(format!(
+        "cannot open {} read-only",
+        path.display()
+    )))?;
     conn.busy_timeout(READ_BUSY_TIMEOUT)
-        .map_err(|e| format!("cannot configure the audit database: {e}"))?;
+        .map_err(Error::sqlite("cannot configure the audit database"))?;
     Ok(conn)
 }
 
 /// Whether the database has a table `name`; a file that is not a SQLite
 /// database says so here, at its first read.
-fn has_table(conn: &Connection, name: &str, location: &DatabaseUrl) -> Result<bool, String> {
+fn has_table(conn: &Connection, name: &str, location: &DatabaseUrl) -> Result<bool, Error> {
     conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
         [name],
         |row| row.get(0),
     )
     .map_err(|e| match e.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::NotADatabase) => {
-            format!(
-                "{} is not a SQLite database; check --database",
-                describe(location)
-            )
-        }
-        _ => format!("cannot read the audit database: {e}"),
+        Some(rusqlite::ErrorCode::NotADatabase) => Error::Unusable(format!(
+            "{} is not a SQLite database; check --database",
+            describe(location)
+        )),
+        _ => Error::sqlite("cannot read the audit database")(e),
     })
 }
 
 /// Reads records matching `filter`, oldest first (the newest `limit`).
-pub fn query(location: &DatabaseUrl, filter: &Filter) -> Result<Vec<Row>, String> {
+pub fn query(location: &DatabaseUrl, filter: &Filter) -> Result<Vec<Row>, Error> {
     if let DatabaseUrl::Postgres(url) = location {
         return off_runtime(|| postgres::query(url, filter));
     }
@@ -648,10 +654,10 @@ pub fn query(location: &DatabaseUrl, filter: &Filter) -> Result<Vec<Row>, String
         if let DatabaseUrl::Sqlite { path, .. } = location
             && !has_table(&conn, "employees", location)?
         {
-            return Err(format!(
+            return Err(Error::Unusable(format!(
                 "{} is not an employee directory (it has no audit_log or employees table); check --database",
                 path.display()
-            ));
+            )));
         }
         return Ok(Vec::new());
     }
@@ -694,13 +700,13 @@ pub fn query(location: &DatabaseUrl, filter: &Filter) -> Result<Vec<Row>, String
     args.push(i64::from(filter.limit).into());
     let mut stmt = conn
         .prepare(&sql)
-        .map_err(|e| format!("cannot query audit_log: {e}"))?;
+        .map_err(Error::sqlite("cannot query audit_log"))?;
     let rows = stmt
         .query_map(params_from_iter(args), |row| Ok(row_from!(row, get)))
-        .map_err(|e| format!("cannot query audit_log: {e}"))?;
+        .map_err(Error::sqlite("cannot query audit_log"))?;
     let mut out = rows
         .collect::<Result<Vec<Row>, _>>()
-        .map_err(|e| format!("cannot read audit_log: {e}"))?;
+        .map_err(Error::sqlite("cannot read audit_log"))?;
     out.reverse();
     Ok(out)
 }

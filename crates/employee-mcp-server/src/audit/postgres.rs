@@ -21,8 +21,7 @@ use tokio::runtime::Runtime;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::store::Store;
-use super::{Entry, Filter, ROW_COLUMNS, Row, row_from};
-use mcpwire_cluster::db_message;
+use super::{Entry, Error, Filter, ROW_COLUMNS, Row, row_from};
 
 /// Server-side bound on one audit statement.
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -65,10 +64,11 @@ fn opt(s: &Option<String>) -> Option<String> {
 }
 
 /// Connects on `runtime` (the connection task runs on it).
-fn connect(runtime: &Runtime, url: &str) -> Result<Client, String> {
-    let mut config: tokio_postgres::Config = url
-        .parse()
-        .map_err(|e| format!("invalid PostgreSQL URL {}: {e}", redact(url)))?;
+fn connect(runtime: &Runtime, url: &str) -> Result<Client, Error> {
+    let mut config: tokio_postgres::Config = url.parse().map_err(Error::postgres(format!(
+        "invalid PostgreSQL URL {}",
+        redact(url)
+    )))?;
     config
         .options(format!(
             "-c statement_timeout={}",
@@ -79,8 +79,11 @@ fn connect(runtime: &Runtime, url: &str) -> Result<Client, String> {
     runtime.block_on(async {
         let (client, connection) = tokio::time::timeout(CALL_TIMEOUT, config.connect(NoTls))
             .await
-            .map_err(|_| format!("connecting to {} timed out", redact(url)))?
-            .map_err(|e| format!("cannot connect to the audit database {}: {e}", redact(url)))?;
+            .map_err(|_| Error::Unusable(format!("connecting to {} timed out", redact(url))))?
+            .map_err(Error::postgres(format!(
+                "cannot connect to the audit database {}",
+                redact(url)
+            )))?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::warn!(error = %e, "audit database connection closed");
@@ -105,11 +108,11 @@ pub(super) struct PgStore {
 impl PgStore {
     /// Connects and creates the table if missing (under an advisory lock,
     /// so replicas starting together do not race).
-    pub(super) fn open(url: &str) -> Result<PgStore, String> {
+    pub(super) fn open(url: &str) -> Result<PgStore, Error> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("cannot start the audit runtime: {e}"))?;
+            .map_err(Error::io("cannot start the audit runtime"))?;
         let client = connect(&runtime, url)?;
         let mut store = PgStore {
             url: url.to_owned(),
@@ -123,28 +126,28 @@ impl PgStore {
     }
 
     /// The connection, reconnecting if the last one was lost.
-    fn client(&mut self) -> Result<&Client, String> {
+    fn client(&mut self) -> Result<&Client, Error> {
         if self.client.as_ref().is_none_or(Client::is_closed) {
             self.statements.clear();
             self.client = Some(connect(&self.runtime, &self.url)?);
         }
         self.client
             .as_ref()
-            .ok_or_else(|| "no audit database connection".to_owned())
+            .ok_or_else(|| Error::Unusable("no audit database connection".to_owned()))
     }
 
     /// Runs `work` with the client, bounded by [`CALL_TIMEOUT`].
     fn run<T>(
         &mut self,
         work: impl AsyncFnOnce(&Client) -> Result<T, tokio_postgres::Error>,
-    ) -> Result<T, String> {
+    ) -> Result<T, Error> {
         self.client()?;
         let begin = std::mem::take(&mut self.begin_pending);
         let PgStore {
             runtime, client, ..
         } = self;
         let Some(client) = client.as_ref() else {
-            return Err("no audit database connection".to_owned());
+            return Err(Error::Unusable("no audit database connection".to_owned()));
         };
         let result = runtime.block_on(async {
             tokio::time::timeout(CALL_TIMEOUT, async {
@@ -162,22 +165,22 @@ impl PgStore {
         });
         match result {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(format!("cannot append to audit_log: {}", db_message(&e))),
+            Ok(Err(e)) => Err(Error::postgres("cannot append to audit_log")(e)),
             Err(_) => {
                 // The connection is in an unknown state: start afresh.
                 self.client = None;
                 self.statements.clear();
-                Err(format!(
-                    "the audit database did not answer within {} s",
-                    CALL_TIMEOUT.as_secs()
-                ))
+                Err(Error::NoAnswer {
+                    what: "the audit database",
+                    within: CALL_TIMEOUT,
+                })
             }
         }
     }
 
     /// `sql` prepared once per connection: the writer repeats the same
     /// few statements.
-    fn prepared(&mut self, sql: &'static str) -> Result<Statement, String> {
+    fn prepared(&mut self, sql: &'static str) -> Result<Statement, Error> {
         self.client()?;
         if let Some(stmt) = self.statements.get(sql) {
             return Ok(stmt.clone());
@@ -187,19 +190,19 @@ impl PgStore {
         Ok(stmt)
     }
 
-    fn batch(&mut self, sql: &str) -> Result<(), String> {
+    fn batch(&mut self, sql: &str) -> Result<(), Error> {
         self.run(async |c| c.batch_execute(sql).await)
     }
 }
 
 impl Store for PgStore {
-    fn begin(&mut self) -> Result<(), String> {
+    fn begin(&mut self) -> Result<(), Error> {
         // Sent with the transaction's first statement (see `run`).
         self.begin_pending = true;
         Ok(())
     }
 
-    fn commit(&mut self) -> Result<(), String> {
+    fn commit(&mut self) -> Result<(), Error> {
         if std::mem::take(&mut self.begin_pending) {
             return Ok(()); // Nothing was written: nothing to commit.
         }
@@ -218,7 +221,7 @@ impl Store for PgStore {
         }
     }
 
-    fn insert(&mut self, e: &Entry, count: Option<i64>) -> Result<i64, String> {
+    fn insert(&mut self, e: &Entry, count: Option<i64>) -> Result<i64, Error> {
         let values = (
             text(&e.at),
             opt(&e.subject),
@@ -264,7 +267,7 @@ impl Store for PgStore {
         })
     }
 
-    fn insert_all(&mut self, entries: &[Entry]) -> Result<(), String> {
+    fn insert_all(&mut self, entries: &[Entry]) -> Result<(), Error> {
         if entries.is_empty() {
             return Ok(());
         }
@@ -293,7 +296,7 @@ impl Store for PgStore {
         })
     }
 
-    fn store_count(&mut self, row: i64, count: i64, latency_ms: i64) -> Result<(), String> {
+    fn store_count(&mut self, row: i64, count: i64, latency_ms: i64) -> Result<(), Error> {
         let stmt = self.prepared(
             "UPDATE audit_log SET count = $1, latency_ms = GREATEST(latency_ms, $2)
              WHERE id = $3",
@@ -305,7 +308,7 @@ impl Store for PgStore {
         })
     }
 
-    fn prune(&mut self, cutoff_ms: i64, limit: i64) -> Result<usize, String> {
+    fn prune(&mut self, cutoff_ms: i64, limit: i64) -> Result<usize, Error> {
         let stmt = self.prepared(
             "DELETE FROM audit_log WHERE id IN
                  (SELECT id FROM audit_log WHERE at_unix_ms < $1 ORDER BY at_unix_ms LIMIT $2)",
@@ -381,14 +384,14 @@ impl Columns {
 
 /// Reads records matching `filter`, oldest first (the newest `limit`), for
 /// the `audit` subcommand.
-pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, String> {
+pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, Error> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+        .map_err(Error::io("cannot start a runtime"))?;
     let client = connect(&runtime, url)?;
     runtime.block_on(async {
-        let read = |e: tokio_postgres::Error| format!("cannot query audit_log: {}", db_message(&e));
+        let read = |e| Error::postgres("cannot query audit_log")(e);
         let exists: bool = client
             .query_one("SELECT to_regclass('audit_log') IS NOT NULL", &[])
             .await

@@ -6,8 +6,8 @@ use std::sync::{Arc, LazyLock};
 use employee_directory::pinned::{PinnedConnection, PinnedFile};
 use rusqlite::Connection;
 
-use super::Entry;
 use super::store::Store;
+use super::{Entry, Error};
 
 /// The SQLite store: one connection owned by the writer thread, on the
 /// pinned database file (no pin in memory).
@@ -25,8 +25,8 @@ impl SqliteStore {
     }
 }
 
-fn failed(e: rusqlite::Error) -> String {
-    format!("cannot append to audit_log: {e}")
+fn failed(e: rusqlite::Error) -> Error {
+    Error::sqlite("cannot append to audit_log")(e)
 }
 
 /// Rows per multi-row INSERT, largest first and ending with 1: a few
@@ -91,22 +91,22 @@ fn bind_row(
 }
 
 impl Store for SqliteStore {
-    fn verify(&self) -> Result<(), String> {
+    fn verify(&self) -> Result<(), Error> {
         match &self.pin {
             // A row written to a replaced (or deleted) file would be lost
             // with it while its call was answered.
             Some(pin) => pin
                 .check()
-                .map_err(|e| format!("cannot append to audit_log: {e}")),
+                .map_err(Error::pinned("cannot append to audit_log")),
             None => Ok(()),
         }
     }
 
-    fn begin(&mut self) -> Result<(), String> {
+    fn begin(&mut self) -> Result<(), Error> {
         self.conn.execute_batch("BEGIN").map_err(failed)
     }
 
-    fn commit(&mut self) -> Result<(), String> {
+    fn commit(&mut self) -> Result<(), Error> {
         self.conn.execute_batch("COMMIT").map_err(failed)
     }
 
@@ -118,7 +118,7 @@ impl Store for SqliteStore {
         }
     }
 
-    fn insert(&mut self, e: &Entry, count: Option<i64>) -> Result<i64, String> {
+    fn insert(&mut self, e: &Entry, count: Option<i64>) -> Result<i64, Error> {
         let mut stmt = self
             .conn
             .prepare_cached(insert_sql(ONE_ROW))
@@ -128,7 +128,7 @@ impl Store for SqliteStore {
         Ok(self.conn.last_insert_rowid())
     }
 
-    fn insert_all(&mut self, entries: &[Entry]) -> Result<(), String> {
+    fn insert_all(&mut self, entries: &[Entry]) -> Result<(), Error> {
         // A group under load is a few dozen records: one statement per
         // chunk opens the table, its indexes and the AUTOINCREMENT counter
         // once, instead of once per row.
@@ -152,7 +152,7 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    fn store_count(&mut self, row: i64, count: i64, latency_ms: i64) -> Result<(), String> {
+    fn store_count(&mut self, row: i64, count: i64, latency_ms: i64) -> Result<(), Error> {
         self.conn
             .prepare_cached(
                 "UPDATE audit_log SET count = ?1, latency_ms = MAX(latency_ms, ?2) WHERE id = ?3",
@@ -162,14 +162,14 @@ impl Store for SqliteStore {
             .map_err(failed)
     }
 
-    fn prune(&mut self, cutoff_ms: i64, limit: i64) -> Result<usize, String> {
+    fn prune(&mut self, cutoff_ms: i64, limit: i64) -> Result<usize, Error> {
         self.conn
             .prepare_cached(
                 "DELETE FROM audit_log WHERE id IN
                      (SELECT id FROM audit_log WHERE at_unix_ms < ?1 ORDER BY at_unix_ms LIMIT ?2)",
             )
             .and_then(|mut stmt| stmt.execute(rusqlite::params![cutoff_ms, limit]))
-            .map_err(|e| e.to_string())
+            .map_err(Error::sqlite("cannot prune audit_log"))
     }
 
     fn checkpoint(&mut self) {

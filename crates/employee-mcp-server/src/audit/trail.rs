@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
+use super::Error;
+
 /// The audit trail's file for the directory file at `directory`:
 /// `.audit` before the extension (`hr.db` → `hr.audit.db`, `hr` →
 /// `hr.audit`), in the same folder.
@@ -33,9 +35,8 @@ const COLUMNS: &str = "id, at, at_unix_ms, subject, client_id, client_name, remo
 /// rows are copied with their ids (`INSERT OR IGNORE`, so a copy cut short
 /// by a crash is finished, never doubled), then the old table is dropped.
 /// Returns how many rows were moved.
-pub(super) fn adopt(directory: &Connection, trail: &Path) -> Result<usize, String> {
-    let failed =
-        |e: rusqlite::Error| format!("cannot move audit_log into {}: {e}", trail.display());
+pub(super) fn adopt(directory: &Connection, trail: &Path) -> Result<usize, Error> {
+    let failed = |e| Error::sqlite(format!("cannot move audit_log into {}", trail.display()))(e);
     let legacy: bool = directory
         .query_row(
             "SELECT EXISTS (SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = 'audit_log')",
@@ -57,7 +58,7 @@ pub(super) fn adopt(directory: &Connection, trail: &Path) -> Result<usize, Strin
     let count = if has_count { "count" } else { "NULL" };
     let target = trail
         .to_str()
-        .ok_or_else(|| format!("{} is not a UTF-8 path", trail.display()))?;
+        .ok_or_else(|| Error::Unusable(format!("{} is not a UTF-8 path", trail.display())))?;
     directory
         .execute("ATTACH DATABASE ?1 AS trail", [target])
         .map_err(failed)?;

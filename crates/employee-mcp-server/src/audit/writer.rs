@@ -23,8 +23,8 @@ use mcpwire_server::observe::{LOG_EVERY, LogThrottle};
 use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 
-use super::Entry;
 use super::store::Store;
+use super::{Entry, Error};
 use crate::audit_stats::AuditStats;
 
 /// The answer to one queued record.
@@ -68,7 +68,7 @@ const PRUNE_BATCH: i64 = 500;
 
 /// Wakes the writer every [`TICK`] until the sink is gone. It holds a weak
 /// handle, so it does not keep the queue open on its own.
-pub(super) fn start_ticker(queue: mpsc::WeakSender<Message>) -> Result<(), String> {
+pub(super) fn start_ticker(queue: mpsc::WeakSender<Message>) -> Result<(), Error> {
     std::thread::Builder::new()
         .name("audit-ticker".to_owned())
         .spawn(move || {
@@ -82,7 +82,7 @@ pub(super) fn start_ticker(queue: mpsc::WeakSender<Message>) -> Result<(), Strin
             }
         })
         .map(drop)
-        .map_err(|e| format!("cannot start the audit ticker thread: {e}"))
+        .map_err(Error::io("cannot start the audit ticker thread"))
 }
 
 /// Who was refused what: the aggregation key.
@@ -226,8 +226,10 @@ impl Writer {
         } else {
             self.floods.values_mut().for_each(|f| f.committed = true);
         }
+        // Every caller of the group gets the same answer.
+        let reply = outcome.map_err(String::from);
         for ack in waiting {
-            let _ = ack.send(outcome.clone());
+            let _ = ack.send(reply.clone());
         }
         deferred
     }
@@ -239,7 +241,7 @@ impl Writer {
         &mut self,
         batch: Vec<(Entry, Ack)>,
         waiting: &mut Vec<Ack>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         // One check per group: rows are never committed to a file that is
         // no longer the served one.
         if let Err(e) = self.store.verify() {
@@ -414,7 +416,7 @@ fn count_refusal(
     tx: &mut dyn Store,
     floods: &mut HashMap<FloodKey, Flood>,
     entry: &Entry,
-) -> Result<bool, String> {
+) -> Result<bool, Error> {
     let window = window_of(entry.at_unix_ms);
     let mut key = FloodKey {
         caller: entry
@@ -478,7 +480,7 @@ fn other_entry(entry: &Entry) -> Entry {
 }
 
 /// Writes a flood's count to its row when it changed.
-fn store_count(tx: &mut dyn Store, flood: &mut Flood) -> Result<(), String> {
+fn store_count(tx: &mut dyn Store, flood: &mut Flood) -> Result<(), Error> {
     if flood.count == flood.stored {
         return Ok(());
     }

@@ -98,7 +98,7 @@ async fn query(console: &Console, filter: Filter) -> Result<Vec<Row>, ConsoleErr
     tokio::task::spawn_blocking(move || audit::query(&database, &filter))
         .await
         .map_err(|e| ConsoleError::Store(e.to_string()))?
-        .map_err(ConsoleError::Store)
+        .map_err(|e| ConsoleError::Store(e.to_string()))
 }
 
 fn arguments(row: &Row) -> String {

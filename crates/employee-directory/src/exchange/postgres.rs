@@ -134,27 +134,38 @@ async fn load_known(client: &Client) -> Result<Known, ExchangeError> {
             .map(|&k| format!("{}::text", entity.columns[k].sql))
             .collect();
         let sql = format!("SELECT {} FROM {}", cols.join(", "), entity.table);
-        let rows = client.query(&sql, &[]).await.map_err(pg("read keys"))?;
-        let set = known.keys.entry(entity.name).or_default();
-        for row in rows {
+        // Streamed: a million rows are never held at once.
+        let no_params: [&str; 0] = [];
+        let rows = client
+            .query_raw(&sql, no_params)
+            .await
+            .map_err(pg("read keys"))?;
+        pin_mut!(rows);
+        while let Some(row) = rows.next().await {
+            let row = row.map_err(pg("read keys"))?;
             let mut parts = Vec::with_capacity(entity.key.len());
             for (i, &k) in entity.key.iter().enumerate() {
                 let text: String = get(&row, i)?;
                 parts.push(validate::normalize(entity.columns[k].kind, &text));
             }
-            set.insert(parts.join(validate::KEY_SEPARATOR));
+            known.insert_key(entity.name, &parts.join(validate::KEY_SEPARATOR));
         }
     }
+    let no_params: [&str; 0] = [];
     let rows = client
-        .query("SELECT id, manager_id FROM employees", &[])
+        .query_raw("SELECT id, manager_id FROM employees", no_params)
         .await
         .map_err(pg("read managers"))?;
-    for row in rows {
+    pin_mut!(rows);
+    while let Some(row) = rows.next().await {
+        let row = row.map_err(pg("read managers"))?;
         let id: String = get(&row, 0)?;
         let manager: Option<String> = get(&row, 1)?;
-        known.managers.insert(
-            validate::normalize(Kind::Text, &id),
-            manager.map(|m| validate::normalize(Kind::Text, &m)),
+        known.insert_manager(
+            &validate::normalize(Kind::Text, &id),
+            manager
+                .map(|m| validate::normalize(Kind::Text, &m))
+                .as_deref(),
         );
     }
     Ok(known)

@@ -113,7 +113,6 @@ fn load_known(conn: &Connection) -> Result<Known, ExchangeError> {
         let sql = format!("SELECT {} FROM {}", cols.join(", "), entity.table);
         let mut stmt = conn.prepare(&sql).map_err(db("read keys"))?;
         let mut rows = stmt.query([]).map_err(db("read keys"))?;
-        let set = known.keys.entry(entity.name).or_default();
         while let Some(row) = rows.next().map_err(db("read keys"))? {
             let mut parts = Vec::with_capacity(entity.key.len());
             for (i, &k) in entity.key.iter().enumerate() {
@@ -124,7 +123,7 @@ fn load_known(conn: &Connection) -> Result<Known, ExchangeError> {
                 };
                 parts.push(validate::normalize(entity.columns[k].kind, &text));
             }
-            set.insert(parts.join(validate::KEY_SEPARATOR));
+            known.insert_key(entity.name, &parts.join(validate::KEY_SEPARATOR));
         }
     }
     let mut stmt = conn
@@ -134,9 +133,11 @@ fn load_known(conn: &Connection) -> Result<Known, ExchangeError> {
     while let Some(row) = rows.next().map_err(db("read managers"))? {
         let id: String = row.get(0).map_err(db("read managers"))?;
         let manager: Option<String> = row.get(1).map_err(db("read managers"))?;
-        known.managers.insert(
-            validate::normalize(Kind::Text, &id),
-            manager.map(|m| validate::normalize(Kind::Text, &m)),
+        known.insert_manager(
+            &validate::normalize(Kind::Text, &id),
+            manager
+                .map(|m| validate::normalize(Kind::Text, &m))
+                .as_deref(),
         );
     }
     Ok(known)

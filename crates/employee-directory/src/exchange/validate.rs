@@ -14,13 +14,43 @@ use super::spec::{Entity, Kind};
 use super::value::{self, Value};
 use super::{ExchangeError, ImportOptions, Mode};
 
+/// A key as compared, kept as a 128-bit digest of its normalized text
+/// ([`normalize`]): a million people's keys take 16 bytes each instead of
+/// a string each, and two keys that differ collide with odds of 2^-128.
+pub type KeyDigest = u128;
+
+/// The digest of a normalized key (two SipHash passes, fixed keys, so the
+/// same key digests the same in both passes of an import).
+pub fn digest(normalized: &str) -> KeyDigest {
+    let half = |salt: u8| {
+        let mut h = DefaultHasher::new();
+        salt.hash(&mut h);
+        normalized.hash(&mut h);
+        h.finish()
+    };
+    (u128::from(half(0)) << 64) | u128::from(half(1))
+}
+
 /// Keys already in the database, for references the files do not satisfy.
 #[derive(Debug, Default)]
 pub struct Known {
-    /// Normalized keys by entity name (referenced entities and bands).
-    pub keys: HashMap<&'static str, HashSet<String>>,
-    /// Each employee's manager (normalized ids).
-    pub managers: HashMap<String, Option<String>>,
+    /// Key digests by entity name (referenced entities and bands).
+    keys: HashMap<&'static str, HashSet<KeyDigest>>,
+    /// Each employee's manager.
+    managers: HashMap<KeyDigest, Option<KeyDigest>>,
+}
+
+impl Known {
+    /// Records a key of `entity` (its normalized parts joined by
+    /// [`KEY_SEPARATOR`]).
+    pub fn insert_key(&mut self, entity: &'static str, key: &str) {
+        self.keys.entry(entity).or_default().insert(digest(key));
+    }
+
+    /// Records an employee and their manager (normalized ids).
+    pub fn insert_manager(&mut self, id: &str, manager: Option<&str>) {
+        self.managers.insert(digest(id), manager.map(digest));
+    }
 }
 
 /// One key part as compared, in its parsed form (" 7" is 7; "Junior" is
@@ -93,22 +123,32 @@ pub fn validate(
         checked.files.push((rows, reader.digest()));
     }
     if present.contains("employees") {
-        check_cycles(
-            &file_keys,
-            known,
-            mode,
-            &mut checked.problems,
-            format.extension(),
-        );
+        let cycles = find_cycles(&file_keys, known, mode);
+        if !cycles.is_empty() {
+            let employees = sources.iter().find(|s| s.entity.name == "employees");
+            let shown = match employees {
+                Some(source) => shown_ids(source, options, &cycles)?,
+                None => HashMap::new(),
+            };
+            for cycle in &cycles {
+                report_cycle(
+                    &file_keys,
+                    cycle,
+                    &shown,
+                    &mut checked.problems,
+                    format.extension(),
+                );
+            }
+        }
     }
     Ok(checked)
 }
 
 /// Keys found in the files (pass one).
 struct FileKeys {
-    keys: HashMap<&'static str, HashSet<String>>,
-    /// Employees in the file: normalized id → (line, shown id, manager).
-    managers: HashMap<String, (u64, String, Option<String>)>,
+    keys: HashMap<&'static str, HashSet<KeyDigest>>,
+    /// Employees in the file: id → (line, manager).
+    managers: HashMap<KeyDigest, (u64, Option<KeyDigest>)>,
 }
 
 fn collect_keys(sources: &[Source], options: &ImportOptions) -> Result<FileKeys, ExchangeError> {
@@ -122,21 +162,21 @@ fn collect_keys(sources: &[Source], options: &ImportOptions) -> Result<FileKeys,
         if !is_referenced(entity) {
             continue;
         }
-        let set: &mut HashSet<String> = keys.entry(entity.name).or_default();
+        let set: &mut HashSet<KeyDigest> = keys.entry(entity.name).or_default();
         let mut reader = RowReader::open(source, options, &mut ignored)?;
         while let Some(row) = reader.next_row(entity) {
             let Ok(row) = row else { continue };
             let Some(key) = key_of(entity, &row.cells) else {
                 continue;
             };
+            let key = digest(&key);
             if entity.name == "employees"
                 && let Some(m) = manager_column
             {
-                let manager = row.cells[m].as_deref().map(|t| normalize(Kind::Text, t));
-                let shown = row.cells[0].clone().unwrap_or_default();
-                managers
-                    .entry(key.clone())
-                    .or_insert((row.line, shown, manager));
+                let manager = row.cells[m]
+                    .as_deref()
+                    .map(|t| digest(&normalize(Kind::Text, t)));
+                managers.entry(key).or_insert((row.line, manager));
             }
             set.insert(key);
         }
@@ -159,7 +199,7 @@ pub fn is_referenced(entity: &Entity) -> bool {
 }
 
 struct Resolver<'a> {
-    file_keys: &'a HashMap<&'static str, HashSet<String>>,
+    file_keys: &'a HashMap<&'static str, HashSet<KeyDigest>>,
     known: &'a Known,
     present: &'a HashSet<&'a str>,
     mode: Mode,
@@ -171,10 +211,17 @@ struct Resolver<'a> {
 impl Resolver<'_> {
     /// Whether `key` of `entity` will exist after the import.
     fn exists(&self, entity: &str, key: &str) -> bool {
-        let in_files = self.file_keys.get(entity).is_some_and(|s| s.contains(key));
+        let key = digest(key);
+        let in_files = self.file_keys.get(entity).is_some_and(|s| s.contains(&key));
         // Replace keeps database rows only of entities without a file.
         let db_kept = self.mode == Mode::Merge || !self.present.contains(entity);
-        in_files || (db_kept && self.known.keys.get(entity).is_some_and(|s| s.contains(key)))
+        in_files
+            || (db_kept
+                && self
+                    .known
+                    .keys
+                    .get(entity)
+                    .is_some_and(|s| s.contains(&key)))
     }
 
     fn where_looked(&self, entity: &str) -> String {
@@ -335,74 +382,103 @@ fn singular(entity: &str) -> &str {
     }
 }
 
-/// Reports each manager cycle once, at the line of one of its employees.
-fn check_cycles(files: &FileKeys, known: &Known, mode: Mode, problems: &mut Problems, ext: &str) {
-    let manager_of = |id: &str| -> Option<String> {
+/// One manager cycle: its employees in order, starting at the first
+/// one met in the file.
+type Cycle = Vec<KeyDigest>;
+
+/// Finds each manager cycle once (following database managers in merge
+/// mode).
+fn find_cycles(files: &FileKeys, known: &Known, mode: Mode) -> Vec<Cycle> {
+    let manager_of = |id: &KeyDigest| -> Option<KeyDigest> {
         match files.managers.get(id) {
-            Some((_, _, m)) => m.clone(),
-            None if mode == Mode::Merge => known.managers.get(id).cloned().flatten(),
+            Some((_, m)) => *m,
+            None if mode == Mode::Merge => known.managers.get(id).copied().flatten(),
             None => None,
         }
     };
     // 0 unvisited, 1 on the current path, 2 done.
-    let mut state: HashMap<&str, u8> = HashMap::new();
-    let mut ids: Vec<&String> = files.managers.keys().collect();
-    ids.sort_by_key(|id| files.managers[*id].0);
-    for start in ids {
-        if state.get(start.as_str()).copied().unwrap_or(0) != 0 {
+    let mut state: HashMap<KeyDigest, u8> = HashMap::new();
+    let mut ids: Vec<(u64, KeyDigest)> = files.managers.iter().map(|(k, v)| (v.0, *k)).collect();
+    ids.sort_unstable();
+    let mut cycles = Vec::new();
+    for (_, start) in ids {
+        if state.get(&start).copied().unwrap_or(0) != 0 {
             continue;
         }
-        let mut path: Vec<String> = Vec::new();
-        let mut current = Some(start.clone());
+        let mut path: Vec<KeyDigest> = Vec::new();
+        let mut current = Some(start);
         while let Some(id) = current {
-            match state.get(id.as_str()).copied() {
+            match state.get(&id).copied() {
                 Some(2) => break,
                 Some(1) => {
-                    report_cycle(files, &path, &id, problems, ext);
+                    if let Some(from) = path.iter().position(|p| *p == id) {
+                        cycles.push(path[from..].to_vec());
+                    }
                     break;
                 }
                 _ => {}
             }
-            let Some((key, _)) = files.managers.get_key_value(&id) else {
-                // A database employee: follow it without marking.
-                if path.len() > files.managers.len() + known.managers.len() {
-                    break;
-                }
-                path.push(id.clone());
-                current = manager_of(&id);
-                continue;
-            };
-            state.insert(key.as_str(), 1);
-            path.push(id.clone());
+            if files.managers.contains_key(&id) {
+                state.insert(id, 1);
+            } else if path.len() > files.managers.len() + known.managers.len() {
+                // A database employee: followed without marking, bounded.
+                break;
+            }
+            path.push(id);
             current = manager_of(&id);
         }
         for id in &path {
-            if let Some((key, _)) = files.managers.get_key_value(id) {
-                state.insert(key.as_str(), 2);
+            if files.managers.contains_key(id) {
+                state.insert(*id, 2);
             }
         }
     }
+    cycles
 }
 
+/// The ids, as written in the file, of the employees in `cycles`: the
+/// file is read once more, only when there is a cycle to report.
+fn shown_ids(
+    source: &Source,
+    options: &ImportOptions,
+    cycles: &[Cycle],
+) -> Result<HashMap<KeyDigest, String>, ExchangeError> {
+    let wanted: HashSet<KeyDigest> = cycles.iter().flatten().copied().collect();
+    let mut shown = HashMap::new();
+    let mut ignored = Problems::default();
+    let mut reader = RowReader::open(source, options, &mut ignored)?;
+    while let Some(row) = reader.next_row(source.entity) {
+        let Ok(row) = row else { continue };
+        let Some(key) = key_of(source.entity, &row.cells) else {
+            continue;
+        };
+        let key = digest(&key);
+        if wanted.contains(&key) {
+            let id = row.cells[0].clone().unwrap_or_default();
+            shown.entry(key).or_insert(id);
+        }
+    }
+    Ok(shown)
+}
+
+/// Reports `cycle` at the line of its first employee in the file.
 fn report_cycle(
     files: &FileKeys,
-    path: &[String],
-    again: &str,
+    cycle: &Cycle,
+    shown: &HashMap<KeyDigest, String>,
     problems: &mut Problems,
     ext: &str,
 ) {
-    let Some(from) = path.iter().position(|id| id == again) else {
-        return;
-    };
-    let shown = |id: &String| {
-        files
-            .managers
+    let Some(first) = cycle.first() else { return };
+    let name = |id: &KeyDigest| {
+        shown
             .get(id)
-            .map_or(id.clone(), |(_, s, _)| s.clone())
+            .cloned()
+            .unwrap_or_else(|| "(an employee in the database)".to_owned())
     };
-    let mut names: Vec<String> = path[from..].iter().map(shown).collect();
-    names.push(shown(&path[from]));
-    let line = files.managers.get(&path[from]).map_or(0, |(l, _, _)| *l);
+    let mut names: Vec<String> = cycle.iter().map(name).collect();
+    names.push(name(first));
+    let line = files.managers.get(first).map_or(0, |(l, _)| *l);
     problems.at(
         &format!("employees.{ext}"),
         line,

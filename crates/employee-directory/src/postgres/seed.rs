@@ -90,9 +90,8 @@ async fn generate_and_insert(
     demo_employees: Option<u32>,
 ) -> Result<u64, DirectoryError> {
     let (send, mut batches) = mpsc::channel(BATCHES_IN_FLIGHT);
-    let generator = tokio::task::spawn_blocking(move || {
-        seed::generate_into(demo_employees, &mut Sender(send))
-    });
+    let generator =
+        tokio::task::spawn_blocking(move || seed::generate_into(demo_employees, &mut Sender(send)));
     let mut inserted = Ok(());
     while let Some(batch) = batches.recv().await {
         inserted = insert_batch(tx, &batch).await;

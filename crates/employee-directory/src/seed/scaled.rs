@@ -14,8 +14,8 @@ use chrono::Days;
 
 use super::catalog::{self, DEPARTMENTS, DepartmentDef, TEAMS, TeamDef};
 use super::{
-    Generator, IC_LEVELS, PersonSpec, Placement, TERMINATED_SHARE, TeamRow, Track,
-    alice_johnson, anchor_date, john_doe, ymd,
+    Generator, IC_LEVELS, PersonSpec, Placement, TERMINATED_SHARE, TeamRow, Track, alice_johnson,
+    anchor_date, john_doe, ymd,
 };
 use crate::model::{EmploymentType, Level, TerminationReason};
 

@@ -100,8 +100,9 @@ impl Sink for Inserter<'_, '_> {
 
 /// Inserts one batch; the statements are cached across batches.
 fn insert(tx: &Transaction<'_>, data: &SeedData) -> rusqlite::Result<()> {
-    let mut stmt =
-        tx.prepare_cached("INSERT INTO locations (id, city, region, country) VALUES (?1, ?2, ?3, ?4)")?;
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO locations (id, city, region, country) VALUES (?1, ?2, ?3, ?4)",
+    )?;
     for l in &data.locations {
         stmt.execute(params![l.id, l.city, l.region, l.country])?;
     }
@@ -127,8 +128,9 @@ fn insert(tx: &Transaction<'_>, data: &SeedData) -> rusqlite::Result<()> {
         ])?;
     }
 
-    let mut stmt =
-        tx.prepare_cached("INSERT INTO roles (id, title, track, department_id) VALUES (?1, ?2, ?3, ?4)")?;
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO roles (id, title, track, department_id) VALUES (?1, ?2, ?3, ?4)",
+    )?;
     for r in &data.roles {
         stmt.execute(params![r.id, r.title, r.track.as_str(), r.department_id])?;
     }
@@ -141,7 +143,8 @@ fn insert(tx: &Transaction<'_>, data: &SeedData) -> rusqlite::Result<()> {
         stmt.execute(params![b.role_id, b.level.as_str(), b.min, b.mid, b.max])?;
     }
 
-    let mut stmt = tx.prepare_cached("INSERT INTO skills (id, name, category) VALUES (?1, ?2, ?3)")?;
+    let mut stmt =
+        tx.prepare_cached("INSERT INTO skills (id, name, category) VALUES (?1, ?2, ?3)")?;
     for s in &data.skills {
         stmt.execute(params![s.id, s.name, s.category])?;
     }

@@ -268,6 +268,13 @@ async function orgChartPerson(ctx, team) {
   await frame.waitForFunction((n) => document.querySelectorAll(".chain li button").length === n, chain.length);
   const drawn = await text(frame, ".chain li button");
   check("org chart (person): the manager chain up to the top", JSON.stringify(drawn) === JSON.stringify(chain), { drawn, chain });
+  // The career history of the result, oldest first, on a timeline with its table.
+  const career = await frame.$$eval('section[aria-label="Career"] tbody tr', (rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
+  const history = data.employmentHistory.slice().reverse();
+  check("org chart (person): the career timeline has the result's history (oldest first)",
+    history.length > 0 && JSON.stringify(career.map((r) => [r[0], r[2], r[3]])) === JSON.stringify(history.map((h) => [h.title, h.startDate, h.endDate || "now"])), { career, history });
+  const spans = await frame.$$eval('section[aria-label="Career"] svg rect.bar', (r) => r.length);
+  check("org chart (person): one timeline bar per position", spans === history.length, { spans });
   const skills = await text(frame, ".skills li");
   check("org chart (person): skills from the result", skills.length === data.skills.length, { skills, expected: data.skills });
   await screenshot(ctx.page, "org-chart-person-dark");
@@ -307,8 +314,9 @@ async function roster(ctx) {
   // Filter.
   const one = data.employees[3];
   await frame.fill("#filter", one.name);
-  const filtered = await names();
-  check("roster: the filter keeps matching rows only", filtered.includes(one.name) && filtered.every((n) => n.toLowerCase().includes(one.name.toLowerCase())) || filtered.length < expected.length, filtered);
+  const filtered = await frame.$$eval("#rows tr", (rows) => rows.map((r) => r.textContent.toLowerCase()));
+  check("roster: the filter keeps the match and only rows that contain the text",
+    filtered.length > 0 && filtered.length < expected.length && filtered.every((r) => r.includes(one.name.toLowerCase())), filtered);
   await frame.fill("#filter", "");
 
   // Load more: the same tool with the cursor, through the bridge; rows appended.
@@ -388,8 +396,73 @@ async function report(ctx) {
     check(`report (compensation): the "${title}" table has the result's numbers`, groups.length > 0 && same, { table: table.slice(0, 3), groups: groups.slice(0, 3) });
     const ranges = await comp.frame.$$eval(`section[aria-label="${title}"] svg line.range`, (l) => l.length);
     check(`report (compensation): "${title}" draws a bar and a range per group`, ranges === groups.length);
+    // Each value label starts past its range line (the line never strikes it out).
+    const crossed = await comp.frame.$$eval(`section[aria-label="${title}"] svg line.range`, (lines) => lines.filter((l) => {
+      const label = [...l.parentNode.querySelectorAll("text.value")].find((t) => t.getAttribute("y") - 15 === l.getAttribute("y1") - 12);
+      return !label || +label.getAttribute("x") < +l.getAttribute("x2");
+    }).length);
+    check(`report (compensation): "${title}" value labels clear the range lines`, crossed === 0, { crossed });
   }
   await screenshot(ctx.page, "report-compensation-light");
+}
+
+const rowsOf = (frame, selector) => frame.$$eval(selector, (rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
+const leaveRow = (b) => [b.leaveType, b.entitled, b.used, b.pending, b.remaining].map(String);
+
+async function leave(ctx) {
+  const args = { employeeId: "AliceJohnson", leaveType: "annual" };
+  const { frame, data, uri } = await show(ctx, "check-leave-balance", args);
+  check("leave: linked from check-leave-balance", uri.endsWith("/leave-balance"), uri);
+  await frame.waitForSelector("#rows tr");
+  check("leave: the table has the result's days", JSON.stringify(await rowsOf(frame, "#rows tr")) === JSON.stringify([leaveRow(data)]), { table: await rowsOf(frame, "#rows tr"), data });
+  const parts = await frame.$$eval("#chart svg rect", (r) => r.map((x) => [x.getAttribute("class"), +x.getAttribute("width")]));
+  const expected = ["used", "pending", "remaining"].filter((k) => data[k] > 0);
+  check("leave: one bar segment per non-zero amount (used, pending, remaining)", JSON.stringify(parts.map((p) => p[0])) === JSON.stringify(expected), { parts, data });
+  const width = Object.fromEntries(parts);
+  if (width.used && width.remaining) {
+    check("leave: segment lengths are proportional to the days", Math.abs(width.used / width.remaining - data.used / data.remaining) < 0.02, { width, data });
+  }
+  check("leave: the title names the person and the year", (await frame.textContent("#title")).includes(data.name) && (await frame.textContent("#subtitle")).includes(String(data.year)));
+  await screenshot(ctx.page, "leave-light");
+
+  // Another leave type: the same tool through the bridge, a second bar.
+  await frame.getByRole("button", { name: "Show sick leave" }).click();
+  const sick = await waitForCall("check-leave-balance", (a) => a.leaveType === "sick" && a.employeeId === args.employeeId);
+  check("leave: another leave type is asked for through the bridge", sick, calls.map((c) => c.arguments));
+  await frame.waitForFunction(() => document.querySelectorAll("#rows tr").length === 2);
+  check("leave: its row has that answer's days", JSON.stringify((await rowsOf(frame, "#rows tr"))[1]) === JSON.stringify(leaveRow(structured(sick.result))));
+  // Keyboard: focus moves to the next button; Enter asks for it.
+  const focused = await frame.evaluate(() => document.activeElement.textContent);
+  await ctx.page.keyboard.press("Enter");
+  const next = await waitForCall("check-leave-balance", (a) => focused.includes(a.leaveType) && a.leaveType !== "sick");
+  check("leave: Enter on the focused button adds that leave type", next, { focused });
+  await frame.waitForFunction(() => document.querySelectorAll("#rows tr").length === 3);
+  const dark = await show(ctx, "check-leave-balance", args, DARK);
+  await dark.frame.waitForSelector("#rows tr");
+  await screenshot(ctx.page, "leave-dark");
+}
+
+async function tenure(ctx) {
+  const args = { employeeId: "AliceJohnson" };
+  const { frame, data, uri } = await show(ctx, "calculate-employee-tenure", args, DARK);
+  check("tenure: linked from calculate-employee-tenure", uri.endsWith("/tenure"), uri);
+  await frame.waitForSelector('section[aria-label="Time at the company"] svg');
+  const stats = await text(frame, ".stat b");
+  check("tenure: years, months and days from the result", JSON.stringify(stats.slice(0, 4)) === JSON.stringify([data.years, data.months, data.days, data.totalDays].map(String)), { stats, data });
+  const span = await rowsOf(frame, 'section[aria-label="Time at the company"] tbody tr');
+  check("tenure: the span table has the start and as-of dates", span.length === 1 && span[0][2] === data.startDate && span[0][3].startsWith(data.asOf), span);
+  await frame.focus("#history");
+  await ctx.page.keyboard.press("Enter");
+  const call = await waitForCall("get-employee-details", (a) => a.employeeId === data.employeeId);
+  check("tenure: the career history is asked for through the bridge (Enter)", call, calls.map((c) => [c.name, c.arguments]));
+  await frame.waitForSelector('section[aria-label="Career history"] svg');
+  const history = structured(call.result).employmentHistory.slice().reverse();
+  const career = await rowsOf(frame, 'section[aria-label="Career history"] tbody tr');
+  check("tenure: the career table is the answer's history, oldest first",
+    JSON.stringify(career.map((r) => [r[0], r[2]])) === JSON.stringify(history.map((h) => [h.title, h.startDate])), { career, history });
+  const bars = await frame.$$eval('section[aria-label="Career history"] svg rect.bar', (r) => r.length);
+  check("tenure: one bar per position", bars === history.length);
+  await screenshot(ctx.page, "tenure-dark");
 }
 
 async function themes(ctx) {
@@ -468,6 +541,8 @@ async function main() {
     await orgChartPerson(ctx, team);
     await roster(ctx);
     await report(ctx);
+    await leave(ctx);
+    await tenure(ctx);
     await themes(ctx);
     await cspInForce(ctx);
     await appOnly(ctx);

@@ -167,6 +167,14 @@ const Bridge = (() => {
     return node;
   }
 
+  // An SVG element; text goes in with textContent, like el().
+  function svg(tag, attrs, text) {
+    const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
+    if (text !== undefined) node.textContent = String(text);
+    return node;
+  }
+
   function showError(e) {
     const box = document.getElementById("status");
     if (box) box.textContent = String((e && e.message) || e);
@@ -177,5 +185,5 @@ const Bridge = (() => {
     if (box) box.textContent = text || "";
   }
 
-  return { on, start, callTool, openLink, message, data, el, showError, status };
+  return { on, start, callTool, openLink, message, data, el, svg, showError, status };
 })();

@@ -4,6 +4,8 @@
 "use strict";
 const Bridge = (() => {
   const TIMEOUT_MS = 30000;
+  // Host requests every view answers (with an empty result).
+  const ANSWERED = new Set(["ping", "ui/resource-teardown"]);
   const pending = new Map();
   const handlers = {};
   let nextId = 1;
@@ -50,43 +52,77 @@ const Bridge = (() => {
     if (handler) {
       try { handler(m.params || {}); } catch (e) { showError(e); }
     }
-    // Host requests (ui/resource-teardown…) expect an answer.
-    if (m.id !== undefined) post({ id: m.id, result: {} });
+    // Host requests expect an answer: empty for the ones a view knows,
+    // "method not found" (JSON-RPC) for the others, as the official App does.
+    if (m.id === undefined) return;
+    if (ANSWERED.has(m.method) || handler) post({ id: m.id, result: {} });
+    else post({ id: m.id, error: { code: -32601, message: "Method not found: " + m.method } });
   });
 
-  // Host theme and style variables (the host's fonts and colours).
+  // Host theme and style variables (the host's fonts and colours); the
+  // names last set, so that a new set replaces them.
+  let hostVars = [];
   function applyContext(ctx) {
     if (!ctx) return;
     const root = document.documentElement;
     if (ctx.theme === "dark" || ctx.theme === "light") root.dataset.theme = ctx.theme;
     const vars = ctx.styles && ctx.styles.variables;
     if (vars && typeof vars === "object") {
+      // A new set replaces the old one: a variable the host dropped falls back.
+      for (const name of hostVars) root.style.removeProperty(name);
+      hostVars = [];
       for (const [name, value] of Object.entries(vars)) {
-        if (name.startsWith("--") && typeof value === "string") root.style.setProperty(name, value);
+        if (name.startsWith("--") && typeof value === "string") {
+          root.style.setProperty(name, value);
+          hostVars.push(name);
+        }
       }
     }
   }
 
   function on(method, handler) { handlers[method] = handler; }
+  on("ui/notifications/tool-cancelled", (p) => status("The tool call was cancelled" + (p.reason ? ": " + p.reason : ".")));
 
+  // The page's natural height (not the frame's) and the frame's width, sent
+  // when either changes, once per frame at most.
+  function watchSize() {
+    if (!("ResizeObserver" in window)) return;
+    let queued = false;
+    let last = "";
+    const measure = () => {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(() => {
+        queued = false;
+        const root = document.documentElement;
+        const before = root.style.height;
+        root.style.height = "max-content";
+        const height = Math.ceil(root.getBoundingClientRect().height);
+        root.style.height = before;
+        const width = Math.ceil(window.innerWidth);
+        if (width + "x" + height === last) return;
+        last = width + "x" + height;
+        notify("ui/notifications/size-changed", { width, height });
+      });
+    };
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(document.documentElement);
+    observer.observe(document.body);
+  }
+
+  // The handshake: ui/initialize, then initialized; only then does the view
+  // send anything else (sizes, calls), as SEP-1865 orders it.
   async function start(name) {
     on("ui/notifications/host-context-changed", applyContext);
-    if ("ResizeObserver" in window) {
-      new ResizeObserver(() => {
-        const r = document.documentElement.getBoundingClientRect();
-        notify("ui/notifications/size-changed", { width: Math.ceil(r.width), height: Math.ceil(r.height) });
-      }).observe(document.documentElement);
-    }
-    try {
-      const result = await request("ui/initialize", {
-        protocolVersion: "2026-01-26",
-        appInfo: { name, version: "1.0.0" },
-        appCapabilities: {},
-      });
-      applyContext(result && result.hostContext);
-    } finally {
-      notify("ui/notifications/initialized");
-    }
+    const result = await request("ui/initialize", {
+      protocolVersion: "2026-01-26",
+      appInfo: { name, version: "1.0.0" },
+      appCapabilities: {},
+    });
+    applyContext(result && result.hostContext);
+    notify("ui/notifications/initialized");
+    watchSize();
   }
 
   // The structured answer of a CallToolResult (or its JSON text block).
@@ -131,6 +167,14 @@ const Bridge = (() => {
     return node;
   }
 
+  // An SVG element; text goes in with textContent, like el().
+  function svg(tag, attrs, text) {
+    const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
+    if (text !== undefined) node.textContent = String(text);
+    return node;
+  }
+
   function showError(e) {
     const box = document.getElementById("status");
     if (box) box.textContent = String((e && e.message) || e);
@@ -141,5 +185,5 @@ const Bridge = (() => {
     if (box) box.textContent = text || "";
   }
 
-  return { on, start, callTool, openLink, message, data, el, showError, status };
+  return { on, start, callTool, openLink, message, data, el, svg, showError, status };
 })();

@@ -127,7 +127,7 @@ async function showPerson(p) {
   $("more").hidden = true;
   const chain = el("ol", { class: "chain", "aria-label": "Manager chain" });
   const reports = el("div", {});
-  $("view").replaceChildren(el("h2", {}, "Reports to"), chain, card(p), reports);
+  $("view").replaceChildren(el("h2", {}, "Reports to"), chain, card(p), career(p), reports);
   Bridge.status("");
   await Promise.all([fillChain(chain, p), fillReports(reports, p)]);
 }
@@ -144,6 +144,16 @@ function card(p) {
     (p.skills || []).length ? el("ul", { class: "skills", "aria-label": "Skills" },
       p.skills.map((s) => el("li", {}, s.skill + " (" + s.proficiency + ")"))) : null,
     p.teamId ? el("button", { type: "button", onclick: () => openTeam(p.teamId) }, "Show team " + (p.team || "")) : null);
+}
+
+// The career history of the result on a timeline; the current position runs
+// to the last day (former employees) or to today.
+function career(p) {
+  const until = p.terminationDate || new Date().toISOString().slice(0, 10);
+  const spans = Timeline.career(p.employmentHistory, until);
+  if (!spans.length) return null;
+  return el("section", { class: "career", "aria-label": "Career" }, el("h2", {}, "Career"),
+    Timeline.chart(spans), Timeline.table("Career of " + p.name, spans));
 }
 
 // Managers up to the top, fetched one call at a time (each call audited).

@@ -1,19 +1,11 @@
 // Charts for generate-employee-report: headcount, turnover, compensation.
 // Each chart is an SVG hidden from screen readers with the same numbers in
 // a table behind it (open "Show the numbers" to see it).
-const { el } = Bridge;
+const { el, svg } = Bridge;
 const $ = (id) => document.getElementById(id);
-const SVG = "http://www.w3.org/2000/svg";
 const ROW = 24;
 const LABEL_W = 170;
 const WIDTH = 640;
-
-function svg(tag, attrs, text) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
-  if (text !== undefined) node.textContent = String(text);
-  return node;
-}
 
 function fit(label) {
   const s = String(label);
@@ -35,7 +27,9 @@ function bars(rows, max) {
       const x2 = LABEL_W + (r.high / top) * span;
       chart.append(svg("line", { class: "range", x1: x1.toFixed(1), x2: x2.toFixed(1), y1: y + ROW / 2, y2: y + ROW / 2 }));
     }
-    chart.append(svg("text", { class: "value", x: LABEL_W + w + 6, y: y + 15 }, r.text));
+    // The value goes past the range line too, so the line never crosses it.
+    const end = r.high !== undefined ? Math.max(w, (r.high / top) * span) : w;
+    chart.append(svg("text", { class: "value", x: (LABEL_W + end + 6).toFixed(1), y: y + 15 }, r.text));
   });
   return el("div", { class: "chart" }, chart);
 }

@@ -33,6 +33,8 @@ pub fn tool(directory: Directory) -> Tool {
                 + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
+        // MCP Apps hosts render this view; the result itself is unchanged.
+        .view(crate::views::LEAVE_BALANCE)
         // Policy: hr:leave for anyone's balance; without it, a caller whose
         // token names them as this employee may read their own.
         .required_scopes([scopes::LEAVE])

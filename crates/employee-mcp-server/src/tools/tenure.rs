@@ -26,6 +26,8 @@ pub fn tool(directory: Directory) -> Tool {
                 + super::DATA_NOT_INSTRUCTIONS,
         )
         .annotations(ToolAnnotations::read_only())
+        // MCP Apps hosts render this view; the result itself is unchanged.
+        .view(crate::views::TENURE)
         .required_scopes([scopes::DIRECTORY])
         // Approval: none. A directory look-up (names, titles, teams; contact
         // details behind hr:contact): the everyday work the scopes already

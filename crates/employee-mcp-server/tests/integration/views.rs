@@ -12,7 +12,7 @@ const EXTENSION: &str = "io.modelcontextprotocol/ui";
 const MIME: &str = "text/html;profile=mcp-app";
 
 /// (view, the tools that link it).
-const VIEWS: [(&str, &[&str]); 3] = [
+const VIEWS: [(&str, &[&str]); 5] = [
     (
         "ui://employee-directory/org-chart",
         &["get-team-members", "get-employee-details"],
@@ -24,6 +24,14 @@ const VIEWS: [(&str, &[&str]); 3] = [
     (
         "ui://employee-directory/report",
         &["generate-employee-report"],
+    ),
+    (
+        "ui://employee-directory/leave-balance",
+        &["check-leave-balance"],
+    ),
+    (
+        "ui://employee-directory/tenure",
+        &["calculate-employee-tenure"],
     ),
 ];
 
@@ -170,6 +178,14 @@ async fn a_host_without_the_extension_gets_the_same_answers() {
         (
             "generate-employee-report",
             json!({ "reportType": "headcount" }),
+        ),
+        (
+            "check-leave-balance",
+            json!({ "employeeId": "AliceJohnson", "leaveType": "annual" }),
+        ),
+        (
+            "calculate-employee-tenure",
+            json!({ "employeeId": "AliceJohnson" }),
         ),
     ];
     let ui_caps = json!({ "extensions": { EXTENSION: { "mimeTypes": [MIME] } } });

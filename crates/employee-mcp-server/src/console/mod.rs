@@ -197,6 +197,7 @@ fn router(console: Arc<Console>) -> Router {
         ));
     Router::new()
         .route("/login", get(login_page).post(login))
+        .route("/favicon.ico", get(favicon))
         .merge(private)
         .layer(middleware::from_fn_with_state(
             Arc::clone(&console),
@@ -214,6 +215,12 @@ async fn script() -> Response {
         include_str!("console.js"),
     )
         .into_response()
+}
+
+/// `GET /favicon.ico`: nothing (204), so a browser's automatic request
+/// neither fails nor needs a login.
+async fn favicon() -> StatusCode {
+    StatusCode::NO_CONTENT
 }
 
 /// A form body's fields (`application/x-www-form-urlencoded`).

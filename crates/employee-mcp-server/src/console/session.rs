@@ -231,7 +231,9 @@ pub async fn headers(req: Request, next: Next) -> Response {
             "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'",
         ),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        // Not `no-referrer`: under it a browser sends `Origin: null` with
+        // its own form posts, which the Origin check must refuse.
+        (header::REFERRER_POLICY, "same-origin"),
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::CACHE_CONTROL, "no-store"),
     ];

@@ -170,7 +170,7 @@ async fn pages_need_the_token_and_the_ports_stay_apart() {
     );
     assert!(!csp.contains("unsafe-inline"), "{csp}");
     assert_eq!(h["x-content-type-options"], "nosniff");
-    assert_eq!(h["referrer-policy"], "no-referrer");
+    assert_eq!(h["referrer-policy"], "same-origin");
 
     assert_eq!(b.login("Ann", TOKEN).await, StatusCode::SEE_OTHER);
     let (status, page) = b.get("/tools").await;

@@ -11,7 +11,8 @@
 // change made here (enabled state, approval policies) is undone on exit.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
@@ -233,6 +234,25 @@ async function toolsSteps(page) {
     assert.ok(listed.length >= 8, `tools/list: ${listed}`);
     for (const name of listed) assert.ok(shown.includes(name), `${name} on the page (${shown})`);
   });
+  await step("each tool's schemas and annotations, as tools/list gives them", async () => {
+    for (const listed of await mcpTools()) {
+      const row = toolRow(page, listed.name);
+      const input = row.locator("details", { hasText: "Input schema" });
+      assert.equal(await input.evaluate((d) => d.open), false, "folded until opened");
+      await input.locator("summary").click();
+      assert.deepEqual(JSON.parse(await input.locator("pre").innerText()), listed.inputSchema, `${listed.name} input`);
+      if (listed.outputSchema) {
+        const output = row.locator("details", { hasText: "Output schema" });
+        await output.locator("summary").click();
+        assert.deepEqual(JSON.parse(await output.locator("pre").innerText()), listed.outputSchema, `${listed.name} output`);
+      }
+      const hints = await row.locator("ul.annotations li").allInnerTexts();
+      for (const [key, value] of Object.entries(listed.annotations ?? {})) {
+        assert.ok(hints.includes(`${key}: ${JSON.stringify(value)}`), `${listed.name} ${key} in ${hints}`);
+      }
+    }
+    await screenshot(page, "tools-schemas");
+  });
   const tool = "calculate-employee-tenure";
   await step("a tool disabled with the form leaves tools/list, by console:NAME", async () => {
     await toolRow(page, tool).getByRole("button", { name: "Disable" }).click();
@@ -414,11 +434,76 @@ async function liveAndHealthSteps(page) {
     assert.equal(cells[4], "live-client", `${cells}`);
     await screenshot(page, "live");
   });
+  await step("live: activity per tool, pause holds new rows, the filter keeps other tools out", async () => {
+    const tool = "search-employees-by-skill";
+    await page.goto(`${CONSOLE}/live?tool=${tool}`);
+    await page.locator("#live-status", { hasText: "new calls appear" }).waitFor();
+    const activity = page.locator(`#live-activity tr[data-tool="${tool}"]`);
+    const before = Number(await activity.locator(".recent").innerText());
+    await page.getByRole("button", { name: "Pause" }).click();
+    const skill = `Paused${Date.now()}`;
+    const mcp = await mcpSession("live-client");
+    await mcp.call(GATED, { employeeId: "AliceJohnson" });
+    await mcp.call(tool, { skill });
+    await mcp.close();
+    await page.locator("#live-status", { hasText: "Paused: 1 new call(s) held" }).waitFor();
+    assert.equal(await page.locator("#live-rows tr", { hasText: skill }).count(), 0, "held while paused");
+    assert.equal(Number(await activity.locator(".recent").innerText()), before + 1, "counted in the last minute");
+    assert.match(await activity.locator(".outcome").innerText(), /^(success|tool_error)$/, "its outcome");
+    await screenshot(page, "live-paused");
+    await page.getByRole("button", { name: "Resume" }).click();
+    await page.locator("#live-rows tr.new", { hasText: skill }).waitFor();
+    const tools = await page.locator("#live-rows tr td:nth-child(3)").allInnerTexts();
+    assert.ok(tools.every((t) => t === tool), `only ${tool}: ${tools}`);
+    assert.equal(await page.locator(`#live-activity tr[data-tool="${GATED}"]`).count(), 0, "the filter holds for activity");
+  });
   await step("health: the page renders readiness and counters", async () => {
     await page.goto(`${CONSOLE}/health`);
     assert.match(await page.locator("body").innerText(), /ready/);
     assert.ok((await page.locator("td").count()) > 0, "counters");
     await screenshot(page, "health");
+  });
+}
+
+/** Runs the server binary's `cmd` on the test database. */
+function runBin(args) {
+  return execFileSync(BIN, [...args, "--database", DATABASE], {
+    encoding: "utf8",
+    env: { ...process.env, RUST_LOG: "warn" },
+  });
+}
+
+async function directorySteps(page) {
+  await step("directory: an import's who, mode, file digests and counts per entity", async () => {
+    // One employee's phone changed, then the export imported back: the
+    // directory ends as it was, with two imports recorded.
+    const dir = mkdtempSync(join(tmpdir(), "console-import-"));
+    try {
+      runBin(["export", "--out", join(dir, "was"), "--format", "jsonl"]);
+      cpSync(join(dir, "was"), join(dir, "changed"), { recursive: true });
+      const file = join(dir, "changed", "employees.jsonl");
+      const lines = readFileSync(file, "utf8").split("\n");
+      const first = JSON.parse(lines[0]);
+      first.phone = "+1-555-0000";
+      lines[0] = JSON.stringify(first);
+      writeFileSync(file, lines.join("\n"));
+      runBin(["import", join(dir, "changed"), "--format", "jsonl", "--actor", "browser-import"]);
+      runBin(["import", join(dir, "was"), "--format", "jsonl", "--actor", "browser-import"]);
+      const digest = execFileSync("sha256sum", [file], { encoding: "utf8" }).split(" ")[0];
+      await page.goto(`${CONSOLE}/directory`);
+      const imports = page.locator("#imports tr.import");
+      assert.equal(await imports.count(), 2, "two imports");
+      const older = imports.nth(1);
+      const text = await older.innerText();
+      assert.match(text, /browser-import/);
+      assert.match(text, /merge \(jsonl\)/);
+      assert.ok(text.includes(digest), `the changed file's sha256 ${digest}`);
+      const employees = older.locator('tr[data-entity="employees"] td');
+      assert.deepEqual((await employees.allInnerTexts()).slice(1, 3), ["0", "1"], "one employee updated");
+      await screenshot(page, "directory");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 }
 
@@ -439,7 +524,16 @@ async function noScriptSteps(browser) {
     assert.match(await page.locator("pre").innerText(), /search-employees-by-skill/);
     await page.goto(`${CONSOLE}/live`);
     assert.ok((await page.locator("#live-rows tr").count()) > 0, "the newest calls, server-rendered");
+    assert.ok((await page.locator("#live-activity tr").count()) > 0, "the activity, server-rendered");
+    assert.equal(await page.locator("#live-pause").isVisible(), false, "no pause without the script");
+    await page.getByLabel("Tool").fill("search-employees-by-skill");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForLoadState("load");
+    const tools = await page.locator("#live-rows tr td:nth-child(3)").allInnerTexts();
+    assert.ok(tools.length > 0 && tools.every((t) => t === "search-employees-by-skill"), `${tools}`);
     await screenshot(page, "live-no-js");
+    await page.goto(`${CONSOLE}/directory`);
+    assert.match(await page.locator("h1").innerText(), /Directory/);
     await page.goto(`${CONSOLE}/health`);
     assert.match(await page.locator("body").innerText(), /ready/);
   });
@@ -498,6 +592,7 @@ try {
   await approvalSteps(page);
   await auditSteps(page);
   await liveAndHealthSteps(page);
+  await directorySteps(page);
   await forgedPostSteps(context, page);
   await noScriptSteps(browser);
   await logoutSteps(context, page);

@@ -426,3 +426,49 @@ async fn hr_values_are_escaped_exports_neutralise_formulas_and_calls_stream_live
     }
     assert!(seen.contains("data: {"), "{seen}");
 }
+
+#[tokio::test]
+async fn failed_logins_are_bounded_for_the_form_and_bearer_tokens() {
+    let flags = ["--console-login-failures".to_owned(), "2".to_owned()];
+    let (_server, addr) = start(TempDb::seeded(), &flags).await;
+    let mut b = Browser::new(&addr);
+    assert_eq!(
+        b.login("Ann", "wrong-token-1").await,
+        StatusCode::UNAUTHORIZED
+    );
+    let res = b
+        .client
+        .get(format!("{}/tools", b.base))
+        .header("Authorization", "Bearer wrong-token-2")
+        .send()
+        .await
+        .expect("GET with a wrong bearer token");
+    assert_eq!(
+        res.status(),
+        StatusCode::UNAUTHORIZED,
+        "a wrong bearer token"
+    );
+
+    // The bucket is empty: every login waits, the right token too.
+    let res = b
+        .post_raw("/login", &[("name", "Ann"), ("token", TOKEN)], &[])
+        .await;
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = res.headers()["retry-after"]
+        .to_str()
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .expect("a Retry-After in seconds");
+    assert!((1..=31).contains(&wait), "{wait}");
+    let page = res.text().await.unwrap_or_default();
+    assert!(page.contains("Too many failed logins"), "{page}");
+    assert!(b.cookie.is_none(), "no session while limited");
+    let res = b
+        .client
+        .get(format!("{}/tools", b.base))
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .send()
+        .await
+        .expect("GET with the token");
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "bearer too");
+}

@@ -1,17 +1,13 @@
 //! The Audit pages (search with a cursor, a row's detail, CSV and JSON
-//! Lines export) and Live (the newest rows, then Server-Sent Events), all
-//! read through `audit::query`.
+//! Lines export), read through `audit::query`.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use axum::Extension;
 use axum::extract::{RawQuery, State};
 use axum::http::header;
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures_util::Stream;
 use maud::{Markup, html};
 
 use super::error::ConsoleError;
@@ -24,10 +20,6 @@ const PAGE_ROWS: u32 = 100;
 const MAX_PAGE_ROWS: u32 = 1000;
 /// Rows an export holds at most.
 const MAX_EXPORT_ROWS: u32 = 10_000;
-/// Rows the Live page starts with.
-const LIVE_ROWS: u32 = 50;
-/// How often a live stream looks for new rows.
-const LIVE_POLL: Duration = Duration::from_millis(500);
 
 /// A search as the form sends it (also the export links' query).
 struct Search {
@@ -35,14 +27,14 @@ struct Search {
     filter: Filter,
 }
 
-fn field(form: &Form, name: &str) -> Option<String> {
+pub(super) fn field(form: &Form, name: &str) -> Option<String> {
     form.get(name)
         .map(str::trim)
         .filter(|v| !v.is_empty())
         .map(str::to_owned)
 }
 
-fn number(form: &Form, name: &str) -> Result<Option<i64>, ConsoleError> {
+pub(super) fn number(form: &Form, name: &str) -> Result<Option<i64>, ConsoleError> {
     field(form, name)
         .map(|v| {
             v.parse::<i64>()
@@ -93,7 +85,7 @@ impl Search {
 
 /// `audit::query` off the async threads (it blocks on SQLite or its own
 /// PostgreSQL runtime).
-async fn query(console: &Console, filter: Filter) -> Result<Vec<Row>, ConsoleError> {
+pub(super) async fn query(console: &Console, filter: Filter) -> Result<Vec<Row>, ConsoleError> {
     let database = console.database.clone();
     tokio::task::spawn_blocking(move || audit::query(&database, &filter))
         .await
@@ -105,7 +97,7 @@ fn arguments(row: &Row) -> String {
     serde_json::to_string(&row.arguments).unwrap_or_default()
 }
 
-fn rows_table(rows: &[Row]) -> Markup {
+pub(super) fn rows_table(rows: &[Row]) -> Markup {
     html! {
         table {
             thead { tr { th { "Id" } th { "When" } th { "Tool" } th { "Subject" } th { "Client" }
@@ -259,70 +251,6 @@ pub async fn jsonl(
     }
     let name = "attachment; filename=\"audit.jsonl\"";
     Ok(attachment("application/jsonl; charset=utf-8", name, out))
-}
-
-/// `GET /live`: the newest rows, then (with JavaScript) new ones as they
-/// are written.
-pub async fn live(
-    State(console): State<Arc<Console>>,
-    Extension(op): Extension<Operator>,
-) -> Result<Markup, ConsoleError> {
-    let filter = Filter {
-        limit: LIVE_ROWS,
-        ..Filter::default()
-    };
-    let rows = query(&console, filter).await?;
-    let last = rows.iter().map(|r| r.id).max().unwrap_or(0);
-    let body = html! {
-        p id="live-status" data-after=(last) { "The newest " (rows.len()) " call(s); reload for newer ones (with JavaScript they appear as they happen)." }
-        (rows_table(&rows))
-        script src="/console.js" {}
-    };
-    Ok(layout("Live", Some(&op), None, body))
-}
-
-/// `GET /live/events?after=ID`: every row written after `ID`, as one SSE
-/// `message` event each (the row as JSON). At most 16 streams at once.
-pub async fn events(
-    State(console): State<Arc<Console>>,
-    RawQuery(q): RawQuery,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ConsoleError> {
-    let form = Form::parse(q.as_deref().unwrap_or("").as_bytes());
-    let after = number(&form, "after")?.unwrap_or(0);
-    let permit = Arc::clone(&console.streams)
-        .try_acquire_owned()
-        .map_err(|_| ConsoleError::Busy("too many live streams are open; close one"))?;
-    let state = (console, after, Vec::<Event>::new(), permit);
-    let stream = futures_util::stream::unfold(
-        state,
-        |(console, mut after, mut queue, permit)| async move {
-            loop {
-                if let Some(event) = queue.pop() {
-                    return Some((Ok(event), (console, after, queue, permit)));
-                }
-                tokio::time::sleep(LIVE_POLL).await;
-                let filter = Filter {
-                    after_id: Some(after),
-                    limit: 200,
-                    ..Filter::default()
-                };
-                match query(&console, filter).await {
-                    Ok(mut rows) => {
-                        rows.sort_by_key(|r| std::cmp::Reverse(r.id));
-                        after = rows.first().map_or(after, |r| r.id);
-                        // Popped from the end: oldest first.
-                        queue = rows
-                            .iter()
-                            .filter_map(|r| serde_json::to_string(r).ok())
-                            .map(|json| Event::default().data(json))
-                            .collect();
-                    }
-                    Err(e) => tracing::debug!(error = %e, "live stream: audit query failed"),
-                }
-            }
-        },
-    );
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
 #[cfg(test)]

@@ -1,22 +1,28 @@
 // The Live page: appends each audit row the server pushes (Server-Sent
-// Events) to the table. Cells are set with textContent, never as HTML.
+// Events, filtered by the page's tool and outcome) to the table, keeps the
+// per-tool activity (calls in the last minute, last call) current, and
+// pauses: rows that arrive while paused are held and shown on resume.
+// Cells are set with textContent, never as HTML.
 "use strict";
 (function () {
   var status = document.getElementById("live-status");
   var rows = document.getElementById("live-rows");
+  var activity = document.getElementById("live-activity");
+  var pause = document.getElementById("live-pause");
   if (!status || !rows || !window.EventSource) { return; }
-  var after = status.getAttribute("data-after") || "0";
-  var source = new EventSource("/live/events?after=" + encodeURIComponent(after));
-  function cell(tr, text) {
+  var WINDOW_MS = 60000;
+  var paused = false;
+  var held = [];
+
+  function cell(tr, text, className) {
     var td = document.createElement("td");
     td.textContent = text;
+    if (className) { td.className = className; }
     tr.appendChild(td);
+    return td;
   }
-  source.onopen = function () { status.textContent = "Live: new calls appear at the top."; };
-  source.onerror = function () { status.textContent = "Live stream interrupted; retrying…"; };
-  source.onmessage = function (e) {
-    var r;
-    try { r = JSON.parse(e.data); } catch (err) { return; }
+
+  function callRow(r) {
     var tr = document.createElement("tr");
     var id = document.createElement("td");
     var link = document.createElement("a");
@@ -25,14 +31,103 @@
     id.appendChild(link);
     tr.appendChild(id);
     cell(tr, r.at);
-    cell(tr, r.tool);
+    var tool = document.createElement("td");
+    var code = document.createElement("code");
+    code.textContent = r.tool;
+    tool.appendChild(code);
+    tr.appendChild(tool);
     cell(tr, r.subject || "-");
     cell(tr, r.client_name || r.client_id || "-");
     cell(tr, r.outcome + (r.count > 1 ? " ×" + r.count : ""));
     cell(tr, r.latency_ms + " ms");
     cell(tr, JSON.stringify(r.arguments));
     tr.className = "new";
-    rows.insertBefore(tr, rows.firstChild);
+    return tr;
+  }
+
+  function show(r) {
+    rows.insertBefore(callRow(r), rows.firstChild);
     while (rows.children.length > 500) { rows.removeChild(rows.lastChild); }
+  }
+
+  // Activity: each tool's row keeps the times of its calls in the window.
+  function toolRow(tool) {
+    var found = null;
+    Array.prototype.forEach.call(activity.children, function (tr) {
+      if (tr.getAttribute("data-tool") === tool) { found = tr; }
+    });
+    if (found) { return found; }
+    var tr = document.createElement("tr");
+    tr.setAttribute("data-tool", tool);
+    tr.setAttribute("data-times", "");
+    var name = document.createElement("td");
+    var code = document.createElement("code");
+    code.textContent = tool;
+    name.appendChild(code);
+    tr.appendChild(name);
+    cell(tr, "0", "recent");
+    cell(tr, "", "last");
+    cell(tr, "", "outcome");
+    activity.appendChild(tr);
+    return tr;
+  }
+
+  function times(tr) {
+    return (tr.getAttribute("data-times") || "").split(",").filter(Boolean).map(Number);
+  }
+
+  function recount() {
+    if (!activity) { return; }
+    var since = Date.now() - WINDOW_MS;
+    Array.prototype.forEach.call(activity.children, function (tr) {
+      var kept = times(tr).filter(function (t) { return t >= since; });
+      tr.setAttribute("data-times", kept.join(","));
+      tr.querySelector(".recent").textContent = String(kept.length);
+    });
+  }
+
+  function count(r) {
+    if (!activity) { return; }
+    var tr = toolRow(r.tool);
+    var list = times(tr);
+    for (var i = 0; i < Math.max(1, r.count || 1); i++) { list.push(r.at_unix_ms); }
+    tr.setAttribute("data-times", list.join(","));
+    tr.querySelector(".last").textContent = r.at;
+    tr.querySelector(".outcome").textContent = r.outcome;
+    tr.className = "active";
+    recount();
+  }
+
+  function say() {
+    status.textContent = paused
+      ? "Paused: " + held.length + " new call(s) held; resume to show them."
+      : "Live: new calls appear at the top.";
+  }
+
+  if (pause) {
+    pause.hidden = false;
+    pause.addEventListener("click", function () {
+      paused = !paused;
+      pause.textContent = paused ? "Resume" : "Pause";
+      if (!paused) { held.forEach(show); held = []; }
+      say();
+    });
+  }
+
+  var query = "after=" + encodeURIComponent(status.getAttribute("data-after") || "0");
+  ["tool", "outcome"].forEach(function (name) {
+    var value = status.getAttribute("data-" + name);
+    if (value) { query += "&" + name + "=" + encodeURIComponent(value); }
+  });
+  var source = new EventSource("/live/events?" + query);
+  source.onopen = say;
+  source.onerror = function () { status.textContent = "Live stream interrupted; retrying…"; };
+  source.onmessage = function (e) {
+    var r;
+    try { r = JSON.parse(e.data); } catch (err) { return; }
+    count(r);
+    if (paused) { held.push(r); say(); } else { show(r); }
   };
+  recount();
+  window.setInterval(recount, 5000);
 })();

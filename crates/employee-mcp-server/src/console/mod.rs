@@ -5,14 +5,18 @@
 //! models may read. See docs/console.md.
 
 mod audit_pages;
+mod directory;
 mod error;
 mod health;
+mod limit;
+mod live;
 mod pages;
 mod session;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -31,6 +35,7 @@ use tokio::sync::{Semaphore, oneshot};
 
 use crate::{approvals, catalog};
 use error::ConsoleError;
+use limit::LoginLimit;
 use session::{Operator, Sessions};
 
 /// Flags of the console.
@@ -50,6 +55,12 @@ pub struct ConsoleArgs {
     /// Write the console's bound address (useful with port 0) to this file.
     #[arg(long, hide = true)]
     pub console_port_file: Option<PathBuf>,
+
+    /// Failed console logins (wrong token, in the form or as a bearer
+    /// token) allowed in a burst and per minute; past it every login waits.
+    #[arg(long, env = "EMPLOYEE_MCP_CONSOLE_LOGIN_FAILURES", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub console_login_failures: u32,
 }
 
 /// Largest request body the console reads.
@@ -69,6 +80,8 @@ pub struct Console {
     builtins: Vec<Tool>,
     token: String,
     sessions: Sessions,
+    /// Failed logins allowed.
+    logins: LoginLimit,
     /// `Host` values (and Origins, after `http://`) that name the console.
     hosts: Vec<String>,
     streams: Arc<Semaphore>,
@@ -138,6 +151,7 @@ impl ConsoleListener {
             builtins,
             token,
             sessions: Sessions::default(),
+            logins: LoginLimit::new(args.console_login_failures, Instant::now()),
             hosts: vec![bound.to_string(), format!("localhost:{}", bound.port())],
             streams: Arc::new(Semaphore::new(MAX_STREAMS)),
             server: server.clone(),
@@ -186,9 +200,10 @@ fn router(console: Arc<Console>) -> Router {
         .route("/audit/row", get(audit_pages::row))
         .route("/audit.csv", get(audit_pages::csv))
         .route("/audit.jsonl", get(audit_pages::jsonl))
-        .route("/live", get(audit_pages::live))
-        .route("/live/events", get(audit_pages::events))
+        .route("/live", get(live::live))
+        .route("/live/events", get(live::events))
         .route("/health", get(health::health))
+        .route("/directory", get(directory::directory))
         .route("/console.js", get(script))
         .route("/logout", post(logout))
         .route_layer(middleware::from_fn_with_state(
@@ -197,6 +212,7 @@ fn router(console: Arc<Console>) -> Router {
         ));
     Router::new()
         .route("/login", get(login_page).post(login))
+        .route("/favicon.ico", get(favicon))
         .merge(private)
         .layer(middleware::from_fn_with_state(
             Arc::clone(&console),
@@ -214,6 +230,12 @@ async fn script() -> Response {
         include_str!("console.js"),
     )
         .into_response()
+}
+
+/// `GET /favicon.ico`: nothing (204), so a browser's automatic request
+/// neither fails nor needs a login.
+async fn favicon() -> StatusCode {
+    StatusCode::NO_CONTENT
 }
 
 /// A form body's fields (`application/x-www-form-urlencoded`).
@@ -267,6 +289,7 @@ pub fn layout(
                         a href="/approvals" { "Approvals" } " · "
                         a href="/audit" { "Audit" } " · "
                         a href="/live" { "Live" } " · "
+                        a href="/directory" { "Directory" } " · "
                         a href="/health" { "Health" } " · "
                         "signed in as " strong { (op.name) } " "
                         form method="post" action="/logout" {
@@ -310,7 +333,15 @@ async fn login(
 ) -> Result<Response, ConsoleError> {
     let form = Form::parse(&body);
     let token = form.get("token").unwrap_or("");
+    if let Err(wait) = console.logins.check(Instant::now()) {
+        let notice = format!(
+            "Too many failed logins; try again in {} s.",
+            wait.as_secs() + 1
+        );
+        return Ok(session::too_many(wait, login_form(Some(&notice))));
+    }
     if !session::same_secret(token.trim(), &console.token) {
+        console.logins.failed(Instant::now());
         let page = login_form(Some("Wrong console token."));
         return Ok((StatusCode::UNAUTHORIZED, page).into_response());
     }

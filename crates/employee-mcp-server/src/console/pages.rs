@@ -26,6 +26,36 @@ struct ToolRow {
     title: Option<String>,
     description: String,
     scopes: Vec<String>,
+    /// The listing's `inputSchema`, `outputSchema` and `annotations`, as
+    /// `tools/list` gives them (`None`: not known until served).
+    input_schema: Option<Value>,
+    output_schema: Option<Value>,
+    annotations: Option<Value>,
+}
+
+/// What a custom tool is listed with, from its stored definition; its
+/// output schema comes from the query's columns when a server loads it.
+fn custom_row(state: Value, spec: Option<ToolSpec>) -> ToolRow {
+    let Some(spec) = spec else {
+        return ToolRow {
+            state,
+            title: None,
+            description: "(stored definition unreadable)".into(),
+            scopes: Vec::new(),
+            input_schema: None,
+            output_schema: None,
+            annotations: None,
+        };
+    };
+    ToolRow {
+        state,
+        input_schema: Some(Value::Object(spec.input_schema())),
+        output_schema: None,
+        annotations: serde_json::to_value(crate::custom::annotations(&spec)).ok(),
+        title: spec.title,
+        description: spec.description,
+        scopes: spec.scopes,
+    }
 }
 
 async fn tool_rows(console: &Console) -> Result<Vec<ToolRow>, ConsoleError> {
@@ -45,6 +75,12 @@ async fn tool_rows(console: &Console) -> Result<Vec<ToolRow>, ConsoleError> {
                 title: d.title.clone(),
                 description: d.description.clone().unwrap_or_default(),
                 scopes: t.policy().required_scopes.clone(),
+                input_schema: Some(Value::Object(d.input_schema.clone())),
+                output_schema: d.output_schema.clone().map(Value::Object),
+                annotations: d
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| serde_json::to_value(a).ok()),
             }
         })
         .collect();
@@ -53,15 +89,8 @@ async fn tool_rows(console: &Console) -> Result<Vec<ToolRow>, ConsoleError> {
             .definition
             .as_deref()
             .and_then(|d| serde_json::from_str(d).ok());
-        rows.push(ToolRow {
-            state: command::list_row(builtins, Some(e), &e.name),
-            title: spec.as_ref().and_then(|s| s.title.clone()),
-            description: spec.as_ref().map_or_else(
-                || "(stored definition unreadable)".into(),
-                |s| s.description.clone(),
-            ),
-            scopes: spec.map(|s| s.scopes).unwrap_or_default(),
-        });
+        let state = command::list_row(builtins, Some(e), &e.name);
+        rows.push(custom_row(state, spec));
     }
     Ok(rows)
 }
@@ -70,14 +99,49 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v[key].as_str().unwrap_or("-")
 }
 
+/// A schema, pretty-printed, folded away until opened.
+fn schema(summary: &str, value: Option<&Value>, missing: &str) -> Markup {
+    html! {
+        details class="schema" {
+            summary { (summary) }
+            @match value {
+                Some(v) => pre { (serde_json::to_string_pretty(v).unwrap_or_default()) },
+                None => p { (missing) },
+            }
+        }
+    }
+}
+
+/// The annotations as `name: value` lines (the hints clients show).
+fn annotations(value: Option<&Value>) -> Markup {
+    let hints: Vec<(String, String)> = value
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.to_string())).collect())
+        .unwrap_or_default();
+    html! {
+        @if hints.is_empty() { "none" } @else {
+            ul class="annotations" {
+                @for (k, v) in &hints { li { code { (k) ": " (v) } } }
+            }
+        }
+    }
+}
+
 fn tool_row(op: &Operator, row: &ToolRow) -> Markup {
     let s = &row.state;
     let name = text(s, "name");
     let enabled = s["enabled"] == true;
+    // The form starts at what is in force, so a bare submit changes nothing.
+    let current = s["approval_override"].as_str().unwrap_or("default");
     html! {
         tr {
             td { code { (name) } @if let Some(t) = &row.title { br; (t) } }
-            td { (row.description) }
+            td {
+                (row.description)
+                (schema("Input schema", row.input_schema.as_ref(), "(stored definition unreadable)"))
+                (schema("Output schema", row.output_schema.as_ref(), "none declared here (a custom tool's comes from its query's columns when served)"))
+            }
+            td { (annotations(row.annotations.as_ref())) }
             td { @if row.scopes.is_empty() { "none" } @else { (row.scopes.join(", ")) } }
             td { (text(s, "approval_policy")) @if s["approval_override"].is_string() { " (override)" } }
             td { @if enabled { "enabled" } @else { strong { "disabled" } } }
@@ -95,7 +159,7 @@ fn tool_row(op: &Operator, row: &ToolRow) -> Markup {
                     input type="hidden" name="name" value=(name);
                     select name="level" {
                         @for level in ["none", "confirm", "operator", "default"] {
-                            option value=(level) { (level) }
+                            option value=(level) selected[level == current] { (level) }
                         }
                     }
                     input name="reason" placeholder="reason" maxlength="500";
@@ -116,7 +180,7 @@ async fn tools_page(
         p { "Every tool the server knows, as the models see it. Changes apply to every replica within a few seconds and notify connected clients." }
         table {
             thead { tr {
-                th { "Tool" } th { "Description" } th { "Scopes" } th { "Approval" }
+                th { "Tool" } th { "Description and schemas" } th { "Annotations" } th { "Scopes" } th { "Approval" }
                 th { "State" } th { "Kind" } th { "Last change" } th { "Change" }
             } }
             tbody { @for row in &rows { (tool_row(op, row)) } }

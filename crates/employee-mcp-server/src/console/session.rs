@@ -161,20 +161,61 @@ pub fn expired_cookie() -> String {
     format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
 }
 
-/// The operator a request is from: its session cookie, or the console
-/// token as `Authorization: Bearer` (recorded as `console:token`).
-fn operator_of(console: &Console, headers: &HeaderMap) -> Option<Operator> {
+/// A 429 answer saying when to come back.
+pub fn too_many(wait: Duration, body: impl IntoResponse) -> Response {
+    let secs = (wait.as_secs() + 1).to_string();
+    let mut res = (StatusCode::TOO_MANY_REQUESTS, body).into_response();
+    if let Ok(v) = HeaderValue::from_str(&secs) {
+        res.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    res
+}
+
+/// Who a request says it is.
+enum Claim {
+    /// A session cookie naming an open session.
+    Session(Operator),
+    /// The console token as `Authorization: Bearer` (`console:token`).
+    Bearer(Operator),
+    /// A bearer token that is not the console's.
+    WrongBearer,
+    /// Nothing usable.
+    Nobody,
+}
+
+fn claim_of(console: &Console, headers: &HeaderMap) -> Claim {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     if let Some(token) = bearer {
-        return same_secret(token.trim(), &console.token).then(|| Operator {
-            name: "token".into(),
-            csrf: None,
-        });
+        if !same_secret(token.trim(), &console.token) {
+            return Claim::WrongBearer;
+        }
+        let name = "token".into();
+        return Claim::Bearer(Operator { name, csrf: None });
     }
-    console.sessions.get(session_id(headers)?)
+    match session_id(headers).and_then(|id| console.sessions.get(id)) {
+        Some(op) => Claim::Session(op),
+        None => Claim::Nobody,
+    }
+}
+
+/// The operator a request is from; a bearer token counts as a login, so
+/// it is bounded with the form's: `Err(wait)` while the bucket is empty.
+fn operator_of(console: &Console, headers: &HeaderMap) -> Result<Option<Operator>, Duration> {
+    let claim = claim_of(console, headers);
+    if matches!(claim, Claim::Bearer(_) | Claim::WrongBearer) {
+        console.logins.check(Instant::now())?;
+    }
+    Ok(match claim {
+        Claim::Session(op) | Claim::Bearer(op) => Some(op),
+        Claim::WrongBearer => {
+            console.logins.failed(Instant::now());
+            None
+        }
+        Claim::Nobody => None,
+    })
 }
 
 /// Every request: a Host and (when sent) an Origin naming the console
@@ -211,7 +252,11 @@ pub async fn require_login(
     mut req: Request,
     next: Next,
 ) -> Response {
-    match operator_of(&console, req.headers()) {
+    let operator = match operator_of(&console, req.headers()) {
+        Ok(operator) => operator,
+        Err(wait) => return too_many(wait, "too many failed logins; wait"),
+    };
+    match operator {
         Some(operator) => {
             req.extensions_mut().insert(operator);
             next.run(req).await
@@ -231,7 +276,9 @@ pub async fn headers(req: Request, next: Next) -> Response {
             "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'",
         ),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        // Not `no-referrer`: under it a browser sends `Origin: null` with
+        // its own form posts, which the Origin check must refuse.
+        (header::REFERRER_POLICY, "same-origin"),
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::CACHE_CONTROL, "no-store"),
     ];

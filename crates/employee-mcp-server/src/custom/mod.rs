@@ -255,16 +255,22 @@ pub fn output_schema(columns: &[OutColumn]) -> Value {
     })
 }
 
-/// The tool for a checked definition, running on `runner`.
-pub fn build(checked: &Checked, runner: Arc<Runner>) -> Tool {
-    let spec = &checked.spec;
+/// The annotations a custom tool is listed with: the definition's hints,
+/// read-only and non-destructive forced.
+pub fn annotations(spec: &ToolSpec) -> ToolAnnotations {
     let user = spec.annotations.clone().unwrap_or_default();
-    let annotations = ToolAnnotations {
+    ToolAnnotations {
         title: user.title,
         idempotent_hint: Some(user.idempotent.unwrap_or(true)),
         open_world_hint: Some(user.open_world.unwrap_or(false)),
         ..ToolAnnotations::read_only()
-    };
+    }
+}
+
+/// The tool for a checked definition, running on `runner`.
+pub fn build(checked: &Checked, runner: Arc<Runner>) -> Tool {
+    let spec = &checked.spec;
+    let annotations = annotations(spec);
     let mut builder = Tool::builder(spec.name.clone())
         .description(spec.description.clone() + crate::tools::DATA_NOT_INSTRUCTIONS)
         .annotations(annotations)

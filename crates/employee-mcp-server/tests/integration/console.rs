@@ -170,7 +170,7 @@ async fn pages_need_the_token_and_the_ports_stay_apart() {
     );
     assert!(!csp.contains("unsafe-inline"), "{csp}");
     assert_eq!(h["x-content-type-options"], "nosniff");
-    assert_eq!(h["referrer-policy"], "no-referrer");
+    assert_eq!(h["referrer-policy"], "same-origin");
 
     assert_eq!(b.login("Ann", TOKEN).await, StatusCode::SEE_OTHER);
     let (status, page) = b.get("/tools").await;
@@ -425,4 +425,47 @@ async fn hr_values_are_escaped_exports_neutralise_formulas_and_calls_stream_live
         seen.push_str(&String::from_utf8_lossy(&chunk));
     }
     assert!(seen.contains("data: {"), "{seen}");
+}
+
+#[tokio::test]
+async fn failed_logins_are_bounded_for_the_form_and_bearer_tokens() {
+    let flags = ["--console-login-failures".to_owned(), "2".to_owned()];
+    let (_server, addr) = start(TempDb::seeded(), &flags).await;
+    let mut b = Browser::new(&addr);
+    assert_eq!(
+        b.login("Ann", "wrong-token-1").await,
+        StatusCode::UNAUTHORIZED
+    );
+    let res = b
+        .client
+        .get(format!("{}/tools", b.base))
+        .header("Authorization", "Bearer wrong-token-2")
+        .send()
+        .await
+        .expect("GET with a wrong bearer token");
+    // A page asked with a wrong bearer token is a page asked without a login.
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "a wrong bearer token");
+
+    // The bucket is empty: every login waits, the right token too.
+    let res = b
+        .post_raw("/login", &[("name", "Ann"), ("token", TOKEN)], &[])
+        .await;
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = res.headers()["retry-after"]
+        .to_str()
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .expect("a Retry-After in seconds");
+    assert!((1..=31).contains(&wait), "{wait}");
+    let page = res.text().await.unwrap_or_default();
+    assert!(page.contains("Too many failed logins"), "{page}");
+    assert!(b.cookie.is_none(), "no session while limited");
+    let res = b
+        .client
+        .get(format!("{}/tools", b.base))
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .send()
+        .await
+        .expect("GET with the token");
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "bearer too");
 }

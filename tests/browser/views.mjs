@@ -509,6 +509,28 @@ async function cspInForce(ctx) {
   check("CSP: the refused request never reached the network", probe.length === 0, probe);
 }
 
+// A hostile name (one an import could bring) stays text: the view sets
+// textContent, never markup, so nothing in the name runs or loads.
+async function hostileName(ctx) {
+  const NAME = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
+  const args = { employeeId: "AliceJohnson" };
+  const definition = ctx.tools.find((t) => t.name === "get-employee-details");
+  const view = await readView(ctx.client, definition._meta.ui.resourceUri);
+  const result = await ctx.client.callTool({ name: "get-employee-details", arguments: args });
+  const forged = JSON.parse(JSON.stringify(result));
+  forged.structuredContent.name = NAME;
+  const mounted = await ctx.page.evaluate((m) => window.host.mount(m), {
+    html: view.html, csp: view.csp, hostContext: LIGHT, toolInput: args, toolResult: forged,
+  });
+  const frame = await (await ctx.page.$("#frame")).contentFrame();
+  await frame.waitForSelector(".card");
+  check("hostile name: shown as the very text", (await frame.textContent(".card .name")) === NAME, mounted);
+  check("hostile name: no element made from it", (await frame.$$("img, .card script")).length === 0);
+  await ctx.page.waitForTimeout(200);
+  check("hostile name: nothing in it ran", (await frame.evaluate(() => window.__pwned)) === undefined);
+  await screenshot(ctx.page, "org-chart-hostile-name");
+}
+
 async function appOnly(ctx) {
   const plain = await connect(false);
   const plainNames = new Set((await allTools(plain)).map((t) => t.name));
@@ -545,6 +567,7 @@ async function main() {
     await tenure(ctx);
     await themes(ctx);
     await cspInForce(ctx);
+    await hostileName(ctx);
     await appOnly(ctx);
   } catch (e) {
     check("views test ran to the end", false, String(e && e.stack || e));

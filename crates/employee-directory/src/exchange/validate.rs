@@ -17,7 +17,10 @@ use super::{ExchangeError, ImportOptions, Mode};
 /// A key as compared, kept as a 128-bit digest of its normalized text
 /// ([`normalize`]): a million people's keys take 16 bytes each instead of
 /// a string each, and two keys that differ collide with odds of 2^-128.
-pub type KeyDigest = u128;
+/// Two `u64`s rather than a `u128`, so a map entry holding one is aligned
+/// to 8 bytes, not padded to 16.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyDigest([u64; 2]);
 
 /// The digest of a normalized key (two SipHash passes, fixed keys, so the
 /// same key digests the same in both passes of an import).
@@ -28,28 +31,58 @@ pub fn digest(normalized: &str) -> KeyDigest {
         normalized.hash(&mut h);
         h.finish()
     };
-    (u128::from(half(0)) << 64) | u128::from(half(1))
+    KeyDigest([half(0), half(1)])
+}
+
+/// An employee's manager, or none, in the 16 bytes of one digest (an
+/// `Option` would add 8): no key digests to all zeros but with odds of
+/// 2^-128.
+#[derive(Clone, Copy, Debug)]
+struct Manager(KeyDigest);
+
+impl Manager {
+    const NONE: Manager = Manager(KeyDigest([0, 0]));
+
+    fn of(manager: Option<KeyDigest>) -> Manager {
+        manager.map_or(Manager::NONE, Manager)
+    }
+
+    fn get(self) -> Option<KeyDigest> {
+        (self.0 != Manager::NONE.0).then_some(self.0)
+    }
 }
 
 /// Keys already in the database, for references the files do not satisfy.
 #[derive(Debug, Default)]
 pub struct Known {
-    /// Key digests by entity name (referenced entities and bands).
+    /// Key digests by entity name (referenced entities and bands, but
+    /// not employees: their ids are the keys of `managers`).
     keys: HashMap<&'static str, HashSet<KeyDigest>>,
     /// Each employee's manager.
-    managers: HashMap<KeyDigest, Option<KeyDigest>>,
+    managers: HashMap<KeyDigest, Manager>,
 }
 
 impl Known {
     /// Records a key of `entity` (its normalized parts joined by
     /// [`KEY_SEPARATOR`]).
+    /// Employees are recorded by [`Known::insert_manager`].
     pub fn insert_key(&mut self, entity: &'static str, key: &str) {
-        self.keys.entry(entity).or_default().insert(digest(key));
+        if entity != "employees" {
+            self.keys.entry(entity).or_default().insert(digest(key));
+        }
     }
 
     /// Records an employee and their manager (normalized ids).
     pub fn insert_manager(&mut self, id: &str, manager: Option<&str>) {
-        self.managers.insert(digest(id), manager.map(digest));
+        self.managers
+            .insert(digest(id), Manager::of(manager.map(digest)));
+    }
+
+    fn contains(&self, entity: &str, key: &KeyDigest) -> bool {
+        match entity {
+            "employees" => self.managers.contains_key(key),
+            _ => self.keys.get(entity).is_some_and(|s| s.contains(key)),
+        }
     }
 }
 
@@ -102,7 +135,7 @@ pub fn validate(
     let file_keys = collect_keys(sources, options)?;
     let present: HashSet<&str> = sources.iter().map(|s| s.entity.name).collect();
     let resolve = Resolver {
-        file_keys: &file_keys.keys,
+        file_keys: &file_keys,
         known,
         present: &present,
         mode,
@@ -111,7 +144,7 @@ pub fn validate(
     };
     for source in sources {
         let mut reader = RowReader::open(source, options, &mut checked.problems)?;
-        let mut seen: HashMap<u64, u64> = HashMap::new();
+        let mut seen = Seen::default();
         let mut rows = 0;
         while let Some(row) = reader.next_row(source.entity) {
             rows += 1;
@@ -121,6 +154,9 @@ pub fn validate(
             }
         }
         checked.files.push((rows, reader.digest()));
+        if !seen.again.is_empty() {
+            report_duplicates(source, options, &seen.again, &mut checked.problems)?;
+        }
     }
     if present.contains("employees") {
         let cycles = find_cycles(&file_keys, known, mode);
@@ -146,9 +182,76 @@ pub fn validate(
 
 /// Keys found in the files (pass one).
 struct FileKeys {
+    /// By entity, but not employees: their ids are the keys of `managers`.
     keys: HashMap<&'static str, HashSet<KeyDigest>>,
     /// Employees in the file: id → (line, manager).
-    managers: HashMap<KeyDigest, (u64, Option<KeyDigest>)>,
+    managers: HashMap<KeyDigest, (u64, Manager)>,
+}
+
+impl FileKeys {
+    fn contains(&self, entity: &str, key: &KeyDigest) -> bool {
+        match entity {
+            "employees" => self.managers.contains_key(key),
+            _ => self.keys.get(entity).is_some_and(|s| s.contains(key)),
+        }
+    }
+}
+
+/// The rows of one file seen so far, by a 64-bit hash of their key (8
+/// bytes a row: the leave balances of a million people are 5 M rows).
+/// A row whose hash was seen is kept aside; the file is read once more
+/// at its end to find the first line of each, and only a key truly equal
+/// is reported.
+#[derive(Default)]
+struct Seen {
+    hashes: HashSet<u64>,
+    /// Rows whose key hash was seen before: (line, key).
+    again: Vec<(u64, String)>,
+}
+
+/// At most this many repeated keys are kept aside per file; past it a
+/// repeat is reported without its first line.
+const MAX_REPEATS_KEPT: usize = 10_000;
+
+fn key_hash(key: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
+
+/// Reports each row of `again` whose key an earlier row of the file had,
+/// with that row's line.
+fn report_duplicates(
+    source: &Source,
+    options: &ImportOptions,
+    again: &[(u64, String)],
+    problems: &mut Problems,
+) -> Result<(), ExchangeError> {
+    let wanted: HashSet<&str> = again.iter().map(|(_, k)| k.as_str()).collect();
+    let mut first: HashMap<String, u64> = HashMap::new();
+    let mut ignored = Problems::default();
+    let mut reader = RowReader::open(source, options, &mut ignored)?;
+    while let Some(row) = reader.next_row(source.entity) {
+        let Ok(row) = row else { continue };
+        if let Some(key) = key_of(source.entity, &row.cells)
+            && wanted.contains(key.as_str())
+        {
+            first.entry(key).or_insert(row.line);
+        }
+    }
+    let entity = source.entity;
+    let column = entity.columns[entity.key[0]].name;
+    for (line, key) in again {
+        // Another key with the same 64-bit hash is no duplicate.
+        if let Some(&at) = first.get(key)
+            && at < *line
+        {
+            let shown = key.replace(KEY_SEPARATOR, "/");
+            let reason = format!("duplicate id {shown:?} (first on line {at})");
+            problems.at(&source.file, *line, Some(column), reason);
+        }
+    }
+    Ok(())
 }
 
 fn collect_keys(sources: &[Source], options: &ImportOptions) -> Result<FileKeys, ExchangeError> {
@@ -170,15 +273,16 @@ fn collect_keys(sources: &[Source], options: &ImportOptions) -> Result<FileKeys,
                 continue;
             };
             let key = digest(&key);
-            if entity.name == "employees"
-                && let Some(m) = manager_column
-            {
-                let manager = row.cells[m]
-                    .as_deref()
+            if entity.name == "employees" {
+                let manager = manager_column
+                    .and_then(|m| row.cells[m].as_deref())
                     .map(|t| digest(&normalize(Kind::Text, t)));
-                managers.entry(key).or_insert((row.line, manager));
+                managers
+                    .entry(key)
+                    .or_insert((row.line, Manager::of(manager)));
+            } else {
+                set.insert(key);
             }
-            set.insert(key);
         }
     }
     Ok(FileKeys { keys, managers })
@@ -199,7 +303,7 @@ pub fn is_referenced(entity: &Entity) -> bool {
 }
 
 struct Resolver<'a> {
-    file_keys: &'a HashMap<&'static str, HashSet<KeyDigest>>,
+    file_keys: &'a FileKeys,
     known: &'a Known,
     present: &'a HashSet<&'a str>,
     mode: Mode,
@@ -212,16 +316,10 @@ impl Resolver<'_> {
     /// Whether `key` of `entity` will exist after the import.
     fn exists(&self, entity: &str, key: &str) -> bool {
         let key = digest(key);
-        let in_files = self.file_keys.get(entity).is_some_and(|s| s.contains(&key));
+        let in_files = self.file_keys.contains(entity, &key);
         // Replace keeps database rows only of entities without a file.
         let db_kept = self.mode == Mode::Merge || !self.present.contains(entity);
-        in_files
-            || (db_kept
-                && self
-                    .known
-                    .keys
-                    .get(entity)
-                    .is_some_and(|s| s.contains(&key)))
+        in_files || (db_kept && self.known.contains(entity, &key))
     }
 
     fn where_looked(&self, entity: &str) -> String {
@@ -238,7 +336,7 @@ fn check_row(
     source: &Source,
     row: &RawRow,
     resolve: &Resolver<'_>,
-    seen: &mut HashMap<u64, u64>,
+    seen: &mut Seen,
     problems: &mut Problems,
 ) {
     let entity = source.entity;
@@ -282,21 +380,14 @@ fn check_row(
     if problems.total != before {
         return;
     }
-    if let Some(key) = key_of(entity, &row.cells) {
-        let mut h = DefaultHasher::new();
-        key.hash(&mut h);
-        if let Some(first) = seen.insert(h.finish(), row.line) {
+    if let Some(key) = key_of(entity, &row.cells)
+        && !seen.hashes.insert(key_hash(&key))
+    {
+        if seen.again.len() < MAX_REPEATS_KEPT {
+            seen.again.push((row.line, key));
+        } else {
             let column = entity.columns[entity.key[0]].name;
-            problems.at(
-                &source.file,
-                row.line,
-                Some(column),
-                format!(
-                    "duplicate id {:?} (first on line {first})",
-                    key.replace(KEY_SEPARATOR, "/")
-                ),
-            );
-            seen.insert(h.finish(), first);
+            problems.at(&source.file, row.line, Some(column), "duplicate id");
         }
     }
     check_rules(source, row.line, &values, resolve, problems);
@@ -391,8 +482,8 @@ type Cycle = Vec<KeyDigest>;
 fn find_cycles(files: &FileKeys, known: &Known, mode: Mode) -> Vec<Cycle> {
     let manager_of = |id: &KeyDigest| -> Option<KeyDigest> {
         match files.managers.get(id) {
-            Some((_, m)) => *m,
-            None if mode == Mode::Merge => known.managers.get(id).copied().flatten(),
+            Some((_, m)) => m.get(),
+            None if mode == Mode::Merge => known.managers.get(id).and_then(|m| m.get()),
             None => None,
         }
     };

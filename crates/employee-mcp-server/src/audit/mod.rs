@@ -520,8 +520,12 @@ pub struct Filter {
     pub before_id: Option<i64>,
     /// Only rows with a larger id (the console's live tail).
     pub after_id: Option<i64>,
-    /// Most rows returned (the newest).
+    /// Most rows returned (the newest, or the oldest with `oldest_first`).
     pub limit: u32,
+    /// The oldest `limit` rows by id instead of the newest: a tail after
+    /// `after_id` reads on from its cursor and skips none, however many
+    /// rows came in between two reads.
+    pub oldest_first: bool,
 }
 
 /// One stored record, as the `audit` subcommand prints it.
@@ -696,7 +700,11 @@ pub fn query(location: &DatabaseUrl, filter: &Filter) -> Result<Vec<Row>, Error>
             args.push(v.clone().into());
         }
     }
-    sql.push_str(" ORDER BY at_unix_ms DESC, id DESC LIMIT ?");
+    sql.push_str(if filter.oldest_first {
+        " ORDER BY id LIMIT ?"
+    } else {
+        " ORDER BY at_unix_ms DESC, id DESC LIMIT ?"
+    });
     args.push(i64::from(filter.limit).into());
     let mut stmt = conn
         .prepare(&sql)
@@ -707,7 +715,9 @@ pub fn query(location: &DatabaseUrl, filter: &Filter) -> Result<Vec<Row>, Error>
     let mut out = rows
         .collect::<Result<Vec<Row>, _>>()
         .map_err(Error::sqlite("cannot read audit_log"))?;
-    out.reverse();
+    if !filter.oldest_first {
+        out.reverse();
+    }
     Ok(out)
 }
 
@@ -747,6 +757,45 @@ fn bad_time(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tail_reads_the_oldest_rows_after_its_cursor() {
+        let dir = std::env::temp_dir().join(format!("audit-tail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("hr.db");
+        let _ = std::fs::remove_file(&path);
+        let conn = Connection::open(&path).unwrap();
+        migrate(&conn).unwrap();
+        for i in 1..=5 {
+            conn.execute(
+                "INSERT INTO audit_log (at, at_unix_ms, tool, arguments, outcome, latency_ms, protocol_version)
+                 VALUES ('t', ?1, 'x', '{}', 'success', 0, '2026-07-28')",
+                [i],
+            )
+            .unwrap();
+        }
+        drop(conn);
+        let url = DatabaseUrl::Sqlite {
+            path: path.clone(),
+            url: format!("sqlite://{}", path.display()),
+        };
+        let ids = |filter: Filter| -> Vec<i64> {
+            query(&url, &filter).unwrap().iter().map(|r| r.id).collect()
+        };
+        let tail = Filter {
+            after_id: Some(1),
+            limit: 2,
+            ..Filter::default()
+        };
+        // The newest two would skip rows 2 and 3; a tail must not.
+        assert_eq!(ids(tail.clone()), vec![4, 5]);
+        let tail = Filter {
+            oldest_first: true,
+            ..tail
+        };
+        assert_eq!(ids(tail), vec![2, 3]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn parses_times() {

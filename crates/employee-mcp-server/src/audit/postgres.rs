@@ -401,6 +401,11 @@ pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, Error> {
             return Ok(Vec::new());
         }
         // NULL filters match everything: one statement for every filter.
+        let order = if filter.oldest_first {
+            "id"
+        } else {
+            "at_unix_ms DESC, id DESC"
+        };
         let rows = client
             .query(
                 &format!(
@@ -413,7 +418,7 @@ pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, Error> {
                        AND ($5::text IS NULL OR outcome = $5)
                        AND ($7::bigint IS NULL OR id < $7)
                        AND ($8::bigint IS NULL OR id > $8)
-                     ORDER BY at_unix_ms DESC, id DESC LIMIT $6"
+                     ORDER BY {order} LIMIT $6"
                 ),
                 &[
                     &filter.since_ms,
@@ -433,7 +438,9 @@ pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, Error> {
             .map(|r| Ok(row_from!(r, try_get)))
             .collect::<Result<_, tokio_postgres::Error>>()
             .map_err(read)?;
-        out.reverse();
+        if !filter.oldest_first {
+            out.reverse();
+        }
         Ok(out)
     })
 }

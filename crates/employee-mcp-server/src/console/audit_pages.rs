@@ -64,6 +64,7 @@ impl Search {
             before_id: number(&form, "before")?,
             after_id: None,
             limit,
+            oldest_first: false,
         };
         Ok(Search { form, filter })
     }

@@ -50,7 +50,8 @@
     while (rows.children.length > 500) { rows.removeChild(rows.lastChild); }
   }
 
-  // Activity: each tool's row keeps the times of its calls in the window.
+  // Activity: each tool's row keeps its calls per second of the window
+  // ("second:calls,…"), so a flood of calls stays one entry a second.
   function toolRow(tool) {
     var found = null;
     Array.prototype.forEach.call(activity.children, function (tr) {
@@ -59,7 +60,7 @@
     if (found) { return found; }
     var tr = document.createElement("tr");
     tr.setAttribute("data-tool", tool);
-    tr.setAttribute("data-times", "");
+    tr.setAttribute("data-seconds", "");
     var name = document.createElement("td");
     var code = document.createElement("code");
     code.textContent = tool;
@@ -72,26 +73,38 @@
     return tr;
   }
 
-  function times(tr) {
-    return (tr.getAttribute("data-times") || "").split(",").filter(Boolean).map(Number);
+  function seconds(tr) {
+    var counts = {};
+    (tr.getAttribute("data-seconds") || "").split(",").filter(Boolean).forEach(function (pair) {
+      var kv = pair.split(":");
+      counts[kv[0]] = (counts[kv[0]] || 0) + Number(kv[1] || 0);
+    });
+    return counts;
+  }
+
+  function store(tr, counts) {
+    tr.setAttribute("data-seconds", Object.keys(counts).map(function (s) { return s + ":" + counts[s]; }).join(","));
   }
 
   function recount() {
     if (!activity) { return; }
-    var since = Date.now() - WINDOW_MS;
+    var since = Math.floor((Date.now() - WINDOW_MS) / 1000);
     Array.prototype.forEach.call(activity.children, function (tr) {
-      var kept = times(tr).filter(function (t) { return t >= since; });
-      tr.setAttribute("data-times", kept.join(","));
-      tr.querySelector(".recent").textContent = String(kept.length);
+      var counts = seconds(tr), kept = {}, total = 0;
+      Object.keys(counts).forEach(function (s) {
+        if (Number(s) >= since) { kept[s] = counts[s]; total += counts[s]; }
+      });
+      store(tr, kept);
+      tr.querySelector(".recent").textContent = String(total);
     });
   }
 
   function count(r) {
     if (!activity) { return; }
     var tr = toolRow(r.tool);
-    var list = times(tr);
-    for (var i = 0; i < Math.max(1, r.count || 1); i++) { list.push(r.at_unix_ms); }
-    tr.setAttribute("data-times", list.join(","));
+    var counts = seconds(tr), second = Math.floor(r.at_unix_ms / 1000);
+    counts[second] = (counts[second] || 0) + Math.max(1, r.count || 1);
+    store(tr, counts);
     tr.querySelector(".last").textContent = r.at;
     tr.querySelector(".outcome").textContent = r.outcome;
     tr.className = "active";

@@ -28,6 +28,9 @@ const ACTIVITY_ROWS: u32 = 1000;
 const WINDOW: Duration = Duration::from_secs(60);
 /// How often a live stream looks for new rows.
 const LIVE_POLL: Duration = Duration::from_millis(500);
+/// Rows a live stream reads at once; a full read is followed by the
+/// next at once, so a burst is sent whole, in order.
+const LIVE_BATCH: u32 = 200;
 
 /// The filter of the page and its stream: `tool` and `outcome`.
 struct LiveFilter {
@@ -58,9 +61,27 @@ impl LiveFilter {
 /// One tool's calls in the window, and its newest call seen.
 #[derive(Default)]
 struct Activity {
-    recent_ms: Vec<i64>,
+    /// Calls per second (unix seconds): at most one entry per second of
+    /// the window, however many calls a folded row counts.
+    per_second: BTreeMap<i64, u64>,
     last_at: String,
     last_outcome: String,
+}
+
+impl Activity {
+    fn recent(&self) -> u64 {
+        self.per_second.values().sum()
+    }
+
+    /// `second:calls,…`, what console.js keeps counting from.
+    fn seconds(&self) -> String {
+        let pairs: Vec<String> = self
+            .per_second
+            .iter()
+            .map(|(s, n)| format!("{s}:{n}"))
+            .collect();
+        pairs.join(",")
+    }
 }
 
 /// Per tool: calls at or after `since_ms` (a folded row counts its calls),
@@ -71,8 +92,10 @@ fn activity(rows: &[Row], since_ms: i64) -> BTreeMap<String, Activity> {
     for r in rows {
         let a = by_tool.entry(r.tool.clone()).or_default();
         if r.at_unix_ms >= since_ms {
-            let calls = usize::try_from(r.count.max(1)).unwrap_or(1);
-            a.recent_ms.extend(std::iter::repeat_n(r.at_unix_ms, calls));
+            let calls = u64::try_from(r.count.max(1)).unwrap_or(1);
+            *a.per_second
+                .entry(r.at_unix_ms.div_euclid(1000))
+                .or_default() += calls;
         }
         let seen = newest.entry(r.tool.as_str()).or_insert(i64::MIN);
         if r.id > *seen {
@@ -97,10 +120,9 @@ fn activity_table(by_tool: &BTreeMap<String, Activity>) -> Markup {
             thead { tr { th { "Tool" } th { "Calls in the last minute" } th { "Last call" } th { "Its outcome" } } }
             tbody id="live-activity" {
                 @for (tool, a) in by_tool {
-                    @let times = a.recent_ms.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
-                    tr data-tool=(tool) data-times=(times) {
+                    tr data-tool=(tool) data-seconds=(a.seconds()) {
                         td { code { (tool) } }
-                        td class="recent" { (a.recent_ms.len()) }
+                        td class="recent" { (a.recent()) }
                         td class="last" { (a.last_at) }
                         td class="outcome" { (a.last_outcome) }
                     }
@@ -168,22 +190,32 @@ pub async fn events(
     let permit = Arc::clone(&console.streams)
         .try_acquire_owned()
         .map_err(|_| ConsoleError::Busy("too many live streams are open; close one"))?;
-    let state = (console, filter, after, Vec::<Event>::new(), permit);
+    // `full`: the last read filled a batch, so read again without waiting.
+    let state = (console, filter, after, Vec::<Event>::new(), permit, false);
     let stream = futures_util::stream::unfold(
         state,
-        |(console, filter, mut after, mut queue, permit)| async move {
+        |(console, filter, mut after, mut queue, permit, mut full)| async move {
             loop {
                 if let Some(event) = queue.pop() {
-                    return Some((Ok(event), (console, filter, after, queue, permit)));
+                    return Some((Ok(event), (console, filter, after, queue, permit, full)));
                 }
-                tokio::time::sleep(LIVE_POLL).await;
+                if !full {
+                    tokio::time::sleep(LIVE_POLL).await;
+                }
                 let newer = Filter {
                     after_id: Some(after),
-                    ..filter.audit(200)
+                    oldest_first: true,
+                    ..filter.audit(LIVE_BATCH)
                 };
                 match query(&console, newer).await {
-                    Ok(rows) => (after, queue) = events_of(rows, after),
-                    Err(e) => tracing::debug!(error = %e, "live stream: audit query failed"),
+                    Ok(rows) => {
+                        full = rows.len() >= LIVE_BATCH as usize;
+                        (after, queue) = events_of(rows, after);
+                    }
+                    Err(e) => {
+                        full = false;
+                        tracing::debug!(error = %e, "live stream: audit query failed");
+                    }
                 }
             }
         },
@@ -202,4 +234,47 @@ fn events_of(mut rows: Vec<Row>, after: i64) -> (i64, Vec<Event>) {
         .map(|json| Event::default().data(json))
         .collect();
     (after, queue)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: i64, at_unix_ms: i64, count: i64) -> Row {
+        Row {
+            id,
+            at: format!("t{id}"),
+            at_unix_ms,
+            subject: None,
+            client_id: None,
+            client_name: None,
+            remote_addr: None,
+            tool: "flooded".into(),
+            arguments: serde_json::Value::Null,
+            outcome: "rate_limited".into(),
+            detail: None,
+            latency_ms: 0,
+            protocol_version: "2026-07-28".into(),
+            count,
+        }
+    }
+
+    #[test]
+    fn a_flood_is_one_entry_a_second_not_one_per_call() {
+        let since = 1_000_000;
+        // A folded row of a million refused calls, two more in the same
+        // second, one in the next, one before the window.
+        let rows = [
+            row(1, since + 10, 1_000_000),
+            row(2, since + 900, 1),
+            row(3, since + 1_500, 1),
+            row(4, since - 5_000, 7),
+        ];
+        let by_tool = activity(&rows, since);
+        let a = &by_tool["flooded"];
+        assert_eq!(a.recent(), 1_000_002);
+        assert_eq!(a.per_second.len(), 2);
+        assert_eq!(a.seconds(), "1000:1000001,1001:1");
+        assert_eq!(a.last_at, "t4");
+    }
 }

@@ -43,6 +43,10 @@ pub(super) enum Gate {
     /// Run the handler. `consumed`: the call's `inputResponses` and
     /// `requestState` were the gate's own (not the handler's).
     Proceed { consumed: bool },
+    /// Run the handler on its own later input round of a call the user
+    /// already confirmed: the call's `inputResponses` are the handler's,
+    /// and this is its request state (unwrapped from the gate's marker).
+    Resume(Value),
     /// Answer with this instead (a question, or a tool error).
     Answer(ResultPayload),
     /// An operator's approval is pending and the call asked for a task:
@@ -186,7 +190,8 @@ impl Dispatcher {
             .and_then(|r| r.get(KEY))
             .cloned()
             .unwrap_or(Value::Null);
-        if answer.is_null() {
+        let resume = marker.get("then").cloned();
+        if answer.is_null() && resume.is_none() {
             return Err(ProtocolError::invalid_params(format!(
                 "Invalid params: inputResponses must carry the answer to \"{KEY}\"."
             )));
@@ -207,11 +212,35 @@ impl Dispatcher {
             }
             Err(e) => return Err(unavailable(&e)),
         }
+        if let Some(state) = resume {
+            // A later round of the handler's own: the yes was given for
+            // this exact call, and this round's marker is now spent.
+            draft.confirmed = true;
+            draft.detail = Some("confirmed by the user".into());
+            return Ok(Gate::Resume(state));
+        }
         let gate = self.answered(call, tool, &answer, draft);
         Ok(match gate {
             Gate::Proceed { .. } => Gate::Proceed { consumed: true },
             other => other,
         })
+    }
+
+    /// A confirmed call's handler asks for input itself (2026-07-28): its
+    /// state travels inside the gate's marker, with a fresh one-time
+    /// number, so the retry is not asked to confirm again and each round's
+    /// state serves once.
+    pub(super) fn behind_confirmation(
+        &self,
+        tool: &RegisteredTool,
+        mut ir: InputRequired,
+    ) -> Result<InputRequired, ProtocolError> {
+        let nonce = nonce().map_err(|_| {
+            ProtocolError::internal("Internal error: no random source for the confirmation.")
+        })?;
+        let version = tool.tool.policy.approval.version;
+        let own = ir.state.take().unwrap_or(Value::Null);
+        Ok(ir.state(json!({ STATE_FIELD: { "n": nonce, "v": version, "then": own } })))
     }
 
     /// The user's answer: yes runs the call, anything else refuses it.
@@ -223,6 +252,7 @@ impl Dispatcher {
         draft: &mut AuditDraft,
     ) -> Gate {
         if answer["action"] == "accept" && answer["content"]["approve"] == true {
+            draft.confirmed = true;
             draft.detail = Some("confirmed by the user".into());
             return Gate::Proceed { consumed: false };
         }

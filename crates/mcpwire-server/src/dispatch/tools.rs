@@ -140,6 +140,7 @@ impl Dispatcher {
         match self.gate(call, &tool, args, task, draft).await? {
             Gate::Answer(answer) => return Ok(answer),
             Gate::Proceed { consumed } => draft.gated = consumed,
+            Gate::Resume(state) => draft.resume = Some(state),
             Gate::Later(ticket) => {
                 return self
                     .task_after_approval(call, &tool, args, permit, ticket, draft)
@@ -302,6 +303,9 @@ impl Dispatcher {
         let mut ctx = call.ctx.clone();
         if call.version.is_modern() && !draft.gated {
             self.read_round_trip_params(call, &mut ctx, &binding)?;
+            if let Some(state) = draft.resume.take() {
+                ctx.request_state = (!state.is_null()).then_some(state);
+            }
         }
         let mut first = None;
         if let Mode::Task { defer } = mode {
@@ -337,6 +341,9 @@ impl Dispatcher {
                         draft.fail(&text_of(&result));
                     }
                     return Ok(self.tool_result(call, result));
+                }
+                ToolOutcome::InputRequired(ir) if draft.confirmed && call.version.is_modern() => {
+                    self.behind_confirmation(tool, ir)?
                 }
                 ToolOutcome::InputRequired(ir) => ir,
             };
@@ -777,6 +784,12 @@ pub(super) struct AuditDraft {
     /// The call's round-trip params were the approval gate's answer, not
     /// its handler's: the handler starts without them.
     gated: bool,
+    /// The user confirmed this call (2026-07-28): the handler's own input
+    /// rounds carry the gate's marker, so its retries are not asked again.
+    pub(super) confirmed: bool,
+    /// The handler's own request state, unwrapped from the gate's marker
+    /// of a confirmed call's later round.
+    pub(super) resume: Option<Value>,
 }
 
 impl AuditDraft {

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::common::{Http, Reply, WAIT, meta_with, req, spawn_http};
+use mcpwire_server::InputRequired;
 use mcpwire_server::access::{
     Approval, ApprovalFallback, ApprovalLimits, ApprovalOptions, AuditFuture, AuditRecord,
     AuditSink, CallOutcome, MemoryApprovals,
@@ -165,6 +166,123 @@ async fn a_confirmation_is_good_once_and_for_the_same_arguments_only() {
     forged.insert("requestState".into(), json!("e30.AAAA"));
     assert!(client.request_once("tools/call", forged).await.is_err());
     assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// A `confirm` tool that asks its own question ("why?") and sees its own
+/// state back on the retry.
+fn asking_tool(runs: &Arc<AtomicUsize>) -> Tool {
+    let counter = Arc::clone(runs);
+    Tool::builder("raise-salary")
+        .approval(Approval::Confirm)
+        .raw_handler(move |ctx: mcpwire_server::RequestContext, _| {
+            let counter = Arc::clone(&counter);
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let why = ctx
+                    .input_response("why")
+                    .and_then(|a| a["content"]["why"].as_str())
+                    .map(str::to_owned);
+                let state = ctx.request_state().cloned();
+                ToolResult::Ok(match (why, state) {
+                    (Some(why), Some(state)) if state["step"] == "asked" => {
+                        CallToolResult::text(format!("raised: {why}")).into()
+                    }
+                    (Some(_), _) => CallToolResult::error("my state did not come back").into(),
+                    (None, _) => InputRequired::new()
+                        .request(
+                            "why",
+                            InputRequest::elicit("Why?", json!({"type": "object"})),
+                        )
+                        .state(json!({ "step": "asked" }))
+                        .into(),
+                })
+            }
+        })
+}
+
+#[tokio::test]
+async fn a_confirmed_tool_asks_its_own_questions_without_a_second_confirmation() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let server = Server::builder("hr", "1")
+        .tool(asking_tool(&runs))
+        .approvals(Arc::new(MemoryApprovals::default()))
+        .build()
+        .expect("server");
+    for legacy in [false, true] {
+        let seen = Arc::clone(&asked);
+        let mut builder = Client::builder(server.clone()).on_input(move |r: InputRequest| {
+            let message = r.params["message"].as_str().unwrap_or("").to_owned();
+            seen.lock().expect("lock").push(message.clone());
+            async move {
+                if message == "Why?" {
+                    json!({ "action": "accept", "content": { "why": "promotion" } })
+                } else {
+                    json!({ "action": "accept", "content": { "approve": true } })
+                }
+            }
+        });
+        if legacy {
+            builder = builder.legacy(ProtocolVersion::LATEST_LEGACY);
+        }
+        let client = builder.connect().await.expect("connect");
+        let reply = client
+            .call_tool("raise-salary", json!({}))
+            .await
+            .expect("call");
+        assert_eq!(reply.text(), "raised: promotion", "legacy {legacy}");
+        let questions = std::mem::take(&mut *asked.lock().expect("lock"));
+        assert_eq!(
+            questions.len(),
+            2,
+            "one confirmation, one question: {questions:?}"
+        );
+        assert!(questions[0].contains("Allow it?"), "{questions:?}");
+    }
+    // 2026-07-28 by hand: the handler's round is good once.
+    let client = Client::builder(server)
+        .capabilities(json!({ "elicitation": {} }))
+        .connect()
+        .await
+        .expect("connect");
+    let call = || {
+        json!({ "name": "raise-salary", "arguments": {} })
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let first = client
+        .request_once("tools/call", call())
+        .await
+        .expect("ask");
+    let mut confirm = call();
+    confirm.insert(
+        "inputResponses".into(),
+        json!({ "mcpwire.approval": { "action": "accept", "content": { "approve": true } } }),
+    );
+    confirm.insert("requestState".into(), first["requestState"].clone());
+    let own = client
+        .request_once("tools/call", confirm)
+        .await
+        .expect("own question");
+    assert_eq!(own["resultType"], "input_required", "{own:?}");
+    assert!(own["inputRequests"].get("why").is_some(), "{own:?}");
+    let mut answer = call();
+    answer.insert(
+        "inputResponses".into(),
+        json!({ "why": { "action": "accept", "content": { "why": "merit" } } }),
+    );
+    answer.insert("requestState".into(), own["requestState"].clone());
+    let done = client
+        .request_once("tools/call", answer.clone())
+        .await
+        .expect("served");
+    assert_eq!(done["content"][0]["text"], "raised: merit", "{done:?}");
+    let replay = client.request_once("tools/call", answer).await;
+    assert!(
+        replay.is_err(),
+        "a handler round's state serves once: {replay:?}"
+    );
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@
 // not reach it, and node sees every call the view made.
 //
 // Prints `ok - …` / `not ok - …` lines; exits non-zero on any failure.
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,6 +20,8 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const MCP_URL = process.env.BROWSER_MCP_URL;
+const DATABASE = process.env.BROWSER_DATABASE;
+const BIN = process.env.BROWSER_SERVER_BIN;
 const SHOTS = process.env.BROWSER_SCREENSHOTS || join(HERE, "screenshots");
 const HOST_URL = "http://views-host.test/";
 const EXTENSION = "io.modelcontextprotocol/ui";
@@ -222,6 +225,17 @@ async function orgChartTeam(ctx) {
   await frame.getByRole("button", { name: target.name, exact: true }).first().click();
   const call = await waitForCall("get-employee-details", (a) => a.employeeId === target.employeeId);
   check("org chart: clicking a person calls get-employee-details through the bridge with their id", call, calls.map((c) => [c.name, c.arguments]));
+  if (DATABASE && BIN) {
+    // The audit trail tells the view's call from the model's (the node
+    // client's own calls carry no view).
+    const rows = execFileSync(BIN, ["audit", "--json", "--tool", "get-employee-details", "--limit", "50", "--database", DATABASE], { encoding: "utf8" })
+      .trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    check("org chart: the audit trail records the click's call as made from the org chart view",
+      rows.some((r) => r.via === "ui://employee-directory/org-chart"), rows.map((r) => [r.id, r.via]));
+    const team = execFileSync(BIN, ["audit", "--json", "--tool", "get-team-members", "--limit", "50", "--database", DATABASE], { encoding: "utf8" })
+      .trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    check("org chart: a call the host made itself is audited with no view", team.some((r) => r.via === null), team.map((r) => [r.id, r.via]));
+  }
   await frame.waitForFunction((n) => document.getElementById("title").textContent === n, target.name);
   await frame.waitForSelector(".card");
   check("org chart: the chart redraws around that person", (await frame.textContent(".card .name")) === target.name);

@@ -173,7 +173,10 @@ fn print_audit(args: &AuditArgs) -> Result<(), String> {
             .or(r.client_name.as_deref())
             .or(r.remote_addr.as_deref())
             .unwrap_or("-");
-        let mut tail = r.arguments.to_string();
+        let mut tail = match &r.via {
+            Some(view) => format!("[from the view {view}] {}", r.arguments),
+            None => r.arguments.to_string(),
+        };
         if let Some(d) = &r.detail {
             tail.push_str("  ");
             tail.push_str(d);

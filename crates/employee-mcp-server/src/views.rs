@@ -19,8 +19,9 @@ pub const LEAVE_BALANCE: &str = "ui://employee-directory/leave-balance";
 /// (`calculate-employee-tenure`).
 pub const TENURE: &str = "ui://employee-directory/tenure";
 
-/// One page: head (with a CSP that forbids every outside origin), the
-/// shared and own styles, the body markup, then the bridge, the shared
+/// One page (`ui://employee-directory/NAME`): head (with a CSP that
+/// forbids every outside origin, and the page's URI), the shared and own
+/// styles, the body markup, then the bridge, the shared
 /// scripts it names (e.g. `"timeline"`) and its own script.
 macro_rules! page {
     ($name:literal $(, $shared:literal)*) => {
@@ -29,6 +30,8 @@ macro_rules! page {
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; ",
             "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
+            // The page's own URI, which its calls name in `_meta` (audit).
+            "<meta name=\"dev.mcpwire/view\" content=\"ui://employee-directory/", $name, "\">",
             "<style>\n",
             include_str!("../views/common.css"),
             include_str!(concat!("../views/", $name, ".css")),

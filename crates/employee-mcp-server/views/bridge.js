@@ -139,9 +139,17 @@ const Bridge = (() => {
     return block ? String(block.text) : "The tool call failed.";
   }
 
+  // The page's ui:// URI: its calls carry it in _meta so the server's audit
+  // trail records them as made from this view (the host passes _meta on).
+  const VIEW_META = "dev.mcpwire/view";
+  const tag = document.querySelector('meta[name="' + VIEW_META + '"]');
+  const callMeta = tag ? { [VIEW_META]: tag.getAttribute("content") } : undefined;
+
   // tools/call through the host; resolves with the structured answer.
   async function callTool(name, args) {
-    const result = await request("tools/call", { name, arguments: args });
+    const params = { name, arguments: args };
+    if (callMeta) params._meta = callMeta;
+    const result = await request("tools/call", params);
     if (!result || result.isError) throw new Error(errorText(result));
     return data(result);
   }

@@ -31,6 +31,11 @@ pub const EXTENSION_ID: &str = "io.modelcontextprotocol/ui";
 pub const MIME_TYPE: &str = "text/html;profile=mcp-app";
 /// The `_meta` key holding a view's content hash.
 pub const ETAG_META: &str = "dev.mcpwire/etag";
+/// The `_meta` key of a `tools/call` a view makes through its host: the
+/// view's `ui://` URI. The audit trail records it as the call's `via`
+/// (the view declares it and the host passes it on, so it says where a
+/// call came from; access control never depends on it).
+pub const VIA_META: &str = "dev.mcpwire/view";
 
 /// One view: a `ui://` URI, a name and its HTML (inline CSS and scripts;
 /// by default the declared CSP allows no outside origin).

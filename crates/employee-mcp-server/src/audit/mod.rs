@@ -241,21 +241,29 @@ fn open_trail(
     Ok((conn, pin))
 }
 
+/// Columns added after the first deployments, with their types: `count`
+/// (rate-limited calls folded into the row; NULL means one call) and `via`
+/// (the view that made the call through its host).
+const ADDED_COLUMNS: [(&str, &str); 2] = [("count", "INTEGER"), ("via", "TEXT")];
+
 /// Creates the table and indexes if missing and brings an older table up
-/// to date: `count` (rate-limited calls folded into the row; NULL means
-/// one call) was added after the first deployments.
+/// to date with [`ADDED_COLUMNS`].
 fn migrate(conn: &Connection) -> Result<(), Error> {
     conn.execute_batch(SCHEMA)
         .map_err(Error::sqlite("cannot create the audit_log table"))?;
-    if has_column(conn, "count")? {
-        return Ok(());
-    }
-    let added = conn.execute_batch("ALTER TABLE audit_log ADD COLUMN count INTEGER");
-    // Another server on the same file may have added it in between.
-    if let Err(e) = added
-        && !has_column(conn, "count")?
-    {
-        return Err(Error::sqlite("cannot add the count column to audit_log")(e));
+    for (name, kind) in ADDED_COLUMNS {
+        if has_column(conn, name)? {
+            continue;
+        }
+        let added = conn.execute_batch(&format!("ALTER TABLE audit_log ADD COLUMN {name} {kind}"));
+        // Another server on the same file may have added it in between.
+        if let Err(e) = added
+            && !has_column(conn, name)?
+        {
+            return Err(Error::sqlite(format!(
+                "cannot add the {name} column to audit_log"
+            ))(e));
+        }
     }
     Ok(())
 }
@@ -297,6 +305,7 @@ struct Entry {
     detail: Option<String>,
     latency_ms: i64,
     protocol_version: String,
+    via: Option<String>,
 }
 
 impl Entry {
@@ -316,6 +325,7 @@ impl Entry {
             detail: r.detail.map(|d| cut(d, MAX_DETAIL_BYTES)),
             latency_ms: i64::try_from(r.latency_ms).unwrap_or(i64::MAX),
             protocol_version: cut(r.protocol_version, MAX_IDENTITY_BYTES),
+            via: ident(r.via),
         }
     }
 }
@@ -560,6 +570,9 @@ pub struct Row {
     /// Calls the row stands for: 1, or more for rate-limited calls folded
     /// into one row per caller, tool and minute.
     pub count: i64,
+    /// The view (`ui://` URI) that made the call through its host; `None`
+    /// for a call from the model or the client.
+    pub via: Option<String>,
 }
 
 /// The columns a [`Row`] is read from, in the order [`row_from!`] reads
@@ -567,7 +580,7 @@ pub struct Row {
 const ROW_COLUMNS: &str = "id, at, at_unix_ms, subject, client_id, client_name, remote_addr, \
                            tool, arguments, outcome, detail, latency_ms, protocol_version";
 
-/// A [`Row`] from a result row of `SELECT {ROW_COLUMNS}, count`, read with
+/// A [`Row`] from a result row of `SELECT {ROW_COLUMNS}, count, via`, read with
 /// the driver's `$get` (`get` for SQLite, `try_get` for PostgreSQL): the
 /// column order is written once for both backends.
 macro_rules! row_from {
@@ -589,6 +602,7 @@ macro_rules! row_from {
             latency_ms: $row.$get(11)?,
             protocol_version: $row.$get(12)?,
             count: $row.$get(13)?,
+            via: $row.$get(14)?,
         }
     }};
 }
@@ -672,7 +686,12 @@ pub fn query(location: &DatabaseUrl, filter: &Filter) -> Result<Vec<Row>, Error>
     } else {
         "1"
     };
-    let mut sql = format!("SELECT {ROW_COLUMNS}, {count} FROM audit_log WHERE 1 = 1");
+    let via = if has_column(&conn, "via")? {
+        "via"
+    } else {
+        "NULL"
+    };
+    let mut sql = format!("SELECT {ROW_COLUMNS}, {count}, {via} FROM audit_log WHERE 1 = 1");
     let mut args: Vec<rusqlite::types::Value> = Vec::new();
     if let Some(v) = filter.since_ms {
         sql.push_str(" AND at_unix_ms >= ?");

@@ -47,8 +47,10 @@ CREATE TABLE IF NOT EXISTS audit_log (
     detail           TEXT,
     latency_ms       BIGINT NOT NULL,
     protocol_version TEXT   NOT NULL,
-    count            BIGINT
+    count            BIGINT,
+    via              TEXT
 );
+ALTER TABLE audit_log ADD COLUMN IF NOT EXISTS via TEXT;
 CREATE INDEX IF NOT EXISTS audit_log_at ON audit_log (at_unix_ms);
 CREATE INDEX IF NOT EXISTS audit_log_tool ON audit_log (tool, at_unix_ms);
 CREATE INDEX IF NOT EXISTS audit_log_subject ON audit_log (subject, at_unix_ms);
@@ -232,14 +234,15 @@ impl Store for PgStore {
             text(&e.arguments),
             opt(&e.detail),
             text(&e.protocol_version),
+            opt(&e.via),
         );
-        let (at, subject, client_id, client_name, remote, tool, arguments, detail, protocol) =
+        let (at, subject, client_id, client_name, remote, tool, arguments, detail, protocol, via) =
             &values;
         let stmt = self.prepared(
             "INSERT INTO audit_log (at, at_unix_ms, subject, client_id, client_name,
                  remote_addr, tool, arguments, outcome, detail, latency_ms,
-                 protocol_version, count)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                 protocol_version, count, via)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
              RETURNING id",
         )?;
         self.run(async |c| {
@@ -260,6 +263,7 @@ impl Store for PgStore {
                         &e.latency_ms,
                         protocol,
                         &count,
+                        via,
                     ],
                 )
                 .await?;
@@ -289,6 +293,7 @@ impl Store for PgStore {
                     &rows.detail,
                     &rows.latency_ms,
                     &rows.protocol_version,
+                    &rows.via,
                 ],
             )
             .await
@@ -338,13 +343,13 @@ impl Store for PgStore {
 /// the queue as on SQLite.
 const INSERT_ALL: &str = "
 INSERT INTO audit_log (at, at_unix_ms, subject, client_id, client_name, remote_addr, tool,
-    arguments, outcome, detail, latency_ms, protocol_version)
+    arguments, outcome, detail, latency_ms, protocol_version, via)
 SELECT at, at_unix_ms, subject, client_id, client_name, remote_addr, tool, arguments, outcome,
-    detail, latency_ms, protocol_version
+    detail, latency_ms, protocol_version, via
 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
-    $7::text[], $8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[])
+    $7::text[], $8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[])
     WITH ORDINALITY AS r(at, at_unix_ms, subject, client_id, client_name, remote_addr, tool,
-        arguments, outcome, detail, latency_ms, protocol_version, n)
+        arguments, outcome, detail, latency_ms, protocol_version, via, n)
 ORDER BY n";
 
 /// A group's records as columns, for [`INSERT_ALL`].
@@ -361,6 +366,7 @@ struct Columns {
     detail: Vec<Option<String>>,
     latency_ms: Vec<i64>,
     protocol_version: Vec<String>,
+    via: Vec<Option<String>>,
 }
 
 impl Columns {
@@ -378,6 +384,7 @@ impl Columns {
             detail: entries.iter().map(|e| opt(&e.detail)).collect(),
             latency_ms: entries.iter().map(|e| e.latency_ms).collect(),
             protocol_version: entries.iter().map(|e| text(&e.protocol_version)).collect(),
+            via: entries.iter().map(|e| opt(&e.via)).collect(),
         }
     }
 }
@@ -400,6 +407,18 @@ pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, Error> {
         if !exists {
             return Ok(Vec::new());
         }
+        // A table no server of this version has opened yet has no `via`.
+        let has_via: bool = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM information_schema.columns
+                 WHERE table_schema = current_schema() AND table_name = 'audit_log'
+                   AND column_name = 'via')",
+                &[],
+            )
+            .await
+            .map_err(read)?
+            .get(0);
+        let via = if has_via { "via" } else { "NULL::text" };
         // NULL filters match everything: one statement for every filter.
         let order = if filter.oldest_first {
             "id"
@@ -409,7 +428,7 @@ pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, Error> {
         let rows = client
             .query(
                 &format!(
-                    "SELECT {ROW_COLUMNS}, COALESCE(count, 1)
+                    "SELECT {ROW_COLUMNS}, COALESCE(count, 1), {via}
                      FROM audit_log
                      WHERE ($1::bigint IS NULL OR at_unix_ms >= $1)
                        AND ($2::bigint IS NULL OR at_unix_ms < $2)

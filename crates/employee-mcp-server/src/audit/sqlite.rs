@@ -34,7 +34,7 @@ fn failed(e: rusqlite::Error) -> Error {
 const ROWS_PER_INSERT: [usize; 3] = [16, 4, 1];
 
 /// Values bound per row.
-const COLUMNS: usize = 13;
+const COLUMNS: usize = 14;
 
 /// `INSERT INTO audit_log … VALUES (…), …` for `ROWS_PER_INSERT[shape]`
 /// rows, written once: the statement cache looks it up by its text on
@@ -48,7 +48,7 @@ fn insert_sql(shape: usize) -> &'static str {
                 format!(
                     "INSERT INTO audit_log (at, at_unix_ms, subject, client_id, client_name,
                          remote_addr, tool, arguments, outcome, detail, latency_ms,
-                         protocol_version, count)
+                         protocol_version, count, via)
                      VALUES {}",
                     vec![row.as_str(); rows].join(", ")
                 )
@@ -82,6 +82,7 @@ fn bind_row(
         &e.latency_ms,
         &e.protocol_version,
         &count,
+        &e.via,
     ];
     let first = row * COLUMNS + 1;
     values

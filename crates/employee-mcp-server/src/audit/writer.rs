@@ -528,6 +528,7 @@ mod tests {
             detail: Some("rate limited".to_owned()),
             latency_ms: 1,
             protocol_version: "2026-07-28".to_owned(),
+            via: None,
         }
     }
 

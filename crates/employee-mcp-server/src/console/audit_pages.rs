@@ -110,7 +110,10 @@ pub(super) fn rows_table(rows: &[Row]) -> Markup {
                         td { (r.at) }
                         td { code { (r.tool) } }
                         td { (r.subject.as_deref().unwrap_or("-")) }
-                        td { (r.client_name.as_deref().or(r.client_id.as_deref()).unwrap_or("-")) }
+                        td {
+                            (r.client_name.as_deref().or(r.client_id.as_deref()).unwrap_or("-"))
+                            @if let Some(view) = &r.via { br; small { "from the view " code { (view) } } }
+                        }
                         td { (r.outcome) @if r.count > 1 { " ×" (r.count) } }
                         td { (r.latency_ms) " ms" }
                         td { code { (arguments(r)) } }
@@ -204,6 +207,7 @@ fn csv_line(r: &Row) -> String {
         r.detail.clone().unwrap_or_default(),
         r.latency_ms.to_string(),
         r.count.to_string(),
+        r.via.clone().unwrap_or_default(),
         arguments(r),
     ];
     let cells: Vec<String> = cells.iter().map(|c| csv_cell(c)).collect();
@@ -229,7 +233,7 @@ pub async fn csv(
     let s = Search::parse(q.as_deref(), MAX_EXPORT_ROWS)?;
     let rows = query(&console, s.filter).await?;
     let mut out = String::from(
-        "id,at,tool,subject,client_id,client_name,outcome,detail,latency_ms,count,arguments\r\n",
+        "id,at,tool,subject,client_id,client_name,outcome,detail,latency_ms,count,via,arguments\r\n",
     );
     for r in &rows {
         out.push_str(&csv_line(r));

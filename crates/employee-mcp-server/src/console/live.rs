@@ -256,6 +256,7 @@ mod tests {
             latency_ms: 0,
             protocol_version: "2026-07-28".into(),
             count,
+            via: None,
         }
     }
 

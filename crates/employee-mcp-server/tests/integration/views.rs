@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use crate::common::access::{audit_rows, audit_table};
 use crate::common::*;
 use mcpwire_server::protocol::meta;
 
@@ -204,4 +205,64 @@ async fn a_host_without_the_extension_gets_the_same_answers() {
         // The answer is the data, not a pointer to a view.
         assert!(!plain.to_string().contains("ui://"), "{name}: {plain}");
     }
+}
+
+/// A call a view makes through its host names the view in `_meta`; the
+/// audit trail keeps it as the row's `via` (only for a view this server
+/// serves), on both backends, and access stays what the model would get.
+async fn a_call_from_a_view_is_audited_as_from_that_view(backend: Backend) {
+    let server = Server::start_backend(backend).await;
+    // The request's `_meta` (version, capabilities) plus the view's key.
+    let call = |id: &str, view: Option<&str>| {
+        let params = json!({ "name": "get-employee-details", "arguments": { "employeeId": id } });
+        let mut body = modern_body(next_id(), "tools/call", params);
+        if let Some(view) = view {
+            body["params"]["_meta"]["dev.mcpwire/view"] = json!(view);
+        }
+        body
+    };
+    let from_view = server
+        .post_modern(
+            &call("AliceJohnson", Some("ui://employee-directory/org-chart")),
+            &[],
+        )
+        .await;
+    let from_model = server.post_modern(&call("AliceJohnson", None), &[]).await;
+    let forged = server
+        .post_modern(&call("AliceJohnson", Some("ui://elsewhere/<script>")), &[])
+        .await;
+    for reply in [&from_view, &from_model, &forged] {
+        assert_ne!(reply.result()["isError"], json!(true), "{}", reply.text);
+    }
+    assert_eq!(
+        from_view.result()["structuredContent"],
+        from_model.result()["structuredContent"],
+        "the same answer either way"
+    );
+    let rows = audit_rows(server.db(), &["--tool", "get-employee-details"]);
+    let via: Vec<&Value> = rows.iter().map(|r| &r["via"]).collect();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(
+        via.iter()
+            .filter(|v| **v == "ui://employee-directory/org-chart")
+            .count(),
+        1,
+        "{via:?}"
+    );
+    assert_eq!(via.iter().filter(|v| v.is_null()).count(), 2, "{via:?}");
+    let table = audit_table(server.db(), &["--tool", "get-employee-details"]);
+    assert!(
+        table.contains("[from the view ui://employee-directory/org-chart]"),
+        "{table}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_from_a_view_is_audited_as_from_that_view_on_sqlite() {
+    a_call_from_a_view_is_audited_as_from_that_view(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_from_a_view_is_audited_as_from_that_view_on_postgres() {
+    a_call_from_a_view_is_audited_as_from_that_view(Backend::Postgres).await;
 }

@@ -113,6 +113,10 @@ pub struct AuditRecord {
     pub latency_ms: u64,
     /// The protocol revision of the request.
     pub protocol_version: String,
+    /// The view (`ui://` URI of one this server serves) that made the call
+    /// through its host, from the call's `_meta["dev.mcpwire/view"]`;
+    /// `None` for a call from the model or the client itself.
+    pub via: Option<String>,
 }
 
 /// The future an audit sink returns.

@@ -24,7 +24,7 @@ use crate::context::RequestContext;
 use crate::registry::RegisteredTool;
 use crate::request_state::Binding;
 use crate::tool::{CallToolResult, InputRequired, ToolOutcome};
-use crate::view;
+use crate::view::{self, MIME_TYPE, VIA_META};
 
 /// How many times the legacy bridge re-invokes a handler before giving up.
 const MAX_ROUNDS: usize = 10;
@@ -102,7 +102,7 @@ impl Dispatcher {
             },
             Err(e) => (CallOutcome::of_error(e.code), Some(e.message.clone())),
         };
-        let mut record = audit_record(call, at, tool, draft.arguments);
+        let mut record = audit_record(self, call, at, tool, draft.arguments);
         record.outcome = outcome;
         record.detail = detail;
         record.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -381,6 +381,7 @@ impl Dispatcher {
         self.read_round_trip_params(call, &mut ctx, &binding)?;
         let audit = match (&self.state.audit, &draft.tool) {
             (Some(_), Some(name)) => Some(audit_record(
+                self,
                 call,
                 SystemTime::now(),
                 name.clone(),
@@ -725,7 +726,13 @@ pub(super) fn call_binding<'a>(
 
 /// The audit row of this call (outcome `Success`, no detail, no latency:
 /// the caller fills those in).
-fn audit_record(call: &Call, at: SystemTime, tool: String, arguments: Value) -> AuditRecord {
+fn audit_record(
+    dispatcher: &Dispatcher,
+    call: &Call,
+    at: SystemTime,
+    tool: String,
+    arguments: Value,
+) -> AuditRecord {
     let principal = call.ctx.extension::<Principal>();
     AuditRecord {
         at,
@@ -747,7 +754,21 @@ fn audit_record(call: &Call, at: SystemTime, tool: String, arguments: Value) -> 
         detail: None,
         latency_ms: 0,
         protocol_version: call.version.as_str().to_owned(),
+        via: via_view(dispatcher, call),
     }
+}
+
+/// The view that made this call through its host: the call's
+/// `_meta["dev.mcpwire/view"]`, when it names a view this server serves
+/// (anything else is not kept: it is the caller's text).
+fn via_view(dispatcher: &Dispatcher, call: &Call) -> Option<String> {
+    let uri = call.params.get("_meta")?.get(VIA_META)?.as_str()?;
+    dispatcher
+        .state
+        .resources()
+        .iter()
+        .any(|r| r.definition.uri == uri && r.definition.mime_type.as_deref() == Some(MIME_TYPE))
+        .then(|| uri.to_owned())
 }
 
 /// Awaits a limiter decision for at most [`LIMIT_TIMEOUT`]; a limiter that

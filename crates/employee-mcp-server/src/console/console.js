@@ -37,7 +37,15 @@
     tool.appendChild(code);
     tr.appendChild(tool);
     cell(tr, r.subject || "-");
-    cell(tr, r.client_name || r.client_id || "-");
+    var client = cell(tr, r.client_name || r.client_id || "-");
+    if (r.via) {
+      // As the server-rendered table: the view that made the call.
+      var small = document.createElement("small");
+      var view = document.createElement("code");
+      view.textContent = r.via;
+      small.append("from the view ", view);
+      client.append(document.createElement("br"), small);
+    }
     cell(tr, r.outcome + (r.count > 1 ? " ×" + r.count : ""));
     cell(tr, r.latency_ms + " ms");
     cell(tr, JSON.stringify(r.arguments));

@@ -457,10 +457,19 @@ async function liveAndHealthSteps(page) {
     assert.ok(tools.every((t) => t === tool), `only ${tool}: ${tools}`);
     assert.equal(await page.locator(`#live-activity tr[data-tool="${GATED}"]`).count(), 0, "the filter holds for activity");
   });
-  await step("health: the page renders readiness and counters", async () => {
+  await step("health: the page renders readiness, the hour's charts and counters", async () => {
     await page.goto(`${CONSOLE}/health`);
     assert.match(await page.locator("body").innerText(), /ready/);
     assert.ok((await page.locator("td").count()) > 0, "counters");
+    // The hour's charts: a bar a minute, drawn with height; the calls this
+    // test made are in the totals and in the table.
+    assert.equal(await page.locator("#calls-chart rect").count(), 61, "a bar a minute");
+    const box = await page.locator("#calls-chart").boundingBox();
+    assert.ok(box && box.width > 300 && box.height > 20, `the chart is drawn: ${JSON.stringify(box)}`);
+    const totals = await page.locator("#hour-totals").innerText();
+    const calls = Number((totals.match(/^(\d+) calls/) || [])[1]);
+    assert.ok(calls > 0, `calls counted: ${totals}`);
+    assert.ok((await page.locator("#hour-table tbody tr").count()) > 0, "busy minutes listed");
     await screenshot(page, "health");
   });
 }

@@ -26,6 +26,7 @@
 //!
 //! The `audit` subcommand reads the same table ([`query`]).
 
+pub mod activity;
 mod error;
 mod postgres;
 mod sqlite;
@@ -647,11 +648,9 @@ fn has_table(conn: &Connection, name: &str, location: &DatabaseUrl) -> Result<bo
     })
 }
 
-/// Reads records matching `filter`, oldest first (the newest `limit`).
-pub fn query(location: &DatabaseUrl, filter: &Filter) -> Result<Vec<Row>, Error> {
-    if let DatabaseUrl::Postgres(url) = location {
-        return off_runtime(|| postgres::query(url, filter));
-    }
+/// A read-only connection to a SQLite trail, or `None` when no server has
+/// written one yet.
+fn reading(location: &DatabaseUrl) -> Result<Option<Connection>, Error> {
     let conn = match location {
         DatabaseUrl::Sqlite { path, .. } => {
             let directory = open_for_reading(path)?;
@@ -677,8 +676,48 @@ pub fn query(location: &DatabaseUrl, filter: &Filter) -> Result<Vec<Row>, Error>
                 path.display()
             )));
         }
-        return Ok(Vec::new());
+        return Ok(None);
     }
+    Ok(Some(conn))
+}
+
+/// Calls per minute from `since_ms` (unix milliseconds), every minute up
+/// to `until_ms` present ([`activity::fill`]).
+pub fn activity(
+    location: &DatabaseUrl,
+    since_ms: i64,
+    until_ms: i64,
+) -> Result<Vec<activity::Minute>, Error> {
+    let minutes = match location {
+        DatabaseUrl::Postgres(url) => off_runtime(|| postgres::activity(url, since_ms))?,
+        _ => match reading(location)? {
+            None => Vec::new(),
+            Some(conn) => {
+                let count = if has_column(&conn, "count")? {
+                    "COALESCE(count, 1)"
+                } else {
+                    "1"
+                };
+                let read = Error::sqlite("cannot read audit_log");
+                let mut stmt = conn.prepare(&activity::sql(count)).map_err(read)?;
+                stmt.query_map([since_ms], |row| Ok(activity::minute_from!(row, get)))
+                    .map_err(Error::sqlite("cannot read audit_log"))?
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(Error::sqlite("cannot read audit_log"))?
+            }
+        },
+    };
+    Ok(activity::fill(minutes, since_ms, until_ms))
+}
+
+/// Reads records matching `filter`, oldest first (the newest `limit`).
+pub fn query(location: &DatabaseUrl, filter: &Filter) -> Result<Vec<Row>, Error> {
+    if let DatabaseUrl::Postgres(url) = location {
+        return off_runtime(|| postgres::query(url, filter));
+    }
+    let Some(conn) = reading(location)? else {
+        return Ok(Vec::new());
+    };
     // A table from before `count` existed (no server of this version has
     // opened it yet): read it as one call per row.
     let count = if has_column(&conn, "count")? {

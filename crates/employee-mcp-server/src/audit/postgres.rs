@@ -20,6 +20,7 @@ use employee_directory::redact;
 use tokio::runtime::Runtime;
 use tokio_postgres::{Client, NoTls, Statement};
 
+use super::activity::{self, Minute, minute_from};
 use super::store::Store;
 use super::{Entry, Error, Filter, ROW_COLUMNS, Row, row_from};
 
@@ -387,6 +388,34 @@ impl Columns {
             via: entries.iter().map(|e| opt(&e.via)).collect(),
         }
     }
+}
+
+/// Calls per minute since `since_ms`, for [`super::activity`].
+pub(super) fn activity(url: &str, since_ms: i64) -> Result<Vec<Minute>, Error> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::io("cannot start a runtime"))?;
+    let client = connect(&runtime, url)?;
+    runtime.block_on(async {
+        let read = |e| Error::postgres("cannot read audit_log")(e);
+        let exists: bool = client
+            .query_one("SELECT to_regclass('audit_log') IS NOT NULL", &[])
+            .await
+            .map_err(read)?
+            .get(0);
+        if !exists {
+            return Ok(Vec::new());
+        }
+        let rows = client
+            .query(&activity::sql("COALESCE(count, 1)"), &[&since_ms])
+            .await
+            .map_err(read)?;
+        rows.iter()
+            .map(|r| Ok(minute_from!(r, try_get)))
+            .collect::<Result<Vec<_>, tokio_postgres::Error>>()
+            .map_err(read)
+    })
 }
 
 /// Reads records matching `filter`, oldest first (the newest `limit`), for

@@ -89,6 +89,8 @@ pub struct Console {
     server: Server,
     /// What `/readyz` checks.
     readiness: Arc<dyn ReadinessCheck>,
+    /// The Health page's last reading of the trail's hour.
+    activity: health::ActivityCache,
 }
 
 /// The running console; it stops when dropped.
@@ -156,6 +158,7 @@ impl ConsoleListener {
             streams: Arc::new(Semaphore::new(MAX_STREAMS)),
             server: server.clone(),
             readiness,
+            activity: health::ActivityCache::default(),
         });
         if let Some(path) = &args.console_port_file {
             std::fs::write(path, bound.to_string())

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use crate::common;
 
 use common::access::Issuer;
-use common::{BIN, Server, TIMEOUT, TOOL_NAMES, TempDb, modern_body, next_id, set_approval};
+use common::{
+    BIN, Backend, Server, TIMEOUT, TOOL_NAMES, TempDb, modern_body, next_id, set_approval,
+};
 use mcpwire_server::protocol::meta;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -468,4 +470,58 @@ async fn failed_logins_are_bounded_for_the_form_and_bearer_tokens() {
         .await
         .expect("GET with the token");
     assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "bearer too");
+}
+
+#[tokio::test]
+async fn the_health_page_charts_the_last_hour_of_calls_from_the_audit_trail() {
+    health_charts_the_last_hour(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn on_postgres_the_health_page_charts_the_last_hour_of_calls() {
+    health_charts_the_last_hour(Backend::Postgres).await;
+}
+
+async fn health_charts_the_last_hour(backend: Backend) {
+    let db = tokio::task::spawn_blocking(move || TempDb::seeded_on(backend))
+        .await
+        .expect("create the test database");
+    let (server, addr) = start(db, &[]).await;
+    let mut b = Browser::new(&addr);
+    b.login("Ann", TOKEN).await;
+    for skill in ["Rust", "Python", "Go"] {
+        search_as(&server, "health-test", skill).await;
+    }
+    let unknown = server
+        .modern(
+            "tools/call",
+            json!({"name": "no-such-tool", "arguments": {}}),
+        )
+        .await;
+    assert!(unknown.text.contains("unknown tool"), "{}", unknown.text);
+    let (status, page) = b.get("/health").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains("4 calls, 1 errors, 0 refused in the last hour"),
+        "{page}"
+    );
+    // One bar a minute of the hour (61 minutes counting the current one),
+    // holding the calls (two minutes if the calls straddled one's end).
+    let calls_chart = page
+        .split("id=\"calls-chart\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</svg>").next())
+        .unwrap_or_default();
+    assert_eq!(calls_chart.matches("<rect").count(), 61, "{calls_chart}");
+    let bars: i64 = calls_chart
+        .split("data-value=\"")
+        .skip(1)
+        .filter_map(|v| v.split('"').next()?.parse::<i64>().ok())
+        .sum();
+    assert_eq!(bars, 4, "{calls_chart}");
+    let table = page.split("id=\"hour-table\"").nth(1).unwrap_or_default();
+    assert!(
+        table.contains("<td>4</td><td>1</td><td>0</td>") || table.matches("<tr><td>").count() == 2,
+        "the minute's numbers: {table}"
+    );
 }

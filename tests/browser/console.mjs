@@ -509,6 +509,10 @@ async function directorySteps(page) {
       assert.ok(text.includes(digest), `the changed file's sha256 ${digest}`);
       const employees = older.locator('tr[data-entity="employees"] td');
       assert.deepEqual((await employees.allInnerTexts()).slice(1, 3), ["0", "1"], "one employee updated");
+      // The rows now: as many employees as the export wrote.
+      const exported = lines.filter((l) => l.trim()).length;
+      const now = await page.locator('#row-counts tr[data-entity="employees"] td').allInnerTexts();
+      assert.deepEqual(now, ["employees", String(exported)], "the employees the directory holds now");
       await screenshot(page, "directory");
     } finally {
       rmSync(dir, { recursive: true, force: true });

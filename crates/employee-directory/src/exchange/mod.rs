@@ -334,6 +334,27 @@ pub async fn history(url: &str, limit: u32) -> Result<Vec<ImportRecord>, Exchang
     }
 }
 
+/// The rows each entity has in the database now, in [`spec::ENTITIES`]
+/// order (empty for a file no server has created yet).
+pub async fn row_counts(url: &str) -> Result<Vec<(&'static str, i64)>, ExchangeError> {
+    let counts = match target(url)? {
+        Target::Sqlite(path) => tokio::task::spawn_blocking(move || sqlite::row_counts(&path))
+            .await
+            .map_err(DirectoryError::from)??,
+        Target::Postgres(url) => postgres::row_counts(&url).await?,
+    };
+    Ok(spec::ENTITIES.iter().map(|e| e.name).zip(counts).collect())
+}
+
+/// One statement counting every entity's table, the same on both backends.
+fn row_counts_sql() -> String {
+    let each: Vec<String> = spec::ENTITIES
+        .iter()
+        .map(|e| format!("(SELECT COUNT(*) FROM {})", e.table))
+        .collect();
+    format!("SELECT {}", each.join(", "))
+}
+
 /// Files with their rows and digests, from validation.
 fn digests(sources: &[read::Source], checked: &validate::Checked) -> Vec<FileDigest> {
     sources

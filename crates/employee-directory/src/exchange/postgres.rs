@@ -334,6 +334,18 @@ async fn count_changes(
     Ok(counts)
 }
 
+/// Rows per entity table ([`super::row_counts`]).
+pub async fn row_counts(url: &str) -> Result<Vec<i64>, ExchangeError> {
+    let client = connect(url).await?;
+    let row = client
+        .query_one(&super::row_counts_sql(), &[])
+        .await
+        .map_err(pg("count the directory's rows"))?;
+    (0..super::spec::ENTITIES.len())
+        .map(|i| get(&row, i).map_err(ExchangeError::from))
+        .collect()
+}
+
 /// The newest `limit` imports, oldest first.
 pub async fn history(url: &str, limit: u32) -> Result<Vec<ImportRecord>, ExchangeError> {
     let client = connect(url).await?;

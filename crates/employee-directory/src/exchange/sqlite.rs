@@ -437,6 +437,19 @@ fn check_foreign_keys(tx: &Connection) -> Result<(), ExchangeError> {
 }
 
 /// The newest `limit` imports, oldest first.
+/// Rows per entity table ([`super::row_counts`]).
+pub fn row_counts(path: &Path) -> Result<Vec<i64>, ExchangeError> {
+    if !path.is_file() {
+        return Ok(Vec::new());
+    }
+    let conn = open(path)?;
+    let n = super::spec::ENTITIES.len();
+    conn.query_row(&super::row_counts_sql(), [], |r| {
+        (0..n).map(|i| r.get::<_, i64>(i)).collect()
+    })
+    .map_err(db("count the directory's rows"))
+}
+
 pub fn history(path: &Path, limit: u32) -> Result<Vec<super::ImportRecord>, ExchangeError> {
     if !path.is_file() {
         return Ok(Vec::new());

@@ -1,6 +1,7 @@
-//! The Directory page: the imports recorded in the database (who, when,
-//! mode, the files with their digests, the counts per entity), newest
-//! first, as `import --history` lists them.
+//! The Directory page: the rows each entity has now, and the imports
+//! recorded in the database (who, when, mode, the files with their
+//! digests, the counts per entity), newest first, as `import --history`
+//! lists them.
 
 use std::sync::Arc;
 
@@ -77,7 +78,16 @@ pub async fn directory(
         .await
         .map_err(|e| ConsoleError::Store(e.to_string()))?;
     records.reverse();
+    let now = exchange::row_counts(console.database.as_str())
+        .await
+        .map_err(|e| ConsoleError::Store(e.to_string()))?;
     let body = html! {
+        h2 { "Now" }
+        table id="row-counts" {
+            thead { tr { th { "Entity" } th { "Rows" } } }
+            tbody { @for (entity, rows) in &now { tr data-entity=(entity) { td { (entity) } td { (rows) } } } }
+        }
+        h2 { "Imports" }
         p { "The imports that changed the directory (" code { "import DIR" } "), newest first: an import that changed nothing is not recorded." }
         @if records.is_empty() { p { "No import is recorded." } } @else {
             table {

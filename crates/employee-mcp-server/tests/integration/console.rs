@@ -525,3 +525,53 @@ async fn health_charts_the_last_hour(backend: Backend) {
         "the minute's numbers: {table}"
     );
 }
+
+#[tokio::test]
+async fn the_directory_page_counts_each_entity_now() {
+    directory_counts_each_entity_now(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn on_postgres_the_directory_page_counts_each_entity_now() {
+    directory_counts_each_entity_now(Backend::Postgres).await;
+}
+
+/// The employees row matches what `export` writes.
+async fn directory_counts_each_entity_now(backend: Backend) {
+    let db = tokio::task::spawn_blocking(move || TempDb::seeded_on(backend))
+        .await
+        .expect("create the test database");
+    let out_dir = common::temp_path("console-export", "d");
+    let exported = Command::new(BIN)
+        .args([
+            "export",
+            "--format",
+            "jsonl",
+            "--database",
+            &db.url(),
+            "--out",
+        ])
+        .arg(&out_dir)
+        .output()
+        .expect("run export");
+    assert!(exported.status.success(), "{exported:?}");
+    let employees = std::fs::read_to_string(out_dir.join("employees.jsonl"))
+        .expect("employees.jsonl")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let (_server, addr) = start(db, &[]).await;
+    let mut b = Browser::new(&addr);
+    b.login("Ann", TOKEN).await;
+    let (status, page) = b.get("/directory").await;
+    assert_eq!(status, StatusCode::OK);
+    let table = page.split("id=\"row-counts\"").nth(1).unwrap_or_default();
+    assert!(
+        table.contains(&format!(
+            "<tr data-entity=\"employees\"><td>employees</td><td>{employees}</td></tr>"
+        )),
+        "{table}"
+    );
+    assert!(table.contains("data-entity=\"departments\""), "{table}");
+}

@@ -93,6 +93,11 @@ impl OAuth {
         })
     }
 
+    /// The token checks, shared with the console's login.
+    pub fn authenticator(&self) -> Arc<Authenticator> {
+        Arc::clone(&self.authenticator)
+    }
+
     /// The Protected Resource Metadata URL, for `HttpConfig`.
     pub fn resource_metadata_url(&self) -> String {
         self.authenticator.resource_metadata_url().to_owned()

@@ -61,6 +61,19 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
         }
         None => None,
     };
+    // The console logs in through the same issuer when asked to.
+    let issuer = match (
+        &callers.oauth,
+        &cli.auth.auth_issuer,
+        &cli.auth.auth_audience,
+    ) {
+        (Some(oauth), Some(issuer), Some(audience)) => Some(console::ConsoleIssuer {
+            issuer: issuer.clone(),
+            audience: audience.clone(),
+            authenticator: oauth.authenticator(),
+        }),
+        _ => None,
+    };
     // Before the MCP listener: its port file says the console is up too.
     let _console = console::ConsoleListener::start(
         &cli.console,
@@ -68,6 +81,7 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
         &server,
         console_tools,
         Arc::clone(&readiness),
+        issuer,
     )
     .await?;
     let served = if cli.stdio {

@@ -19,6 +19,12 @@ pub enum ConsoleError {
     /// The database or a store failed.
     #[error("{0}")]
     Store(String),
+    /// Not logged in, or a login that did not succeed.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The OAuth issuer could not be reached or answered wrongly.
+    #[error("{0}")]
+    Issuer(String),
 }
 
 impl ConsoleError {
@@ -28,13 +34,15 @@ impl ConsoleError {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Issuer(_) => StatusCode::BAD_GATEWAY,
         }
     }
 }
 
 impl IntoResponse for ConsoleError {
     fn into_response(self) -> Response {
-        if let Self::Store(reason) = &self {
+        if let Self::Store(reason) | Self::Issuer(reason) = &self {
             tracing::warn!(%reason, "console request failed");
         }
         let status = self.status();

@@ -10,6 +10,7 @@ mod error;
 mod health;
 mod limit;
 mod live;
+mod oidc;
 mod pages;
 mod session;
 
@@ -28,6 +29,7 @@ use clap::Args;
 use employee_directory::DatabaseUrl;
 use maud::{DOCTYPE, Markup, html};
 use mcpwire_server::observe::ReadinessCheck;
+use mcpwire_server::transport::http::auth::Authenticator;
 use mcpwire_server::transport::http::{ConnectionLimits, serve_with};
 use mcpwire_server::{Server, Tool};
 use tokio::net::TcpListener;
@@ -61,6 +63,57 @@ pub struct ConsoleArgs {
     #[arg(long, env = "EMPLOYEE_MCP_CONSOLE_LOGIN_FAILURES", default_value_t = 10,
           value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
     pub console_login_failures: u32,
+
+    /// With --auth-issuer: the console's client id at that issuer. People
+    /// then log in through the issuer (authorization code with PKCE) and
+    /// need --console-scope; the console token is not used.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_CONSOLE_OIDC_CLIENT_ID",
+        value_name = "ID",
+        requires = "auth_issuer"
+    )]
+    pub console_oidc_client_id: Option<String>,
+
+    /// The client secret for --console-oidc-client-id, read from this file
+    /// (a public client with PKCE needs none).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_CONSOLE_OIDC_CLIENT_SECRET_FILE",
+        value_name = "FILE",
+        requires = "console_oidc_client_id"
+    )]
+    pub console_oidc_client_secret_file: Option<PathBuf>,
+
+    /// The callback registered at the issuer, as the browser reaches the
+    /// console (default: http://CONSOLE-ADDRESS/oidc/callback).
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_CONSOLE_OIDC_REDIRECT_URL",
+        value_name = "URL",
+        requires = "console_oidc_client_id"
+    )]
+    pub console_oidc_redirect_url: Option<String>,
+
+    /// The scope a person's token must carry to log in to the console
+    /// through the issuer.
+    #[arg(
+        long,
+        env = "EMPLOYEE_MCP_CONSOLE_SCOPE",
+        value_name = "SCOPE",
+        default_value = "hr:admin"
+    )]
+    pub console_scope: String,
+}
+
+/// The server's OAuth issuer, for the console's OpenID Connect login.
+pub struct ConsoleIssuer {
+    /// `--auth-issuer`.
+    pub issuer: String,
+    /// `--auth-audience`: the resource a token is asked for.
+    pub audience: String,
+    /// The checks `/mcp` applies to bearer tokens.
+    pub authenticator: Arc<Authenticator>,
 }
 
 /// Largest request body the console reads.
@@ -91,6 +144,9 @@ pub struct Console {
     readiness: Arc<dyn ReadinessCheck>,
     /// The Health page's last reading of the trail's hour.
     activity: health::ActivityCache,
+    /// The login through the issuer, when configured (the token is then
+    /// not accepted).
+    oidc: Option<oidc::Oidc>,
 }
 
 /// The running console; it stops when dropped.
@@ -118,6 +174,53 @@ fn console_token(args: &ConsoleArgs) -> Result<String, String> {
     Ok(token)
 }
 
+/// The OpenID Connect login, when `--console-oidc-client-id` is given.
+fn console_oidc(
+    args: &ConsoleArgs,
+    issuer: Option<ConsoleIssuer>,
+    bound: SocketAddr,
+) -> Result<Option<oidc::Oidc>, String> {
+    let (Some(client_id), Some(issuer)) = (&args.console_oidc_client_id, issuer) else {
+        return Ok(None);
+    };
+    let client_secret = match &args.console_oidc_client_secret_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("--console-oidc-client-secret-file {}: {e}", path.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        None => None,
+    };
+    let settings = oidc::Settings {
+        issuer: issuer.issuer,
+        client_id: client_id.clone(),
+        client_secret,
+        redirect_uri: args
+            .console_oidc_redirect_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{bound}/oidc/callback")),
+        resource: issuer.audience,
+        scope: args.console_scope.clone(),
+    };
+    oidc::Oidc::new(settings, issuer.authenticator).map(Some)
+}
+
+impl Console {
+    /// The scope the OpenID Connect login requires.
+    fn scope(&self) -> &str {
+        self.oidc.as_ref().map_or("", oidc::Oidc::scope)
+    }
+
+    /// With the OpenID Connect login: the subject of a bearer access token
+    /// from the issuer with the console scope (`Some(None)` if it is not
+    /// one); `None` when the console logs in with its token instead.
+    async fn issuer_bearer(&self, token: &str) -> Option<Option<String>> {
+        let oidc = self.oidc.as_ref()?;
+        Some(oidc::bearer_subject(oidc, token).await)
+    }
+}
+
 impl ConsoleListener {
     /// Binds `--console-listen` (when given) and serves the console until
     /// dropped.
@@ -127,6 +230,7 @@ impl ConsoleListener {
         server: &Server,
         builtins: Vec<Tool>,
         readiness: Arc<dyn ReadinessCheck>,
+        issuer: Option<ConsoleIssuer>,
     ) -> Result<Option<ConsoleListener>, String> {
         let Some(addr) = args.console_listen else {
             return Ok(None);
@@ -146,6 +250,7 @@ impl ConsoleListener {
             .await
             .map_err(|e| format!("cannot listen for the console on {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let oidc = console_oidc(args, issuer, bound)?;
         let console = Arc::new(Console {
             database: database.clone(),
             catalog: catalog::Store::open(database).await?,
@@ -159,6 +264,7 @@ impl ConsoleListener {
             server: server.clone(),
             readiness,
             activity: health::ActivityCache::default(),
+            oidc,
         });
         if let Some(path) = &args.console_port_file {
             std::fs::write(path, bound.to_string())
@@ -215,6 +321,8 @@ fn router(console: Arc<Console>) -> Router {
         ));
     Router::new()
         .route("/login", get(login_page).post(login))
+        .route("/oidc/start", get(oidc::start))
+        .route("/oidc/callback", get(oidc::callback))
         .route("/favicon.ico", get(favicon))
         .merge(private)
         .layer(middleware::from_fn_with_state(
@@ -314,7 +422,14 @@ pub fn csrf_field(operator: &Operator) -> Markup {
     html! { input type="hidden" name="csrf" value=(operator.csrf.as_deref().unwrap_or("")); }
 }
 
-fn login_form(notice: Option<&str>) -> Markup {
+fn login_form(console: &Console, notice: Option<&str>) -> Markup {
+    if let Some(oidc) = &console.oidc {
+        let body = html! {
+            p { a id="oidc-login" href="/oidc/start" { "Log in with " (oidc.issuer()) } }
+            p { "Your account needs the scope " code { (console.scope()) } "; changes are recorded with your name at the issuer." }
+        };
+        return layout("log in", None, notice, body);
+    }
     let body = html! {
         form method="post" action="/login" {
             p { label { "Your name (recorded with every change) " input name="name" required maxlength="64"; } }
@@ -325,8 +440,8 @@ fn login_form(notice: Option<&str>) -> Markup {
     layout("log in", None, notice, body)
 }
 
-async fn login_page() -> Markup {
-    login_form(None)
+async fn login_page(axum::extract::State(console): axum::extract::State<Arc<Console>>) -> Markup {
+    login_form(&console, None)
 }
 
 /// `POST /login`: the token opens a session for the name given.
@@ -334,6 +449,10 @@ async fn login(
     axum::extract::State(console): axum::extract::State<Arc<Console>>,
     body: axum::body::Bytes,
 ) -> Result<Response, ConsoleError> {
+    if console.oidc.is_some() {
+        let page = login_form(&console, Some("This console logs in through the issuer."));
+        return Ok((StatusCode::FORBIDDEN, page).into_response());
+    }
     let form = Form::parse(&body);
     let token = form.get("token").unwrap_or("");
     if let Err(wait) = console.logins.check(Instant::now()) {
@@ -341,15 +460,18 @@ async fn login(
             "Too many failed logins; try again in {} s.",
             wait.as_secs() + 1
         );
-        return Ok(session::too_many(wait, login_form(Some(&notice))));
+        return Ok(session::too_many(wait, login_form(&console, Some(&notice))));
     }
     if !session::same_secret(token.trim(), &console.token) {
         console.logins.failed(Instant::now());
-        let page = login_form(Some("Wrong console token."));
+        let page = login_form(&console, Some("Wrong console token."));
         return Ok((StatusCode::UNAUTHORIZED, page).into_response());
     }
     let Some(name) = form.get("name").and_then(session::clean_name) else {
-        let page = login_form(Some("Give your name: changes are recorded with it."));
+        let page = login_form(
+            &console,
+            Some("Give your name: changes are recorded with it."),
+        );
         return Ok((StatusCode::BAD_REQUEST, page).into_response());
     };
     let id = console.sessions.open(name).map_err(ConsoleError::Store)?;

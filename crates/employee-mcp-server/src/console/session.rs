@@ -183,12 +183,19 @@ enum Claim {
     Nobody,
 }
 
-fn claim_of(console: &Console, headers: &HeaderMap) -> Claim {
+async fn claim_of(console: &Console, headers: &HeaderMap) -> Claim {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     if let Some(token) = bearer {
+        // Logging in through the issuer: its access tokens, not ours.
+        if let Some(subject) = console.issuer_bearer(token.trim()).await {
+            return match subject {
+                Some(name) => Claim::Bearer(Operator { name, csrf: None }),
+                None => Claim::WrongBearer,
+            };
+        }
         if !same_secret(token.trim(), &console.token) {
             return Claim::WrongBearer;
         }
@@ -203,8 +210,8 @@ fn claim_of(console: &Console, headers: &HeaderMap) -> Claim {
 
 /// The operator a request is from; a bearer token counts as a login, so
 /// it is bounded with the form's: `Err(wait)` while the bucket is empty.
-fn operator_of(console: &Console, headers: &HeaderMap) -> Result<Option<Operator>, Duration> {
-    let claim = claim_of(console, headers);
+async fn operator_of(console: &Console, headers: &HeaderMap) -> Result<Option<Operator>, Duration> {
+    let claim = claim_of(console, headers).await;
     if matches!(claim, Claim::Bearer(_) | Claim::WrongBearer) {
         console.logins.check(Instant::now())?;
     }
@@ -252,7 +259,7 @@ pub async fn require_login(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let operator = match operator_of(&console, req.headers()) {
+    let operator = match operator_of(&console, req.headers()).await {
         Ok(operator) => operator,
         Err(wait) => return too_many(wait, "too many failed logins; wait"),
     };

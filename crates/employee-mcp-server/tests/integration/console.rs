@@ -575,3 +575,135 @@ async fn directory_counts_each_entity_now(backend: Backend) {
     );
     assert!(table.contains("data-entity=\"departments\""), "{table}");
 }
+
+/// One step of a login through the issuer: a GET of `url` (with `cookie`),
+/// its status, `Location` and the `Set-Cookie` values.
+async fn hop(url: &str, cookie: Option<&str>) -> (StatusCode, String, Vec<String>) {
+    let client = common::client_builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a client");
+    let mut req = client.get(url);
+    if let Some(c) = cookie {
+        req = req.header("Cookie", c);
+    }
+    let res = req.send().await.expect("GET");
+    let location = res
+        .headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let cookies = res
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or_default().to_owned())
+        .collect();
+    (res.status(), location, cookies)
+}
+
+/// The console's login through the issuer, up to its callback: the
+/// callback URL and the flow cookie.
+async fn begin_issuer_login(addr: &str) -> (String, String) {
+    let (status, to_issuer, cookies) = hop(&format!("http://{addr}/oidc/start"), None).await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{to_issuer}");
+    for part in [
+        "code_challenge_method=S256",
+        "client_id=console-test",
+        "resource=",
+        "state=",
+    ] {
+        assert!(to_issuer.contains(part), "{part} in {to_issuer}");
+    }
+    let flow = cookies
+        .into_iter()
+        .find(|c| c.starts_with("console_oidc="))
+        .expect("the flow cookie");
+    let (status, back, _) = hop(&to_issuer, None).await;
+    assert_eq!(
+        status,
+        StatusCode::FOUND,
+        "the issuer sends the browser back"
+    );
+    (back, flow)
+}
+
+#[tokio::test]
+async fn with_an_issuer_people_log_in_through_it_with_pkce_and_need_the_console_scope() {
+    let issuer = Issuer::start();
+    let mut flags = issuer.flags();
+    flags.extend([
+        "--console-oidc-client-id".to_owned(),
+        "console-test".to_owned(),
+    ]);
+    let (_server, addr) = start(TempDb::seeded(), &flags).await;
+    let mut b = Browser::new(&addr);
+    let (_, page) = b.get("/login").await;
+    assert!(page.contains("id=\"oidc-login\""), "{page}");
+    assert!(!page.contains("name=\"token\""), "no token form: {page}");
+    assert_eq!(
+        b.login("Ann", TOKEN).await,
+        StatusCode::FORBIDDEN,
+        "the token is off"
+    );
+
+    // Priya, an HR admin, logs in: a session under her subject.
+    issuer.log_in_as(Some(("priya", "hr:admin")));
+    let (callback, flow) = begin_issuer_login(&addr).await;
+    assert!(callback.contains("/oidc/callback?code="), "{callback}");
+    let (status, to, cookies) = hop(&callback, Some(&flow)).await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{to}");
+    assert_eq!(to, "/tools");
+    b.cookie = cookies
+        .into_iter()
+        .find(|c| c.starts_with("console_session="));
+    let (status, tools) = b.get("/tools").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(tools.contains("priya"), "the operator is named: {tools}");
+    // The same callback again, or from a browser that did not begin it.
+    let (status, _, _) = hop(&callback, Some(&flow)).await;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "a code's flow serves once"
+    );
+    let (callback, _) = begin_issuer_login(&addr).await;
+    let (status, _, _) = hop(&callback, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "no flow cookie");
+
+    // Without the console scope, or when the person refuses.
+    issuer.log_in_as(Some(("bob", "hr:directory")));
+    let (callback, flow) = begin_issuer_login(&addr).await;
+    let (status, _, cookies) = hop(&callback, Some(&flow)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(!cookies.iter().any(|c| c.starts_with("console_session=")));
+    issuer.log_in_as(None);
+    let (callback, flow) = begin_issuer_login(&addr).await;
+    assert!(callback.contains("error=access_denied"), "{callback}");
+    let (status, _, _) = hop(&callback, Some(&flow)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // Scripts send the issuer's access token; the console token is no key.
+    let client = common::client_builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a client");
+    let with = |token: String| {
+        client
+            .get(format!("http://{addr}/tools"))
+            .header("Authorization", format!("Bearer {token}"))
+            .send()
+    };
+    let admin = with(issuer.token("priya", "hr:admin", None))
+        .await
+        .expect("GET");
+    assert_eq!(admin.status(), StatusCode::OK);
+    let reader = with(issuer.token("bob", "hr:directory", None))
+        .await
+        .expect("GET");
+    assert_eq!(reader.status(), StatusCode::SEE_OTHER, "no console scope");
+    let console_token = with(TOKEN.to_owned()).await.expect("GET");
+    assert_eq!(console_token.status(), StatusCode::SEE_OTHER);
+}

@@ -13,6 +13,7 @@ mod console;
 mod custom;
 mod exchange;
 mod ops;
+mod replicas;
 mod scopes;
 mod serve;
 mod telemetry;

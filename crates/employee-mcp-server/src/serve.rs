@@ -18,7 +18,7 @@ use mcpwire_server::transport::stdio::{StdioConfig, serve_stdio};
 use mcpwire_server::{AccessOptions, RateLimit, Server, ServerOptions};
 
 use crate::cli::{ApprovalArgs, Fallback, ServeArgs};
-use crate::{approvals, audit, auth, catalog, console, ops, tools, views};
+use crate::{approvals, audit, auth, catalog, console, ops, replicas, tools, views};
 
 /// Serves until a signal (HTTP) or the end of stdin (stdio).
 pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
@@ -61,6 +61,44 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
         }
         None => None,
     };
+    // Before the MCP listener: its port file says the console is up too.
+    let (_console, heartbeat) =
+        start_console(&cli, &server, console_tools, &readiness, &callers).await?;
+    let served = if cli.stdio {
+        on_stdio(server, &cli, callers).await
+    } else {
+        on_http(server, &cli, callers, readiness).await
+    };
+    if let Some(heartbeat) = &heartbeat {
+        heartbeat.stop().await;
+    }
+    // Rate-limited call counts still held in memory.
+    sink.close().await;
+    // Rate-limit tokens this replica leased and did not spend.
+    if let Some(limits) = limits {
+        limits.give_back_all().await;
+    }
+    served?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The operator console (when `--console-listen` is given), logging in
+/// through the server's issuer when asked to, and this replica's report
+/// for every console's Health page.
+async fn start_console(
+    cli: &ServeArgs,
+    server: &Server,
+    console_tools: Vec<mcpwire_server::Tool>,
+    readiness: &Arc<dyn ReadinessCheck>,
+    callers: &Callers,
+) -> Result<
+    (
+        Option<console::ConsoleListener>,
+        Option<replicas::Heartbeat>,
+    ),
+    String,
+> {
     // The console logs in through the same issuer when asked to.
     let issuer = match (
         &callers.oauth,
@@ -74,30 +112,34 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
         }),
         _ => None,
     };
-    // Before the MCP listener: its port file says the console is up too.
-    let _console = console::ConsoleListener::start(
+    let console = console::ConsoleListener::start(
         &cli.console,
         &cli.database,
-        &server,
+        server,
         console_tools,
-        Arc::clone(&readiness),
+        Arc::clone(readiness),
         issuer,
     )
     .await?;
-    let served = if cli.stdio {
-        on_stdio(server, &cli, callers).await
-    } else {
-        on_http(server, &cli, callers, readiness).await
+    // Every replica reports itself for the console's Health page.
+    let heartbeat = match replicas::Registry::of(&cli.database) {
+        Some(registry) => {
+            let listen = if cli.stdio {
+                "stdio".to_owned()
+            } else {
+                cli.listen.to_string()
+            };
+            let console = console.as_ref().map(|c| c.addr().to_string());
+            let me = replicas::this_replica(listen, console)?;
+            Some(replicas::Heartbeat::start(
+                registry,
+                me,
+                Arc::clone(readiness),
+            ))
+        }
+        None => None,
     };
-    // Rate-limited call counts still held in memory.
-    sink.close().await;
-    // Rate-limit tokens this replica leased and did not spend.
-    if let Some(limits) = limits {
-        limits.give_back_all().await;
-    }
-    served?;
-    tracing::info!("stopped");
-    Ok(())
+    Ok((console, heartbeat))
 }
 
 /// How callers are identified, decided from the flags and the environment

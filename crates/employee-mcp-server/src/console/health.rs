@@ -14,6 +14,7 @@ use tokio::sync::Mutex;
 use super::session::Operator;
 use super::{Console, layout};
 use crate::audit::{self, activity::Minute};
+use crate::replicas::{Registry, Replica, SILENT_AFTER};
 
 /// The window the charts show.
 const WINDOW: Duration = Duration::from_secs(60 * 60);
@@ -106,6 +107,38 @@ fn hour(minutes: &[Minute]) -> Markup {
     }
 }
 
+/// Each replica's last report: its readiness then, or how long it has
+/// been silent.
+fn replicas(list: &[Replica], now_ms: i64) -> Markup {
+    let silent_ms = i64::try_from(SILENT_AFTER.as_millis()).unwrap_or(i64::MAX);
+    html! {
+        table id="replicas" {
+            thead { tr { th { "Replica" } th { "Listens on" } th { "Console" } th { "Version" } th { "Started (UTC)" } th { "State" } } }
+            tbody {
+                @for r in list {
+                    @let age_s = (now_ms - r.seen_ms).max(0) / 1000;
+                    tr data-replica=(r.id) {
+                        td { code { (r.id) } }
+                        td { (r.listen) }
+                        td { (r.console.as_deref().unwrap_or("-")) }
+                        td { (r.version) }
+                        td { (minute_label(r.started_ms)) }
+                        td class="state" {
+                            @if now_ms - r.seen_ms > silent_ms {
+                                strong { "silent" } " for " (age_s) " s (stopped without a goodbye, or cannot reach the database)"
+                            } @else if r.ready {
+                                strong { "ready" } " (" (age_s) " s ago)"
+                            } @else {
+                                strong { "not ready" } ": " (r.reason.as_deref().unwrap_or("?")) " (" (age_s) " s ago)"
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn minute_label(start_ms: i64) -> String {
     chrono::DateTime::from_timestamp_millis(start_ms)
         .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
@@ -133,11 +166,24 @@ pub async fn health(
     let metrics = console.server.render_metrics();
     let rows = samples(&metrics);
     let hour_of_calls = console.activity.read(&console).await;
+    let reported = match Registry::of(&console.database) {
+        Some(registry) => registry.list().await,
+        None => Ok(Vec::new()),
+    };
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
     let body = html! {
         h2 { "This replica" }
         @match &ready {
             Ok(()) => p id="readiness" { strong { "ready" } ": the database answers and the audit writer commits." },
             Err(reason) => p id="readiness" { strong { "not ready" } ": " (reason) },
+        }
+        h2 { "Every replica" }
+        p { "As each replica on this database last reported (every 10 s; its own readiness check)." }
+        @match &reported {
+            Ok(list) => (replicas(list, now_ms)),
+            Err(reason) => p id="replicas" { strong { "The replicas' reports cannot be read" } ": " (reason) },
         }
         h2 { "The last hour" }
         @match &hour_of_calls {

@@ -152,6 +152,15 @@ pub struct Console {
 /// The running console; it stops when dropped.
 pub struct ConsoleListener {
     _stop: oneshot::Sender<()>,
+    /// Where it listens (the port chosen for port 0).
+    addr: SocketAddr,
+}
+
+impl ConsoleListener {
+    /// The address the console listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
 }
 
 /// The console token: the file's (trimmed), or a new random one printed
@@ -272,7 +281,10 @@ impl ConsoleListener {
         }
         let stop = spawn(listener, router(console), server.clone());
         tracing::info!("serving the operator console on http://{bound}/");
-        Ok(Some(ConsoleListener { _stop: stop }))
+        Ok(Some(ConsoleListener {
+            _stop: stop,
+            addr: bound,
+        }))
     }
 }
 

@@ -707,3 +707,57 @@ async fn with_an_issuer_people_log_in_through_it_with_pkce_and_need_the_console_
     let console_token = with(TOKEN.to_owned()).await.expect("GET");
     assert_eq!(console_token.status(), StatusCode::SEE_OTHER);
 }
+
+#[tokio::test]
+async fn the_health_page_shows_every_replica_on_the_database() {
+    health_shows_every_replica(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn on_postgres_the_health_page_shows_every_replica() {
+    health_shows_every_replica(Backend::Postgres).await;
+}
+
+/// Two servers on one database: each console lists both, ready; one
+/// stopped leaves the list, one killed is shown silent (not here: that
+/// takes 35 s) — its row stays until renewed or pruned.
+async fn health_shows_every_replica(backend: Backend) {
+    let db = tokio::task::spawn_blocking(move || TempDb::seeded_on(backend))
+        .await
+        .expect("create the test database");
+    let second = db.share();
+    let (_first, addr) = start(db, &[]).await;
+    let other = Server::start_on(second, &[]).await;
+    let mut b = Browser::new(&addr);
+    b.login("Ann", TOKEN).await;
+    let rows = |page: &str| {
+        page.split("id=\"replicas\"")
+            .nth(1)
+            .and_then(|t| t.split("</table>").next())
+            .unwrap_or_default()
+            .matches("<tr data-replica=")
+            .count()
+    };
+    let mut seen = String::new();
+    let deadline = Instant::now() + TIMEOUT;
+    while Instant::now() < deadline {
+        let (_, page) = b.get("/health").await;
+        if rows(&page) == 2 {
+            seen = page;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(rows(&seen), 2, "both replicas report: {seen}");
+    let table = seen.split("id=\"replicas\"").nth(1).unwrap_or_default();
+    assert_eq!(
+        table.matches("<strong>ready</strong>").count(),
+        2,
+        "{table}"
+    );
+    assert!(table.contains(&addr), "the first one's console: {table}");
+    let (status, _) = other.stop().await;
+    assert!(status.success());
+    let (_, page) = b.get("/health").await;
+    assert_eq!(rows(&page), 1, "a stopped replica says goodbye: {page}");
+}

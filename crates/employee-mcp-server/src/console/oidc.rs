@@ -37,6 +37,9 @@ const FLOW_COOKIE: &str = "console_oidc";
 const ISSUER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest answer read from the issuer.
 const MAX_ISSUER_BYTES: usize = 64 * 1024;
+/// How long the issuer's metadata is reused: `/oidc/start` needs no login,
+/// so without it every hit would send a request to the issuer.
+const METADATA_TTL: Duration = Duration::from_secs(300);
 
 /// How the console signs people in through the issuer.
 pub struct Oidc {
@@ -53,9 +56,12 @@ pub struct Oidc {
     http: reqwest::Client,
     /// `state` → (PKCE verifier, begun at).
     pending: Mutex<HashMap<String, (String, Instant)>>,
+    /// The issuer's endpoints as last read, and when.
+    metadata: tokio::sync::Mutex<Option<(Instant, Endpoints)>>,
 }
 
 /// The issuer's endpoints (RFC 8414 / OpenID Connect Discovery).
+#[derive(Clone)]
 struct Endpoints {
     authorization: String,
     token: String,
@@ -78,8 +84,9 @@ pub struct Settings {
 }
 
 impl Oidc {
-    /// Checks nothing remote yet: the issuer's metadata is read at each
-    /// login, so a restarted issuer or rotated endpoints need no restart.
+    /// Checks nothing remote yet: the issuer's metadata is read at the
+    /// first login and again after [`METADATA_TTL`], so rotated endpoints
+    /// need no restart.
     pub fn new(settings: Settings, authenticator: Arc<Authenticator>) -> Result<Oidc, String> {
         let http = reqwest::Client::builder()
             .timeout(ISSUER_TIMEOUT)
@@ -96,6 +103,7 @@ impl Oidc {
             authenticator,
             http,
             pending: Mutex::new(HashMap::new()),
+            metadata: tokio::sync::Mutex::new(None),
         })
     }
 
@@ -127,8 +135,22 @@ impl Oidc {
         serde_json::from_slice(&bytes).map_err(|e| failed(e.to_string()))
     }
 
-    /// The issuer's metadata: RFC 8414 first, then OpenID Connect's.
+    /// The issuer's endpoints, read at most every [`METADATA_TTL`] (the
+    /// lock makes concurrent logins wait for one read).
     async fn endpoints(&self) -> Result<Endpoints, ConsoleError> {
+        let mut cached = self.metadata.lock().await;
+        if let Some((at, endpoints)) = cached.as_ref()
+            && at.elapsed() < METADATA_TTL
+        {
+            return Ok(endpoints.clone());
+        }
+        let endpoints = self.discover().await?;
+        *cached = Some((Instant::now(), endpoints.clone()));
+        Ok(endpoints)
+    }
+
+    /// The issuer's metadata: RFC 8414 first, then OpenID Connect's.
+    async fn discover(&self) -> Result<Endpoints, ConsoleError> {
         let mut last = None;
         for path in [
             "/.well-known/oauth-authorization-server",

@@ -685,6 +685,9 @@ async fn with_an_issuer_people_log_in_through_it_with_pkce_and_need_the_console_
     let (status, _, _) = hop(&callback, Some(&flow)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
+    // Five logins begun, one read of the issuer's metadata.
+    assert_eq!(issuer.metadata_reads(), 1, "the metadata is reused");
+
     // Scripts send the issuer's access token; the console token is no key.
     let client = common::client_builder()
         .redirect(reqwest::redirect::Policy::none())

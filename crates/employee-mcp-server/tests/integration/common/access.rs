@@ -115,6 +115,8 @@ struct Flows {
     codes: HashMap<String, (String, String, String, String)>,
     /// Codes handed out so far (also makes each one distinct).
     issued: u64,
+    /// Reads of the metadata document.
+    metadata_reads: u64,
 }
 
 /// One HTTP request as the issuer reads it: method, target, body.
@@ -191,6 +193,14 @@ impl Issuer {
         }
     }
 
+    /// How often the metadata document was read.
+    pub fn metadata_reads(&self) -> u64 {
+        self.flows
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .metadata_reads
+    }
+
     /// The next login at the authorization endpoint is `sub` with `scope`;
     /// `None`: the person refuses (`error=access_denied`).
     pub fn log_in_as(&self, login: Option<(&str, &str)>) {
@@ -253,6 +263,7 @@ fn answer(
     let mut flows = flows.lock().unwrap_or_else(|p| p.into_inner());
     match (method, path) {
         ("GET", "/.well-known/oauth-authorization-server") => {
+            flows.metadata_reads += 1;
             let doc = json!({
                 "issuer": issuer,
                 "authorization_endpoint": format!("{issuer}/authorize"),

@@ -390,23 +390,28 @@ impl Columns {
     }
 }
 
-/// Calls per minute since `since_ms`, for [`super::activity`].
-pub(super) fn activity(url: &str, since_ms: i64) -> Result<Vec<Minute>, Error> {
+/// A runtime and a connection for reading the trail at `url`; `None` when
+/// no server has created `audit_log` there yet.
+fn reader(url: &str) -> Result<Option<(tokio::runtime::Runtime, Client)>, Error> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(Error::io("cannot start a runtime"))?;
     let client = connect(&runtime, url)?;
+    let exists: bool = runtime
+        .block_on(client.query_one("SELECT to_regclass('audit_log') IS NOT NULL", &[]))
+        .map_err(Error::postgres("cannot read audit_log"))?
+        .get(0);
+    Ok(exists.then_some((runtime, client)))
+}
+
+/// Calls per minute since `since_ms`, for [`super::activity`].
+pub(super) fn activity(url: &str, since_ms: i64) -> Result<Vec<Minute>, Error> {
+    let Some((runtime, client)) = reader(url)? else {
+        return Ok(Vec::new());
+    };
     runtime.block_on(async {
         let read = |e| Error::postgres("cannot read audit_log")(e);
-        let exists: bool = client
-            .query_one("SELECT to_regclass('audit_log') IS NOT NULL", &[])
-            .await
-            .map_err(read)?
-            .get(0);
-        if !exists {
-            return Ok(Vec::new());
-        }
         let rows = client
             .query(&activity::sql("COALESCE(count, 1)"), &[&since_ms])
             .await
@@ -421,21 +426,11 @@ pub(super) fn activity(url: &str, since_ms: i64) -> Result<Vec<Minute>, Error> {
 /// Reads records matching `filter`, oldest first (the newest `limit`), for
 /// the `audit` subcommand.
 pub(super) fn query(url: &str, filter: &Filter) -> Result<Vec<Row>, Error> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(Error::io("cannot start a runtime"))?;
-    let client = connect(&runtime, url)?;
+    let Some((runtime, client)) = reader(url)? else {
+        return Ok(Vec::new());
+    };
     runtime.block_on(async {
         let read = |e| Error::postgres("cannot query audit_log")(e);
-        let exists: bool = client
-            .query_one("SELECT to_regclass('audit_log') IS NOT NULL", &[])
-            .await
-            .map_err(read)?
-            .get(0);
-        if !exists {
-            return Ok(Vec::new());
-        }
         // A table no server of this version has opened yet has no `via`.
         let has_via: bool = client
             .query_one(

@@ -365,8 +365,8 @@ mod tests {
     fn the_challenge_is_rfc_7636s() {
         // RFC 7636 appendix B.
         assert_eq!(
-            challenge("dBjftJeZ4CVP-1B5gI3XrKKrL9aJ9O7rEpqzfEn2TZE"),
-            "E9Melhoa2OwvFWB4VZzmpDnX0YXOz6bPvFo1k4jcUnQ"
+            challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
     }
 

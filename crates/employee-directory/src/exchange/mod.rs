@@ -16,6 +16,7 @@ mod history;
 mod postgres;
 mod problems;
 mod read;
+mod repeats;
 mod sheet;
 pub mod spec;
 mod sql;

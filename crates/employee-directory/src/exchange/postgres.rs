@@ -125,9 +125,20 @@ pub async fn export(
     Ok(written)
 }
 
-async fn load_known(client: &Client) -> Result<Known, ExchangeError> {
+/// The database's keys that the import keeps ([`validate::from_database`]).
+async fn load_known(
+    client: &Client,
+    sources: &[Source],
+    mode: Mode,
+) -> Result<Known, ExchangeError> {
     let mut known = Known::default();
-    for entity in ENTITIES.iter().filter(|e| validate::is_referenced(e)) {
+    // Employees are read with their managers below.
+    let kept = |e: &&Entity| {
+        e.name != "employees"
+            && validate::is_referenced(e)
+            && validate::from_database(e.name, sources, mode)
+    };
+    for entity in ENTITIES.iter().filter(kept) {
         let cols: Vec<String> = entity
             .key
             .iter()
@@ -151,6 +162,15 @@ async fn load_known(client: &Client) -> Result<Known, ExchangeError> {
             known.insert_key(entity.name, &parts.join(validate::KEY_SEPARATOR));
         }
     }
+    if !validate::from_database("employees", sources, mode) {
+        return Ok(known);
+    }
+    let n: i64 = client
+        .query_one("SELECT count(*) FROM employees", &[])
+        .await
+        .map_err(pg("count employees"))?
+        .get(0);
+    known.reserve_employees(usize::try_from(n).unwrap_or(0));
     let no_params: [&str; 0] = [];
     let rows = client
         .query_raw("SELECT id, manager_id FROM employees", no_params)
@@ -178,9 +198,9 @@ pub async fn import(
     options: &ImportOptions,
 ) -> Result<ImportReport, ExchangeError> {
     let mut client = connect(url).await?;
-    let known = load_known(&client).await?;
+    let known = load_known(&client, sources, options.mode).await?;
     let (srcs, opts) = (sources.to_vec(), options.clone());
-    let checked = tokio::task::spawn_blocking(move || validate::validate(&srcs, &opts, &known))
+    let checked = tokio::task::spawn_blocking(move || validate::validate(&srcs, &opts, known))
         .await
         .map_err(DirectoryError::from)??;
     if !checked.problems.is_empty() {

@@ -101,10 +101,16 @@ pub fn export(
     Ok(written)
 }
 
-/// The database's keys of referenced entities and its managers.
-fn load_known(conn: &Connection) -> Result<Known, ExchangeError> {
+/// The database's keys that the import keeps ([`validate::from_database`]).
+fn load_known(conn: &Connection, sources: &[Source], mode: Mode) -> Result<Known, ExchangeError> {
     let mut known = Known::default();
-    for entity in ENTITIES.iter().filter(|e| validate::is_referenced(e)) {
+    // Employees are read with their managers below.
+    let kept = |e: &&Entity| {
+        e.name != "employees"
+            && validate::is_referenced(e)
+            && validate::from_database(e.name, sources, mode)
+    };
+    for entity in ENTITIES.iter().filter(kept) {
         let cols: Vec<String> = entity
             .key
             .iter()
@@ -126,6 +132,11 @@ fn load_known(conn: &Connection) -> Result<Known, ExchangeError> {
             known.insert_key(entity.name, &parts.join(validate::KEY_SEPARATOR));
         }
     }
+    if !validate::from_database("employees", sources, mode) {
+        return Ok(known);
+    }
+    let employees = count(conn, "SELECT count(*) FROM employees")?;
+    known.reserve_employees(usize::try_from(employees).unwrap_or(0));
     let mut stmt = conn
         .prepare("SELECT id, manager_id FROM employees")
         .map_err(db("read managers"))?;
@@ -150,9 +161,8 @@ pub fn import(
     options: &ImportOptions,
 ) -> Result<ImportReport, ExchangeError> {
     let mut conn = open(path)?;
-    let known = load_known(&conn)?;
-    let checked = validate::validate(sources, options, &known)?;
-    drop(known);
+    let known = load_known(&conn, sources, options.mode)?;
+    let checked = validate::validate(sources, options, known)?;
     if !checked.problems.is_empty() {
         return Err(ExchangeError::Invalid(checked.problems));
     }

@@ -10,6 +10,7 @@ use std::hash::{Hash, Hasher};
 
 use super::problems::Problems;
 use super::read::{RawRow, RowReader, Source};
+use super::repeats::{Repeated, RowHashes, key_hash};
 use super::spec::{Entity, Kind};
 use super::value::{self, Value};
 use super::{ExchangeError, ImportOptions, Mode};
@@ -52,19 +53,30 @@ impl Manager {
     }
 }
 
-/// Keys already in the database, for references the files do not satisfy.
+/// The keys that will exist after the import: the database's, for the
+/// entities whose database rows the import keeps ([`from_database`]),
+/// overlaid with the files' (pass one). One index for both, so a merge
+/// over a million people holds each employee once, not once per side.
 #[derive(Debug, Default)]
 pub struct Known {
     /// Key digests by entity name (referenced entities and bands, but
     /// not employees: their ids are the keys of `managers`).
     keys: HashMap<&'static str, HashSet<KeyDigest>>,
-    /// Each employee's manager.
-    managers: HashMap<KeyDigest, Manager>,
+    /// Each employee: the line of the file that names them (0: only in
+    /// the database) and their manager (the file's, where it names them).
+    managers: HashMap<KeyDigest, (u64, Manager)>,
+}
+
+/// Whether the import keeps the database's rows of `entity`, so that
+/// references may name them: always when merging; when replacing, only
+/// for an entity without a file.
+pub fn from_database(entity: &str, sources: &[Source], mode: Mode) -> bool {
+    mode == Mode::Merge || !sources.iter().any(|s| s.entity.name == entity)
 }
 
 impl Known {
-    /// Records a key of `entity` (its normalized parts joined by
-    /// [`KEY_SEPARATOR`]).
+    /// Records a database key of `entity` (its normalized parts joined
+    /// by [`KEY_SEPARATOR`]).
     /// Employees are recorded by [`Known::insert_manager`].
     pub fn insert_key(&mut self, entity: &'static str, key: &str) {
         if entity != "employees" {
@@ -72,10 +84,25 @@ impl Known {
         }
     }
 
-    /// Records an employee and their manager (normalized ids).
+    /// Makes room for `n` database employees at once (no rehash while
+    /// they are read).
+    pub fn reserve_employees(&mut self, n: usize) {
+        self.managers.reserve(n);
+    }
+
+    /// Records a database employee and their manager (normalized ids).
     pub fn insert_manager(&mut self, id: &str, manager: Option<&str>) {
         self.managers
-            .insert(digest(id), Manager::of(manager.map(digest)));
+            .insert(digest(id), (0, Manager::of(manager.map(digest))));
+    }
+
+    /// Records an employee on `line` of the file: the file's row wins
+    /// over the database's, the first line over later ones.
+    fn insert_file_employee(&mut self, id: KeyDigest, line: u64, manager: Manager) {
+        let entry = self.managers.entry(id).or_insert((0, manager));
+        if entry.0 == 0 {
+            *entry = (line, manager);
+        }
     }
 
     fn contains(&self, entity: &str, key: &KeyDigest) -> bool {
@@ -83,6 +110,14 @@ impl Known {
             "employees" => self.managers.contains_key(key),
             _ => self.keys.get(entity).is_some_and(|s| s.contains(key)),
         }
+    }
+
+    /// The line of the file naming employee `id` (none: not in the file).
+    fn file_line(&self, id: &KeyDigest) -> Option<u64> {
+        self.managers
+            .get(id)
+            .map(|(line, _)| *line)
+            .filter(|&l| l != 0)
     }
 }
 
@@ -124,19 +159,18 @@ pub struct Checked {
 }
 
 /// Validates every source, read as `options` say; `known` holds the
-/// database's keys.
+/// database's keys that the import keeps ([`from_database`]).
 pub fn validate(
     sources: &[Source],
     options: &ImportOptions,
-    known: &Known,
+    known: Known,
 ) -> Result<Checked, ExchangeError> {
     let (format, mode) = (options.format, options.mode);
     let mut checked = Checked::default();
-    let file_keys = collect_keys(sources, options)?;
+    let keys = collect_keys(sources, options, known)?;
     let present: HashSet<&str> = sources.iter().map(|s| s.entity.name).collect();
     let resolve = Resolver {
-        file_keys: &file_keys,
-        known,
+        keys: &keys,
         present: &present,
         mode,
         ext: format.extension(),
@@ -144,7 +178,7 @@ pub fn validate(
     };
     for source in sources {
         let mut reader = RowReader::open(source, options, &mut checked.problems)?;
-        let mut seen = Seen::default();
+        let mut seen = RowHashes::default();
         let mut rows = 0;
         while let Some(row) = reader.next_row(source.entity) {
             rows += 1;
@@ -154,109 +188,94 @@ pub fn validate(
             }
         }
         checked.files.push((rows, reader.digest()));
-        if !seen.again.is_empty() {
-            report_duplicates(source, options, &seen.again, &mut checked.problems)?;
+        let repeated = seen.repeated(MAX_REPEATS_KEPT);
+        if !repeated.is_empty() {
+            report_duplicates(source, options, &resolve, &repeated, &mut checked.problems)?;
         }
     }
     if present.contains("employees") {
-        let cycles = find_cycles(&file_keys, known, mode);
-        if !cycles.is_empty() {
-            let employees = sources.iter().find(|s| s.entity.name == "employees");
-            let shown = match employees {
-                Some(source) => shown_ids(source, options, &cycles)?,
-                None => HashMap::new(),
-            };
-            for cycle in &cycles {
-                report_cycle(
-                    &file_keys,
-                    cycle,
-                    &shown,
-                    &mut checked.problems,
-                    format.extension(),
-                );
-            }
-        }
+        report_cycles(sources, options, &keys, &mut checked.problems)?;
     }
     Ok(checked)
 }
 
-/// Keys found in the files (pass one).
-struct FileKeys {
-    /// By entity, but not employees: their ids are the keys of `managers`.
-    keys: HashMap<&'static str, HashSet<KeyDigest>>,
-    /// Employees in the file: id → (line, manager).
-    managers: HashMap<KeyDigest, (u64, Manager)>,
-}
-
-impl FileKeys {
-    fn contains(&self, entity: &str, key: &KeyDigest) -> bool {
-        match entity {
-            "employees" => self.managers.contains_key(key),
-            _ => self.keys.get(entity).is_some_and(|s| s.contains(key)),
-        }
-    }
-}
-
-/// The rows of one file seen so far, by a 64-bit hash of their key (8
-/// bytes a row: the leave balances of a million people are 5 M rows).
-/// A row whose hash was seen is kept aside; the file is read once more
-/// at its end to find the first line of each, and only a key truly equal
-/// is reported.
-#[derive(Default)]
-struct Seen {
-    hashes: HashSet<u64>,
-    /// Rows whose key hash was seen before: (line, key).
-    again: Vec<(u64, String)>,
-}
-
-/// At most this many repeated keys are kept aside per file; past it a
-/// repeat is reported without its first line.
-const MAX_REPEATS_KEPT: usize = 10_000;
-
-fn key_hash(key: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    key.hash(&mut h);
-    h.finish()
-}
-
-/// Reports each row of `again` whose key an earlier row of the file had,
-/// with that row's line.
-fn report_duplicates(
-    source: &Source,
+/// Finds and reports every manager cycle among the files' employees.
+fn report_cycles(
+    sources: &[Source],
     options: &ImportOptions,
-    again: &[(u64, String)],
+    keys: &Known,
     problems: &mut Problems,
 ) -> Result<(), ExchangeError> {
-    let wanted: HashSet<&str> = again.iter().map(|(_, k)| k.as_str()).collect();
-    let mut first: HashMap<String, u64> = HashMap::new();
-    let mut ignored = Problems::default();
-    let mut reader = RowReader::open(source, options, &mut ignored)?;
-    while let Some(row) = reader.next_row(source.entity) {
-        let Ok(row) = row else { continue };
-        if let Some(key) = key_of(source.entity, &row.cells)
-            && wanted.contains(key.as_str())
-        {
-            first.entry(key).or_insert(row.line);
-        }
+    let cycles = find_cycles(keys);
+    if cycles.is_empty() {
+        return Ok(());
     }
-    let entity = source.entity;
-    let column = entity.columns[entity.key[0]].name;
-    for (line, key) in again {
-        // Another key with the same 64-bit hash is no duplicate.
-        if let Some(&at) = first.get(key)
-            && at < *line
-        {
-            let shown = key.replace(KEY_SEPARATOR, "/");
-            let reason = format!("duplicate id {shown:?} (first on line {at})");
-            problems.at(&source.file, *line, Some(column), reason);
-        }
+    let employees = sources.iter().find(|s| s.entity.name == "employees");
+    let shown = match employees {
+        Some(source) => shown_ids(source, options, &cycles)?,
+        None => HashMap::new(),
+    };
+    for cycle in &cycles {
+        report_cycle(keys, cycle, &shown, problems, options.format.extension());
     }
     Ok(())
 }
 
-fn collect_keys(sources: &[Source], options: &ImportOptions) -> Result<FileKeys, ExchangeError> {
-    let mut keys = HashMap::new();
-    let mut managers = HashMap::new();
+/// At most this many repeated keys are looked up again per file to
+/// report each repeat with the line of its first row; past it, the
+/// repeats are counted in one problem.
+const MAX_REPEATS_KEPT: usize = 10_000;
+
+/// Reports each checked row whose key an earlier checked row of the file
+/// had, with the first line of that key, by reading the file once more
+/// for the keys `repeated` names.
+fn report_duplicates(
+    source: &Source,
+    options: &ImportOptions,
+    resolve: &Resolver<'_>,
+    repeated: &Repeated,
+    problems: &mut Problems,
+) -> Result<(), ExchangeError> {
+    let entity = source.entity;
+    let column = entity.columns[entity.key[0]].name;
+    // Key → (its first line, whether a checked row had it yet).
+    let mut first: HashMap<String, (u64, bool)> = HashMap::new();
+    let mut ignored = Problems::default();
+    let mut reader = RowReader::open(source, options, &mut ignored)?;
+    while let Some(row) = reader.next_row(entity) {
+        let Ok(row) = row else { continue };
+        let Some(key) = key_of(entity, &row.cells) else {
+            continue;
+        };
+        if !repeated.hashes.contains(&key_hash(&key)) {
+            continue;
+        }
+        // Only rows whose cells passed were hashed in the pass before.
+        let checked = check_cells(source, &row, resolve, &mut Problems::default()).is_some();
+        let shown = key.replace(KEY_SEPARATOR, "/");
+        let (at, had) = first.entry(key).or_insert((row.line, false));
+        if checked && *had {
+            let reason = format!("duplicate id {shown:?} (first on line {at})");
+            problems.at(&source.file, row.line, Some(column), reason);
+        }
+        *had |= checked;
+    }
+    if repeated.unlisted > 0 {
+        let n = repeated.unlisted;
+        let reason = format!(
+            "{n} more rows repeat the {column} of an earlier row (not listed: fix the ones listed and import again)"
+        );
+        problems.at(&source.file, 0, Some(column), reason);
+    }
+    Ok(())
+}
+
+/// Pass one: the database's keys in `known`, overlaid with the files'.
+fn collect_keys(
+    sources: &[Source],
+    options: &ImportOptions,
+    mut known: Known,
+) -> Result<Known, ExchangeError> {
     // Header problems are reported by the second pass.
     let mut ignored = Problems::default();
     let manager_column = super::spec::entity("employees").and_then(|e| e.column("managerId"));
@@ -265,7 +284,6 @@ fn collect_keys(sources: &[Source], options: &ImportOptions) -> Result<FileKeys,
         if !is_referenced(entity) {
             continue;
         }
-        let set: &mut HashSet<KeyDigest> = keys.entry(entity.name).or_default();
         let mut reader = RowReader::open(source, options, &mut ignored)?;
         while let Some(row) = reader.next_row(entity) {
             let Ok(row) = row else { continue };
@@ -277,15 +295,13 @@ fn collect_keys(sources: &[Source], options: &ImportOptions) -> Result<FileKeys,
                 let manager = manager_column
                     .and_then(|m| row.cells[m].as_deref())
                     .map(|t| digest(&normalize(Kind::Text, t)));
-                managers
-                    .entry(key)
-                    .or_insert((row.line, Manager::of(manager)));
+                known.insert_file_employee(key, row.line, Manager::of(manager));
             } else {
-                set.insert(key);
+                known.keys.entry(entity.name).or_default().insert(key);
             }
         }
     }
-    Ok(FileKeys { keys, managers })
+    Ok(known)
 }
 
 /// Entities whose keys other rows name.
@@ -303,8 +319,7 @@ pub fn is_referenced(entity: &Entity) -> bool {
 }
 
 struct Resolver<'a> {
-    file_keys: &'a FileKeys,
-    known: &'a Known,
+    keys: &'a Known,
     present: &'a HashSet<&'a str>,
     mode: Mode,
     ext: &'static str,
@@ -315,11 +330,8 @@ struct Resolver<'a> {
 impl Resolver<'_> {
     /// Whether `key` of `entity` will exist after the import.
     fn exists(&self, entity: &str, key: &str) -> bool {
-        let key = digest(key);
-        let in_files = self.file_keys.contains(entity, &key);
-        // Replace keeps database rows only of entities without a file.
-        let db_kept = self.mode == Mode::Merge || !self.present.contains(entity);
-        in_files || (db_kept && self.known.contains(entity, &key))
+        // The database's keys are there only where the import keeps them.
+        self.keys.contains(entity, &digest(key))
     }
 
     fn where_looked(&self, entity: &str) -> String {
@@ -336,9 +348,26 @@ fn check_row(
     source: &Source,
     row: &RawRow,
     resolve: &Resolver<'_>,
-    seen: &mut Seen,
+    seen: &mut RowHashes,
     problems: &mut Problems,
 ) {
+    let Some(values) = check_cells(source, row, resolve, problems) else {
+        return;
+    };
+    if let Some(key) = key_of(source.entity, &row.cells) {
+        seen.push(key_hash(&key));
+    }
+    check_rules(source, row.line, &values, resolve, problems);
+}
+
+/// Each cell parsed by its column's kind and its reference resolved: the
+/// values, or `None` when a cell has a problem (reported).
+fn check_cells(
+    source: &Source,
+    row: &RawRow,
+    resolve: &Resolver<'_>,
+    problems: &mut Problems,
+) -> Option<Vec<Value>> {
     let entity = source.entity;
     let before = problems.total;
     let mut values: Vec<Value> = Vec::with_capacity(entity.columns.len());
@@ -377,20 +406,7 @@ fn check_row(
             }
         }
     }
-    if problems.total != before {
-        return;
-    }
-    if let Some(key) = key_of(entity, &row.cells)
-        && !seen.hashes.insert(key_hash(&key))
-    {
-        if seen.again.len() < MAX_REPEATS_KEPT {
-            seen.again.push((row.line, key));
-        } else {
-            let column = entity.columns[entity.key[0]].name;
-            problems.at(&source.file, row.line, Some(column), "duplicate id");
-        }
-    }
-    check_rules(source, row.line, &values, resolve, problems);
+    (problems.total == before).then_some(values)
 }
 
 /// Rules across the columns of one row.
@@ -477,19 +493,18 @@ fn singular(entity: &str) -> &str {
 /// one met in the file.
 type Cycle = Vec<KeyDigest>;
 
-/// Finds each manager cycle once (following database managers in merge
-/// mode).
-fn find_cycles(files: &FileKeys, known: &Known, mode: Mode) -> Vec<Cycle> {
-    let manager_of = |id: &KeyDigest| -> Option<KeyDigest> {
-        match files.managers.get(id) {
-            Some((_, m)) => m.get(),
-            None if mode == Mode::Merge => known.managers.get(id).and_then(|m| m.get()),
-            None => None,
-        }
-    };
+/// Finds each manager cycle through the files' employees once (following
+/// database managers where the import keeps them).
+fn find_cycles(keys: &Known) -> Vec<Cycle> {
+    let manager_of = |id: &KeyDigest| keys.managers.get(id).and_then(|(_, m)| m.get());
     // 0 unvisited, 1 on the current path, 2 done.
     let mut state: HashMap<KeyDigest, u8> = HashMap::new();
-    let mut ids: Vec<(u64, KeyDigest)> = files.managers.iter().map(|(k, v)| (v.0, *k)).collect();
+    let mut ids: Vec<(u64, KeyDigest)> = keys
+        .managers
+        .iter()
+        .filter(|(_, (line, _))| *line != 0)
+        .map(|(k, (line, _))| (*line, *k))
+        .collect();
     ids.sort_unstable();
     let mut cycles = Vec::new();
     for (_, start) in ids {
@@ -509,9 +524,9 @@ fn find_cycles(files: &FileKeys, known: &Known, mode: Mode) -> Vec<Cycle> {
                 }
                 _ => {}
             }
-            if files.managers.contains_key(&id) {
+            if keys.file_line(&id).is_some() {
                 state.insert(id, 1);
-            } else if path.len() > files.managers.len() + known.managers.len() {
+            } else if path.len() > keys.managers.len() {
                 // A database employee: followed without marking, bounded.
                 break;
             }
@@ -519,7 +534,7 @@ fn find_cycles(files: &FileKeys, known: &Known, mode: Mode) -> Vec<Cycle> {
             current = manager_of(&id);
         }
         for id in &path {
-            if files.managers.contains_key(id) {
+            if keys.file_line(id).is_some() {
                 state.insert(*id, 2);
             }
         }
@@ -554,7 +569,7 @@ fn shown_ids(
 
 /// Reports `cycle` at the line of its first employee in the file.
 fn report_cycle(
-    files: &FileKeys,
+    keys: &Known,
     cycle: &Cycle,
     shown: &HashMap<KeyDigest, String>,
     problems: &mut Problems,
@@ -569,7 +584,7 @@ fn report_cycle(
     };
     let mut names: Vec<String> = cycle.iter().map(name).collect();
     names.push(name(first));
-    let line = files.managers.get(first).map_or(0, |(l, _)| *l);
+    let line = keys.file_line(first).unwrap_or(0);
     problems.at(
         &format!("employees.{ext}"),
         line,

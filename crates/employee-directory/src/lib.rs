@@ -54,6 +54,7 @@ mod postgres;
 mod read_cache;
 mod seed;
 mod sqlite;
+mod statements;
 mod summary;
 mod tenure;
 mod trace;

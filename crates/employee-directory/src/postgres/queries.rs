@@ -22,6 +22,10 @@ use crate::model::{
     HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType, Tenure,
 };
 use crate::seed::job_title;
+use crate::statements::{
+    EMPLOYEE_DETAILS_HEAD, EMPLOYEE_SKILLS_HEAD, EMPLOYMENT_HISTORY_HEAD, EMPLOYMENT_HISTORY_ORDER,
+    LEAVE_BALANCE_HEAD, TENURE_HEAD,
+};
 use crate::tenure;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
@@ -101,35 +105,11 @@ pub(crate) async fn employee(c: &ClientWrapper, input: &str) -> Result<Option<Em
         return Ok(None);
     };
     let p: &Params = &[&key, &by_email, &compacted];
-    let main = format!(
-        "SELECT e.id, e.first_name, e.last_name, r.title, r.track, e.level,
-                d.name, d.id, t.name, t.id,
-                m.first_name || ' ' || m.last_name, m.id,
-                (SELECT COUNT(*) FROM employees x
-                  WHERE x.manager_id = e.id AND x.status = 'active'),
-                l.city, l.region, l.country,
-                e.email, e.phone, e.employment_type, e.office_type,
-                e.start_date, e.status, e.termination_date
-         FROM employees e
-         JOIN roles r ON r.id = e.role_id
-         JOIN departments d ON d.id = e.department_id
-         JOIN locations l ON l.id = e.location_id
-         LEFT JOIN teams t ON t.id = e.team_id
-         LEFT JOIN employees m ON m.id = e.manager_id
-         WHERE e.id = {EMPLOYEE}"
-    );
-    let skills = format!(
-        "SELECT s.name, s.category, es.proficiency
-         FROM employee_skills es JOIN skills s ON s.id = es.skill_id
-         WHERE es.employee_id = {EMPLOYEE}
-         ORDER BY es.proficiency DESC, lower(s.name)"
-    );
-    let history = format!(
-        "SELECT h.company, h.title, h.level, d.name, h.event, h.start_date, h.end_date
-         FROM employment_history h LEFT JOIN departments d ON d.id = h.department_id
-         WHERE h.employee_id = {EMPLOYEE}
-         ORDER BY h.start_date DESC, h.id DESC"
-    );
+    let main = format!("{EMPLOYEE_DETAILS_HEAD} {EMPLOYEE}");
+    // lower(): SQLite's NOCASE order of skill names.
+    let skills =
+        format!("{EMPLOYEE_SKILLS_HEAD} {EMPLOYEE} ORDER BY es.proficiency DESC, lower(s.name)");
+    let history = format!("{EMPLOYMENT_HISTORY_HEAD} {EMPLOYEE} {EMPLOYMENT_HISTORY_ORDER}");
     let (main, skills, history) = tokio::try_join!(
         row_opt(c, "load employee", &main, p),
         rows(c, "load employee skills", &skills, p),
@@ -201,10 +181,7 @@ pub(crate) async fn tenure(
     let Some((key, by_email, compacted)) = employee_key(input) else {
         return Ok(None);
     };
-    let sql = format!(
-        "SELECT id, first_name || ' ' || last_name, status, start_date, termination_date
-         FROM employees WHERE id = {EMPLOYEE}"
-    );
+    let sql = format!("{TENURE_HEAD} {EMPLOYEE}");
     let Some(row) = row_opt(c, "load tenure", &sql, &[&key, &by_email, &compacted]).await? else {
         return Ok(None);
     };
@@ -324,12 +301,8 @@ pub(crate) async fn leave_balance(
     };
     // Prefer the current year; fall back to the latest recorded year.
     let sql = format!(
-        "SELECT e.id, e.first_name || ' ' || e.last_name, b.year,
-                b.entitled_days, b.used_days, b.pending_days
-         FROM leave_balances b JOIN employees e ON e.id = b.employee_id
-         WHERE b.employee_id = {EMPLOYEE} AND b.leave_type = $4::text
-         ORDER BY b.year = $5::integer DESC, b.year DESC
-         LIMIT 1"
+        "{LEAVE_BALANCE_HEAD} {EMPLOYEE} AND b.leave_type = $4::text
+         ORDER BY b.year = $5::integer DESC, b.year DESC LIMIT 1"
     );
     let kind = leave_type.as_str();
     let year = today.year();

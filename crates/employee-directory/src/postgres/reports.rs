@@ -22,6 +22,7 @@ use crate::model::{
     CompensationReport, CompensationRow, EmploymentType, HeadcountBucket, HeadcountReport, Level,
     Location, OfficeType, Report, ReportType, TurnoverReport,
 };
+use crate::statements::{BAND_CURRENCY, DEPARTMENT_NAMES};
 
 type Result<T> = std::result::Result<T, DirectoryError>;
 
@@ -236,18 +237,8 @@ async fn compensation(c: &ClientWrapper, today: NaiveDate) -> Result<Compensatio
         rows(c, ctx, &dept_b, p),
         rows(c, ctx, &level_s, p),
         rows(c, ctx, &level_b, p),
-        rows(
-            c,
-            "department names",
-            "SELECT id, name FROM departments",
-            &[]
-        ),
-        row_opt(
-            c,
-            "band currency",
-            "SELECT COALESCE(MIN(currency), 'USD') FROM compensation_bands",
-            &[]
-        ),
+        rows(c, "department names", DEPARTMENT_NAMES, &[]),
+        row_opt(c, "band currency", BAND_CURRENCY, &[]),
     )?;
     let names: HashMap<String, String> = names
         .iter()

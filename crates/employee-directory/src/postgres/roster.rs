@@ -17,19 +17,14 @@ use crate::model::{
     TEAMS_LISTED, TeamRef,
 };
 use crate::seed::job_title;
+use crate::statements::{
+    DEPARTMENT_HEAD, DEPARTMENT_TEAM_COUNT, LARGEST_TEAMS, ROSTER_COLUMNS as COLUMNS, ROSTER_PLACES,
+};
 use crate::summary::{MAX_GROUPS, summarize_groups};
 use crate::tenure;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
 type Params<'a> = [&'a (dyn ToSql + Sync)];
-
-/// The roster columns, joined for a page's rows only.
-const COLUMNS: &str = "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
-            t.name, e.team_id, e.start_date, l.city, l.region, l.country
-     FROM employees e
-     JOIN roles r ON r.id = e.role_id
-     JOIN locations l ON l.id = e.location_id
-     LEFT JOIN teams t ON t.id = e.team_id";
 
 /// One page of `input`'s roster as `q` asks; `None` when no department
 /// matches `input`.
@@ -79,11 +74,7 @@ async fn head(
     slug: &str,
     team: Option<&str>,
 ) -> Result<Option<(DepartmentSummary, Option<TeamRef>)>> {
-    let sql = format!(
-        "SELECT d.id, d.name, d.description, h.first_name || ' ' || h.last_name, h.id
-         FROM departments d LEFT JOIN employees h ON h.id = d.head_id
-         WHERE d.id = {DEPARTMENT}"
-    );
+    let sql = format!("{DEPARTMENT_HEAD} {DEPARTMENT}");
     let p: &Params = &[&key, &slug];
     let find = format!(
         "SELECT id, name FROM teams
@@ -144,13 +135,7 @@ async fn teams(c: &ClientWrapper, id: &str) -> Result<Vec<TeamRef>> {
 }
 
 async fn team_count(c: &ClientWrapper, id: &str) -> Result<u32> {
-    let found = rows(
-        c,
-        "count department teams",
-        "SELECT COUNT(*) FROM teams WHERE department_id = $1",
-        &[&id],
-    )
-    .await?;
+    let found = rows(c, "count department teams", DEPARTMENT_TEAM_COUNT, &[&id]).await?;
     found.first().map_or(Ok(0), |r| count(r, 0))
 }
 
@@ -170,16 +155,7 @@ async fn summary(
     let (p_top, p_totals, p_id): (&Params, &Params, &Params) =
         (&[&id, &groups], &[&id, &team_id], &[&id]);
     let (top, totals, places) = tokio::try_join!(
-        rows(
-            c,
-            CONTEXT,
-            "SELECT t.name, c.n FROM
-                 (SELECT team_id, n FROM roster_teams WHERE department_id = $1 AND n > 0
-                  ORDER BY n DESC, team_id LIMIT $2) c
-             LEFT JOIN teams t ON t.id = c.team_id
-             ORDER BY c.n DESC, c.team_id",
-            p_top,
-        ),
+        rows(c, CONTEXT, LARGEST_TEAMS, p_top,),
         rows(
             c,
             CONTEXT,
@@ -188,14 +164,7 @@ async fn summary(
              FROM roster_teams WHERE department_id = $1 AND n > 0",
             p_totals,
         ),
-        rows(
-            c,
-            CONTEXT,
-            "SELECT c.level, l.city, l.region, l.country, c.n FROM roster_places c
-             JOIN locations l ON l.id = c.location_id
-             WHERE c.department_id = $1 AND c.n > 0",
-            p_id,
-        ),
+        rows(c, CONTEXT, ROSTER_PLACES, p_id,),
     )?;
     let top: Vec<(Option<String>, u32)> = top
         .iter()

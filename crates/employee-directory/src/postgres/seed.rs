@@ -9,6 +9,7 @@ use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 
 use crate::error::DirectoryError;
+use crate::statements::SEED_EMPLOYEES;
 use tokio::sync::mpsc;
 
 use crate::seed::{self, SeedData, Sink};
@@ -33,12 +34,9 @@ pub(crate) async fn seed_if_empty(
     let started = std::time::Instant::now();
     let people = generate_and_insert(tx, demo_employees).await?;
     if let Some(n) = demo_employees {
-        tx.execute(
-            "INSERT INTO directory_meta (key, value) VALUES ('seed_employees', $1)",
-            &[&n.to_string()],
-        )
-        .await
-        .map_err(|e| DirectoryError::Seed(e.to_string()))?;
+        tx.execute(SEED_EMPLOYEES, &[&n.to_string()])
+            .await
+            .map_err(|e| DirectoryError::Seed(e.to_string()))?;
     }
     tracing::info!(
         employees = people,

@@ -15,18 +15,10 @@ use crate::lookup::like_pattern;
 use crate::model::{Level, SkillMatch, SkillQuery, SkillSearch};
 use crate::page_order::{self, MatchedSkill};
 use crate::seed::job_title;
+use crate::statements::SKILL_MATCH_COLUMNS as COLUMNS;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
 type Params<'a> = [&'a (dyn ToSql + Sync)];
-
-/// The match columns, joined for a page's rows only.
-const COLUMNS: &str = "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track,
-            e.level, d.name, d.id, t.name, t.id, es.proficiency
-     FROM employee_skills es
-     JOIN employees e ON e.id = es.employee_id
-     JOIN roles r ON r.id = e.role_id
-     JOIN departments d ON d.id = e.department_id
-     LEFT JOIN teams t ON t.id = e.team_id";
 
 /// One page of the matches of `q.skill`.
 pub(crate) async fn search(c: &ClientWrapper, q: &SkillQuery) -> Result<SkillSearch> {

@@ -16,12 +16,14 @@ use crate::model::{
 };
 use crate::page_order::MEMBER_ORDER;
 use crate::seed::job_title;
+use crate::statements::TEAM_SUMMARY_HEAD;
 use crate::summary::{Place, team_counts};
 
 type Result<T> = std::result::Result<T, DirectoryError>;
 type Params<'a> = [&'a (dyn ToSql + Sync)];
 
 /// The member columns, joined for a page's rows only.
+/// Per dialect: SQLite's null-safe `IS` is `IS NOT DISTINCT FROM` here.
 const COLUMNS: &str = "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
             e.id IS NOT DISTINCT FROM t.manager_id, m.id, m.first_name || ' ' || m.last_name,
             e.email, e.employment_type, e.office_type, l.city, l.region, l.country,
@@ -42,14 +44,7 @@ pub(crate) async fn team_page(
     let Some((key, slug)) = org_key(input) else {
         return Ok(None);
     };
-    let team = format!(
-        "SELECT t.id, t.name, t.description, d.name, d.id,
-                m.first_name || ' ' || m.last_name, m.id
-         FROM teams t
-         JOIN departments d ON d.id = t.department_id
-         LEFT JOIN employees m ON m.id = t.manager_id
-         WHERE t.id = {TEAM}"
-    );
+    let team = format!("{TEAM_SUMMARY_HEAD} {TEAM}");
     let counts = format!(
         "SELECT g.level, l.city, l.region, l.country, g.n
          FROM (SELECT level, location_id, COUNT(*)::int8 AS n FROM employees

@@ -285,6 +285,30 @@ struct Placement<'a> {
     skill_pool: Vec<&'static str>,
 }
 
+/// Where a team's members are placed: the team, its id and its manager.
+struct Staff<'a> {
+    department: &'a DepartmentDef,
+    /// The team whose roles the members draw from.
+    team: &'a TeamDef,
+    team_id: &'a str,
+    manager_id: &'a str,
+    skill_pool: &'a [&'static str],
+}
+
+/// A team's skill pool (team skills first, then the department's others)
+/// and its manager's (leadership skills first).
+fn team_pools(dept: &DepartmentDef, team: &TeamDef) -> (Vec<&'static str>, Vec<&'static str>) {
+    let mut pool: Vec<&'static str> = team.skills.to_vec();
+    pool.extend(
+        dept.common_skills
+            .iter()
+            .filter(|s| !team.skills.contains(s)),
+    );
+    let mut manager_pool = vec!["Leadership", "Coaching"];
+    manager_pool.extend_from_slice(&pool);
+    (pool, manager_pool)
+}
+
 struct Generator<'s> {
     rng: SplitMix64,
     /// Rows not yet handed to `sink`.
@@ -522,14 +546,7 @@ impl<'s> Generator<'s> {
     }
 
     fn team(&mut self, dept: &DepartmentDef, team: &TeamDef, head_id: &str) -> Result<(), String> {
-        let mut pool: Vec<&'static str> = team.skills.to_vec();
-        pool.extend(
-            dept.common_skills
-                .iter()
-                .filter(|s| !team.skills.contains(s)),
-        );
-        let mut manager_pool = vec!["Leadership", "Coaching"];
-        manager_pool.extend_from_slice(&pool);
+        let (pool, manager_pool) = team_pools(dept, team);
 
         // The article's example people live in the Backend team.
         let is_backend = team.id == "backend";
@@ -570,20 +587,41 @@ impl<'s> Generator<'s> {
         });
 
         let terminated = round_to(f64::from(team.size) * TERMINATED_SHARE, 1).max(1);
-        let total = team.size + terminated as u32;
-        for i in 0..total {
-            let active = i < team.size;
-            let mut spec = PersonSpec::default();
-            let (role, level) = if is_backend && i == 0 {
-                spec = john_doe();
+        let staff = Staff {
+            department: dept,
+            team,
+            team_id: team.id,
+            manager_id: &manager_id,
+            skill_pool: &pool,
+        };
+        self.team_members(&staff, team.size, terminated as u32, is_backend)
+    }
+
+    /// A team's members under its manager: `members` active, then `former`
+    /// who left; with `article`, the first is the article's John Doe. The
+    /// same draws in the same order at every company size.
+    fn team_members(
+        &mut self,
+        at: &Staff<'_>,
+        members: u32,
+        former: u32,
+        article: bool,
+    ) -> Result<(), String> {
+        for i in 0..members + former {
+            let mut spec = if article && i == 0 {
+                john_doe()
+            } else {
+                PersonSpec::default()
+            };
+            let (role, level) = if article && i == 0 {
                 ("Software Engineer", Level::Senior)
             } else {
                 (
-                    *self.rng.weighted(team.roles),
+                    *self.rng.weighted(at.team.roles),
                     *self.rng.weighted(IC_LEVELS),
                 )
             };
-            if !active {
+            if i >= members {
                 let term =
                     self.date_between(anchor_date() - Days::new(729), anchor_date() - Days::new(1));
                 let reason = if self.rng.chance(0.7) {
@@ -591,20 +629,19 @@ impl<'s> Generator<'s> {
                 } else {
                     TerminationReason::Involuntary
                 };
-                let start = self.date_between(ymd(2013, 1, 1), term - Days::new(120));
+                spec.start = Some(self.date_between(ymd(2013, 1, 1), term - Days::new(120)));
                 spec.termination = Some((term, reason));
-                spec.start = Some(start);
             }
             self.person(
                 &Placement {
-                    department: dept,
-                    team: Some(team),
-                    team_id: Some(team.id),
+                    department: at.department,
+                    team: Some(at.team),
+                    team_id: Some(at.team_id),
                     role,
                     track: Track::IndividualContributor,
                     level,
-                    manager_id: Some(manager_id.clone()),
-                    skill_pool: pool.clone(),
+                    manager_id: Some(at.manager_id.to_string()),
+                    skill_pool: at.skill_pool.to_vec(),
                 },
                 spec,
             )?;

@@ -10,14 +10,12 @@
 //!
 //! Deterministic: the same `N` gives the same rows, and exactly `N` of them.
 
-use chrono::Days;
-
 use super::catalog::{self, DEPARTMENTS, DepartmentDef, TEAMS, TeamDef};
 use super::{
-    Generator, IC_LEVELS, PersonSpec, Placement, TERMINATED_SHARE, TeamRow, Track, alice_johnson,
-    anchor_date, john_doe, ymd,
+    Generator, PersonSpec, Placement, Staff, TERMINATED_SHARE, TeamRow, Track, alice_johnson,
+    team_pools, ymd,
 };
-use crate::model::{EmploymentType, Level, TerminationReason};
+use crate::model::{EmploymentType, Level};
 
 /// Fewest people a scaled company has: a CEO, eight heads and a team of
 /// three in each department.
@@ -193,14 +191,7 @@ impl Generator<'_> {
                 format!("{} {nth}", template.name),
             )
         };
-        let mut pool: Vec<&'static str> = template.skills.to_vec();
-        pool.extend(
-            dept.common_skills
-                .iter()
-                .filter(|s| !template.skills.contains(s)),
-        );
-        let mut manager_pool = vec!["Leadership", "Coaching"];
-        manager_pool.extend_from_slice(&pool);
+        let (pool, manager_pool) = team_pools(dept, template);
         // The article's people lead the first Backend team.
         let article = id == "backend";
         let (manager_spec, manager_level) = if article {
@@ -234,46 +225,14 @@ impl Generator<'_> {
             description: template.description,
             manager_id: manager_id.clone(),
         });
-        for i in 0..size.members + size.former {
-            let mut spec = if article && i == 0 {
-                john_doe()
-            } else {
-                PersonSpec::default()
-            };
-            let (role, level) = if article && i == 0 {
-                ("Software Engineer", Level::Senior)
-            } else {
-                (
-                    *self.rng.weighted(template.roles),
-                    *self.rng.weighted(IC_LEVELS),
-                )
-            };
-            if i >= size.members {
-                let term =
-                    self.date_between(anchor_date() - Days::new(729), anchor_date() - Days::new(1));
-                let reason = if self.rng.chance(0.7) {
-                    TerminationReason::Voluntary
-                } else {
-                    TerminationReason::Involuntary
-                };
-                spec.start = Some(self.date_between(ymd(2013, 1, 1), term - Days::new(120)));
-                spec.termination = Some((term, reason));
-            }
-            self.person(
-                &Placement {
-                    department: dept,
-                    team: Some(template),
-                    team_id: Some(&id),
-                    role,
-                    track: Track::IndividualContributor,
-                    level,
-                    manager_id: Some(manager_id.clone()),
-                    skill_pool: pool.clone(),
-                },
-                spec,
-            )?;
-        }
-        Ok(())
+        let staff = Staff {
+            department: dept,
+            team: template,
+            team_id: &id,
+            manager_id: &manager_id,
+            skill_pool: &pool,
+        };
+        self.team_members(&staff, size.members, size.former, article)
     }
 
     /// A skill from `pool` with Zipf weights (the first few are common),

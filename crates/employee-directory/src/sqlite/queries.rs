@@ -16,6 +16,10 @@ use crate::model::{
     HistoryEntry, HistoryEvent, LeaveBalance, LeaveType, Level, OfficeType, Tenure,
 };
 use crate::seed::job_title;
+use crate::statements::{
+    EMPLOYEE_DETAILS_HEAD, EMPLOYEE_SKILLS_HEAD, EMPLOYMENT_HISTORY_HEAD, EMPLOYMENT_HISTORY_ORDER,
+    LEAVE_BALANCE_HEAD, TENURE_HEAD,
+};
 use crate::tenure;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
@@ -90,57 +94,39 @@ pub(crate) fn employee(conn: &Connection, input: &str) -> Result<Option<Employee
         return Ok(None);
     };
     let details = conn
-        .cached_row(
-            "SELECT e.id, e.first_name, e.last_name, r.title, r.track, e.level,
-                    d.name, d.id, t.name, t.id,
-                    m.first_name || ' ' || m.last_name, m.id,
-                    (SELECT COUNT(*) FROM employees x
-                      WHERE x.manager_id = e.id AND x.status = 'active'),
-                    l.city, l.region, l.country,
-                    e.email, e.phone, e.employment_type, e.office_type,
-                    e.start_date, e.status, e.termination_date
-             FROM employees e
-             JOIN roles r ON r.id = e.role_id
-             JOIN departments d ON d.id = e.department_id
-             JOIN locations l ON l.id = e.location_id
-             LEFT JOIN teams t ON t.id = e.team_id
-             LEFT JOIN employees m ON m.id = e.manager_id
-             WHERE e.id = ?1",
-            [&id],
-            |row| {
-                let first_name: String = row.get(1)?;
-                let last_name: String = row.get(2)?;
-                let role: String = row.get(3)?;
-                let track: String = row.get(4)?;
-                let level = parsed(row, 5, "level", Level::parse)?;
-                Ok(EmployeeDetails {
-                    employee_id: row.get(0)?,
-                    name: format!("{first_name} {last_name}"),
-                    first_name,
-                    last_name,
-                    title: job_title(&role, &track, level),
-                    role,
-                    level,
-                    department: row.get(6)?,
-                    department_id: row.get(7)?,
-                    team: row.get(8)?,
-                    team_id: row.get(9)?,
-                    manager: row.get(10)?,
-                    manager_id: row.get(11)?,
-                    direct_reports: count(row, 12)?,
-                    location: location(row, 13)?,
-                    email: row.get(16)?,
-                    phone: row.get(17)?,
-                    employment_type: parsed(row, 18, "employment type", EmploymentType::parse)?,
-                    office_type: parsed(row, 19, "office type", OfficeType::parse)?,
-                    start_date: date(row, 20)?,
-                    status: parsed(row, 21, "status", EmploymentStatus::parse)?,
-                    termination_date: date_opt(row, 22)?,
-                    skills: Vec::new(),
-                    employment_history: Vec::new(),
-                })
-            },
-        )
+        .cached_row(&format!("{EMPLOYEE_DETAILS_HEAD} ?1"), [&id], |row| {
+            let first_name: String = row.get(1)?;
+            let last_name: String = row.get(2)?;
+            let role: String = row.get(3)?;
+            let track: String = row.get(4)?;
+            let level = parsed(row, 5, "level", Level::parse)?;
+            Ok(EmployeeDetails {
+                employee_id: row.get(0)?,
+                name: format!("{first_name} {last_name}"),
+                first_name,
+                last_name,
+                title: job_title(&role, &track, level),
+                role,
+                level,
+                department: row.get(6)?,
+                department_id: row.get(7)?,
+                team: row.get(8)?,
+                team_id: row.get(9)?,
+                manager: row.get(10)?,
+                manager_id: row.get(11)?,
+                direct_reports: count(row, 12)?,
+                location: location(row, 13)?,
+                email: row.get(16)?,
+                phone: row.get(17)?,
+                employment_type: parsed(row, 18, "employment type", EmploymentType::parse)?,
+                office_type: parsed(row, 19, "office type", OfficeType::parse)?,
+                start_date: date(row, 20)?,
+                status: parsed(row, 21, "status", EmploymentStatus::parse)?,
+                termination_date: date_opt(row, 22)?,
+                skills: Vec::new(),
+                employment_history: Vec::new(),
+            })
+        })
         .optional()
         .map_err(DirectoryError::db("load employee"))?;
     let Some(mut details) = details else {
@@ -148,12 +134,9 @@ pub(crate) fn employee(conn: &Connection, input: &str) -> Result<Option<Employee
     };
 
     let mut stmt = conn
-        .prepare_cached(
-            "SELECT s.name, s.category, es.proficiency
-             FROM employee_skills es JOIN skills s ON s.id = es.skill_id
-             WHERE es.employee_id = ?1
-             ORDER BY es.proficiency DESC, s.name",
-        )
+        .prepare_cached(&format!(
+            "{EMPLOYEE_SKILLS_HEAD} ?1 ORDER BY es.proficiency DESC, s.name"
+        ))
         .map_err(DirectoryError::db("load employee skills"))?;
     details.skills = stmt
         .query_map([&id], |row| {
@@ -167,12 +150,9 @@ pub(crate) fn employee(conn: &Connection, input: &str) -> Result<Option<Employee
         .map_err(DirectoryError::db("load employee skills"))?;
 
     let mut stmt = conn
-        .prepare_cached(
-            "SELECT h.company, h.title, h.level, d.name, h.event, h.start_date, h.end_date
-             FROM employment_history h LEFT JOIN departments d ON d.id = h.department_id
-             WHERE h.employee_id = ?1
-             ORDER BY h.start_date DESC, h.id DESC",
-        )
+        .prepare_cached(&format!(
+            "{EMPLOYMENT_HISTORY_HEAD} ?1 {EMPLOYMENT_HISTORY_ORDER}"
+        ))
         .map_err(DirectoryError::db("load employment history"))?;
     details.employment_history = stmt
         .query_map([&id], |row| {
@@ -195,31 +175,26 @@ pub(crate) fn tenure(conn: &Connection, input: &str, today: NaiveDate) -> Result
     let Some(id) = resolve_employee(conn, input)? else {
         return Ok(None);
     };
-    conn.cached_row(
-        "SELECT id, first_name || ' ' || last_name, status, start_date, termination_date
-         FROM employees WHERE id = ?1",
-        [&id],
-        |row| {
-            let start = date(row, 3)?;
-            let end = date_opt(row, 4)?;
-            // Former employees' tenure stops at their last day.
-            let as_of = end.map_or(today, |end| end.min(today));
-            let span = tenure::span(start, as_of);
-            Ok(Tenure {
-                employee_id: row.get(0)?,
-                name: row.get(1)?,
-                status: parsed(row, 2, "status", EmploymentStatus::parse)?,
-                start_date: start,
-                as_of,
-                years: span.years,
-                months: span.months,
-                days: span.days,
-                total_days: span.total_days,
-                total_years: (span.total_days as f64 / 365.25 * 100.0).round() / 100.0,
-                summary: tenure::summary(&span),
-            })
-        },
-    )
+    conn.cached_row(&format!("{TENURE_HEAD} ?1"), [&id], |row| {
+        let start = date(row, 3)?;
+        let end = date_opt(row, 4)?;
+        // Former employees' tenure stops at their last day.
+        let as_of = end.map_or(today, |end| end.min(today));
+        let span = tenure::span(start, as_of);
+        Ok(Tenure {
+            employee_id: row.get(0)?,
+            name: row.get(1)?,
+            status: parsed(row, 2, "status", EmploymentStatus::parse)?,
+            start_date: start,
+            as_of,
+            years: span.years,
+            months: span.months,
+            days: span.days,
+            total_days: span.total_days,
+            total_years: (span.total_days as f64 / 365.25 * 100.0).round() / 100.0,
+            summary: tenure::summary(&span),
+        })
+    })
     .optional()
     .map_err(DirectoryError::db("load tenure"))
 }
@@ -326,12 +301,10 @@ pub(crate) fn leave_balance(
     // Prefer the current year; fall back to the latest recorded year (former
     // employees, or a clock past the last seeded year).
     conn.cached_row(
-        "SELECT e.id, e.first_name || ' ' || e.last_name, b.year,
-                b.entitled_days, b.used_days, b.pending_days
-         FROM leave_balances b JOIN employees e ON e.id = b.employee_id
-         WHERE b.employee_id = ?1 AND b.leave_type = ?2
-         ORDER BY b.year = ?3 DESC, b.year DESC
-         LIMIT 1",
+        &format!(
+            "{LEAVE_BALANCE_HEAD} ?1 AND b.leave_type = ?2
+             ORDER BY b.year = ?3 DESC, b.year DESC LIMIT 1"
+        ),
         params![id, leave_type.as_str(), today.year()],
         |row| {
             let entitled: f64 = row.get(3)?;

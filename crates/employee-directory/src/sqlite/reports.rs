@@ -18,6 +18,7 @@ use crate::model::{
     CompensationReport, CompensationRow, EmploymentType, HeadcountBucket, HeadcountReport, Level,
     Location, OfficeType, Report, ReportType, TurnoverReport, TurnoverRow,
 };
+use crate::statements::{BAND_CURRENCY, DEPARTMENT_NAMES};
 
 type Result<T> = std::result::Result<T, DirectoryError>;
 
@@ -258,7 +259,7 @@ fn compensation(conn: &Connection, today: NaiveDate) -> Result<CompensationRepor
                 average_band_position_percent: 0.0,
             });
     let mut stmt = conn
-        .prepare_cached("SELECT id, name FROM departments")
+        .prepare_cached(DEPARTMENT_NAMES)
         .map_err(DirectoryError::db("department names"))?;
     let names: std::collections::HashMap<String, String> = stmt
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -274,11 +275,7 @@ fn compensation(conn: &Connection, today: NaiveDate) -> Result<CompensationRepor
     }
     by_level.sort_by_key(|row| Level::parse(&row.key));
     let currency: String = conn
-        .cached_row(
-            "SELECT COALESCE(MIN(currency), 'USD') FROM compensation_bands",
-            [],
-            |row| row.get(0),
-        )
+        .cached_row(BAND_CURRENCY, [], |row| row.get(0))
         .map_err(DirectoryError::db("band currency"))?;
     Ok(CompensationReport {
         as_of: today,

@@ -15,18 +15,13 @@ use crate::model::{
     TEAMS_LISTED, TeamRef,
 };
 use crate::seed::job_title;
+use crate::statements::{
+    DEPARTMENT_HEAD, DEPARTMENT_TEAM_COUNT, LARGEST_TEAMS, ROSTER_COLUMNS as COLUMNS, ROSTER_PLACES,
+};
 use crate::summary::{MAX_GROUPS, summarize_groups};
 use crate::tenure;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
-
-/// The roster columns, joined for a page's rows only.
-const COLUMNS: &str = "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
-            t.name, e.team_id, e.start_date, l.city, l.region, l.country
-     FROM employees e
-     JOIN roles r ON r.id = e.role_id
-     JOIN locations l ON l.id = e.location_id
-     LEFT JOIN teams t ON t.id = e.team_id";
 
 /// One page of `input`'s roster as `q` asks; `None` when no department
 /// matches `input`.
@@ -93,22 +88,16 @@ fn empty(
 }
 
 fn head(conn: &Connection, id: &str) -> Result<DepartmentSummary> {
-    conn.cached_row(
-        "SELECT d.id, d.name, d.description, h.first_name || ' ' || h.last_name, h.id
-         FROM departments d LEFT JOIN employees h ON h.id = d.head_id
-         WHERE d.id = ?1",
-        [id],
-        |row| {
-            Ok(DepartmentSummary {
-                department_id: row.get(0)?,
-                name: row.get(1)?,
-                description: row.get(2)?,
-                head: row.get(3)?,
-                head_id: row.get(4)?,
-                teams: Vec::new(),
-            })
-        },
-    )
+    conn.cached_row(&format!("{DEPARTMENT_HEAD} ?1"), [id], |row| {
+        Ok(DepartmentSummary {
+            department_id: row.get(0)?,
+            name: row.get(1)?,
+            description: row.get(2)?,
+            head: row.get(3)?,
+            head_id: row.get(4)?,
+            teams: Vec::new(),
+        })
+    })
     .map_err(DirectoryError::db("load department"))
 }
 
@@ -131,11 +120,7 @@ fn teams(conn: &Connection, id: &str) -> Result<(Vec<TeamRef>, u32)> {
         .and_then(Iterator::collect)
         .map_err(DirectoryError::db(CONTEXT))?;
     let n = conn
-        .cached_row(
-            "SELECT COUNT(*) FROM teams WHERE department_id = ?1",
-            [id],
-            |row| count(row, 0),
-        )
+        .cached_row(DEPARTMENT_TEAM_COUNT, [id], |row| count(row, 0))
         .map_err(DirectoryError::db(CONTEXT))?;
     Ok((listed, n))
 }
@@ -148,13 +133,7 @@ fn teams(conn: &Connection, id: &str) -> Result<(Vec<TeamRef>, u32)> {
 fn summary(conn: &Connection, id: &str, team: Option<&TeamRef>) -> Result<(RosterSummary, u32)> {
     const CONTEXT: &str = "count department employees";
     let mut stmt = conn
-        .prepare_cached(
-            "SELECT t.name, c.n FROM
-                 (SELECT team_id, n FROM roster_teams WHERE department_id = ?1 AND n > 0
-                  ORDER BY n DESC, team_id LIMIT ?2) c
-             LEFT JOIN teams t ON t.id = c.team_id
-             ORDER BY c.n DESC, c.team_id",
-        )
+        .prepare_cached(LARGEST_TEAMS)
         .map_err(DirectoryError::db(CONTEXT))?;
     let top: Vec<(Option<String>, u32)> = stmt
         .query_map(params![id, MAX_GROUPS as i64], |row| {
@@ -182,11 +161,7 @@ fn summary(conn: &Connection, id: &str, team: Option<&TeamRef>) -> Result<(Roste
         None => people,
     };
     let mut stmt = conn
-        .prepare_cached(
-            "SELECT c.level, l.city, l.region, l.country, c.n FROM roster_places c
-             JOIN locations l ON l.id = c.location_id
-             WHERE c.department_id = ?1 AND c.n > 0",
-        )
+        .prepare_cached(ROSTER_PLACES)
         .map_err(DirectoryError::db(CONTEXT))?;
     let places: Vec<(Level, String, u32)> = stmt
         .query_map([id], |row| {

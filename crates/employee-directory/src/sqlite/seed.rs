@@ -5,6 +5,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 use super::bulk;
 use crate::error::DirectoryError;
 use crate::seed::{self, SeedData, Sink};
+use crate::statements::SEED_EMPLOYEES;
 
 /// Seeds the database if it holds no directory rows at all (a database
 /// started empty and then given only some entities by an import is the
@@ -59,11 +60,8 @@ fn seed_in_transaction(
         .rebuild(&tx)
         .map_err(DirectoryError::db("fill the aggregates"))?;
     if let Some(n) = demo_employees {
-        tx.execute(
-            "INSERT INTO directory_meta (key, value) VALUES ('seed_employees', ?1)",
-            [n.to_string()],
-        )
-        .map_err(|e| DirectoryError::Seed(e.to_string()))?;
+        tx.execute(SEED_EMPLOYEES, [n.to_string()])
+            .map_err(|e| DirectoryError::Seed(e.to_string()))?;
     }
     let violations: i64 = tx
         .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {

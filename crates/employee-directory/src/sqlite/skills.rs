@@ -10,17 +10,9 @@ use crate::error::DirectoryError;
 use crate::model::{Level, SkillMatch, SkillQuery, SkillSearch};
 use crate::page_order::{self, MatchedSkill};
 use crate::seed::job_title;
+use crate::statements::SKILL_MATCH_COLUMNS as COLUMNS;
 
 type Result<T> = std::result::Result<T, DirectoryError>;
-
-/// The match columns, joined for a page's rows only.
-const COLUMNS: &str = "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track,
-            e.level, d.name, d.id, t.name, t.id, es.proficiency
-     FROM employee_skills es
-     JOIN employees e ON e.id = es.employee_id
-     JOIN roles r ON r.id = e.role_id
-     JOIN departments d ON d.id = e.department_id
-     LEFT JOIN teams t ON t.id = e.team_id";
 
 /// One page of the matches of `q.skill`.
 pub(crate) fn search(conn: &Connection, q: &SkillQuery) -> Result<SkillSearch> {

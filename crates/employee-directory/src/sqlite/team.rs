@@ -13,11 +13,13 @@ use crate::model::{
 };
 use crate::page_order::MEMBER_ORDER;
 use crate::seed::job_title;
+use crate::statements::TEAM_SUMMARY_HEAD;
 use crate::summary::{Place, team_counts};
 
 type Result<T> = std::result::Result<T, DirectoryError>;
 
 /// The member columns, joined for a page's rows only.
+/// Per dialect: PostgreSQL has no `IS` between values (`IS NOT DISTINCT FROM`).
 const COLUMNS: &str = "SELECT e.id, e.first_name || ' ' || e.last_name, r.title, r.track, e.level,
             e.id IS t.manager_id, m.id, m.first_name || ' ' || m.last_name,
             e.email, e.employment_type, e.office_type, l.city, l.region, l.country,
@@ -74,26 +76,17 @@ pub(crate) fn team_page(
 const MANAGER: &str = "WHERE e.team_id = ?1 AND e.status = 'active' AND e.id = t.manager_id";
 
 fn summary(conn: &Connection, id: &str) -> Result<Option<TeamSummary>> {
-    conn.cached_row(
-        "SELECT t.id, t.name, t.description, d.name, d.id,
-                m.first_name || ' ' || m.last_name, m.id
-         FROM teams t
-         JOIN departments d ON d.id = t.department_id
-         LEFT JOIN employees m ON m.id = t.manager_id
-         WHERE t.id = ?1",
-        [id],
-        |row| {
-            Ok(TeamSummary {
-                team_id: row.get(0)?,
-                name: row.get(1)?,
-                description: row.get(2)?,
-                department: row.get(3)?,
-                department_id: row.get(4)?,
-                manager: row.get(5)?,
-                manager_id: row.get(6)?,
-            })
-        },
-    )
+    conn.cached_row(&format!("{TEAM_SUMMARY_HEAD} ?1"), [id], |row| {
+        Ok(TeamSummary {
+            team_id: row.get(0)?,
+            name: row.get(1)?,
+            description: row.get(2)?,
+            department: row.get(3)?,
+            department_id: row.get(4)?,
+            manager: row.get(5)?,
+            manager_id: row.get(6)?,
+        })
+    })
     .optional()
     .map_err(DirectoryError::db("load team"))
 }

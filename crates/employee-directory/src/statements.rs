@@ -11,6 +11,8 @@
 //!
 //! A *head* ends in `=` and takes the key after it: SQLite's `$1`, or
 //! PostgreSQL's id subquery (one round trip from a name or an email).
+//! Heads are macros, so a call site joins head and key with `concat!` at
+//! compile time and a request builds no statement text.
 
 /// The columns of a skill-search page's rows (`es` the employee's skill).
 pub(crate) const SKILL_MATCH_COLUMNS: &str =
@@ -61,8 +63,9 @@ pub(crate) const SEED_EMPLOYEES: &str =
     "INSERT INTO directory_meta (key, value) VALUES ('seed_employees', $1)";
 
 /// Head: an employee's details, by id.
-pub(crate) const EMPLOYEE_DETAILS_HEAD: &str =
-    "SELECT e.id, e.first_name, e.last_name, r.title, r.track, e.level,
+macro_rules! employee_details_head {
+    () => {
+        "SELECT e.id, e.first_name, e.last_name, r.title, r.track, e.level,
             d.name, d.id, t.name, t.id,
             m.first_name || ' ' || m.last_name, m.id,
             (SELECT COUNT(*) FROM employees x
@@ -76,50 +79,84 @@ pub(crate) const EMPLOYEE_DETAILS_HEAD: &str =
      JOIN locations l ON l.id = e.location_id
      LEFT JOIN teams t ON t.id = e.team_id
      LEFT JOIN employees m ON m.id = e.manager_id
-     WHERE e.id =";
+     WHERE e.id ="
+    };
+}
+pub(crate) use employee_details_head;
 
 /// Head: an employee's skills, by employee id (each dialect orders names
 /// its own way after it).
-pub(crate) const EMPLOYEE_SKILLS_HEAD: &str = "SELECT s.name, s.category, es.proficiency
+macro_rules! employee_skills_head {
+    () => {
+        "SELECT s.name, s.category, es.proficiency
      FROM employee_skills es JOIN skills s ON s.id = es.skill_id
-     WHERE es.employee_id =";
+     WHERE es.employee_id ="
+    };
+}
+pub(crate) use employee_skills_head;
 
-/// Head: an employee's history, by employee id; [`EMPLOYMENT_HISTORY_ORDER`]
+/// Head: an employee's history, by employee id; [`employment_history_order!`]
 /// follows the key.
-pub(crate) const EMPLOYMENT_HISTORY_HEAD: &str =
-    "SELECT h.company, h.title, h.level, d.name, h.event, h.start_date, h.end_date
+macro_rules! employment_history_head {
+    () => {
+        "SELECT h.company, h.title, h.level, d.name, h.event, h.start_date, h.end_date
      FROM employment_history h LEFT JOIN departments d ON d.id = h.department_id
-     WHERE h.employee_id =";
+     WHERE h.employee_id ="
+    };
+}
+pub(crate) use employment_history_head;
 
-/// The order of [`EMPLOYMENT_HISTORY_HEAD`]'s rows: latest first.
-pub(crate) const EMPLOYMENT_HISTORY_ORDER: &str = "ORDER BY h.start_date DESC, h.id DESC";
+/// The order of [`employment_history_head!`]'s rows: latest first.
+macro_rules! employment_history_order {
+    () => {
+        "ORDER BY h.start_date DESC, h.id DESC"
+    };
+}
+pub(crate) use employment_history_order;
 
 /// Head: an employee's name and tenure dates, by id.
-pub(crate) const TENURE_HEAD: &str =
-    "SELECT id, first_name || ' ' || last_name, status, start_date, termination_date
-     FROM employees WHERE id =";
+macro_rules! tenure_head {
+    () => {
+        "SELECT id, first_name || ' ' || last_name, status, start_date, termination_date
+     FROM employees WHERE id ="
+    };
+}
+pub(crate) use tenure_head;
 
 /// Head: a department and its head's name, by department id.
-pub(crate) const DEPARTMENT_HEAD: &str =
-    "SELECT d.id, d.name, d.description, h.first_name || ' ' || h.last_name, h.id
+macro_rules! department_head {
+    () => {
+        "SELECT d.id, d.name, d.description, h.first_name || ' ' || h.last_name, h.id
      FROM departments d LEFT JOIN employees h ON h.id = d.head_id
-     WHERE d.id =";
+     WHERE d.id ="
+    };
+}
+pub(crate) use department_head;
 
 /// Head: a team, its department and its manager's name, by team id.
-pub(crate) const TEAM_SUMMARY_HEAD: &str = "SELECT t.id, t.name, t.description, d.name, d.id,
+macro_rules! team_summary_head {
+    () => {
+        "SELECT t.id, t.name, t.description, d.name, d.id,
             m.first_name || ' ' || m.last_name, m.id
      FROM teams t
      JOIN departments d ON d.id = t.department_id
      LEFT JOIN employees m ON m.id = t.manager_id
-     WHERE t.id =";
+     WHERE t.id ="
+    };
+}
+pub(crate) use team_summary_head;
 
 /// Head: an employee's leave balances, by employee id (the leave type and
 /// year placeholders follow, numbered per dialect).
-pub(crate) const LEAVE_BALANCE_HEAD: &str =
-    "SELECT e.id, e.first_name || ' ' || e.last_name, b.year,
+macro_rules! leave_balance_head {
+    () => {
+        "SELECT e.id, e.first_name || ' ' || e.last_name, b.year,
             b.entitled_days, b.used_days, b.pending_days
      FROM leave_balances b JOIN employees e ON e.id = b.employee_id
-     WHERE b.employee_id =";
+     WHERE b.employee_id ="
+    };
+}
+pub(crate) use leave_balance_head;
 
 #[cfg(test)]
 mod tests {
@@ -139,13 +176,13 @@ mod tests {
 
     /// Every head, which takes one key after its `=`.
     const HEADS: &[&str] = &[
-        EMPLOYEE_DETAILS_HEAD,
-        EMPLOYEE_SKILLS_HEAD,
-        EMPLOYMENT_HISTORY_HEAD,
-        TENURE_HEAD,
-        DEPARTMENT_HEAD,
-        TEAM_SUMMARY_HEAD,
-        LEAVE_BALANCE_HEAD,
+        employee_details_head!(),
+        employee_skills_head!(),
+        employment_history_head!(),
+        tenure_head!(),
+        department_head!(),
+        team_summary_head!(),
+        leave_balance_head!(),
     ];
 
     /// The `$N` numbers in order of first appearance.
@@ -178,7 +215,7 @@ mod tests {
             );
             assert!(head.ends_with('='), "a head ends before its key: {head}");
         }
-        assert!(first_appearances(EMPLOYMENT_HISTORY_ORDER).is_empty());
+        assert!(first_appearances(employment_history_order!()).is_empty());
     }
 
     #[test]
@@ -192,7 +229,11 @@ mod tests {
             let sql = format!("{head} $1");
             conn.prepare(&sql).unwrap_or_else(|e| panic!("{e}: {sql}"));
         }
-        let history = format!("{EMPLOYMENT_HISTORY_HEAD} $1 {EMPLOYMENT_HISTORY_ORDER}");
-        conn.prepare(&history).unwrap();
+        let history = concat!(
+            employment_history_head!(),
+            " $1 ",
+            employment_history_order!()
+        );
+        conn.prepare(history).unwrap();
     }
 }

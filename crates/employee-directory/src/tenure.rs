@@ -2,6 +2,8 @@
 
 use chrono::{Months, NaiveDate};
 
+use crate::model::{EmploymentStatus, Tenure};
+
 /// A calendar difference between two dates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Span {
@@ -68,6 +70,34 @@ pub(crate) fn summary(span: &Span) -> String {
         (0, m) => unit(m, "month"),
         (y, 0) => unit(y, "year"),
         (y, m) => format!("{}, {}", unit(y, "year"), unit(m, "month")),
+    }
+}
+
+/// The tenure answer for an employee who started on `start` and, if they
+/// left, whose last day was `end`; both backends read the row, this builds
+/// the answer.
+pub(crate) fn of(
+    employee_id: String,
+    name: String,
+    status: EmploymentStatus,
+    (start, end): (NaiveDate, Option<NaiveDate>),
+    today: NaiveDate,
+) -> Tenure {
+    // Former employees' tenure stops at their last day.
+    let as_of = end.map_or(today, |end| end.min(today));
+    let span = span(start, as_of);
+    Tenure {
+        employee_id,
+        name,
+        status,
+        start_date: start,
+        as_of,
+        years: span.years,
+        months: span.months,
+        days: span.days,
+        total_days: span.total_days,
+        total_years: (span.total_days as f64 / 365.25 * 100.0).round() / 100.0,
+        summary: summary(&span),
     }
 }
 

@@ -23,8 +23,8 @@ use crate::model::{
 };
 use crate::seed::job_title;
 use crate::statements::{
-    EMPLOYEE_DETAILS_HEAD, EMPLOYEE_SKILLS_HEAD, EMPLOYMENT_HISTORY_HEAD, EMPLOYMENT_HISTORY_ORDER,
-    LEAVE_BALANCE_HEAD, TENURE_HEAD,
+    employee_details_head, employee_skills_head, employment_history_head, employment_history_order,
+    leave_balance_head, tenure_head,
 };
 use crate::tenure;
 
@@ -60,13 +60,17 @@ pub(crate) async fn row_opt(
 /// The employee id for `$1` (input, ASCII-lowercased), `$2` (whether it is
 /// an email address) and `$3` (the input without spaces or punctuation,
 /// lowercased): an exact id match first, then the email or compacted id.
-const EMPLOYEE: &str = "(SELECT r.id FROM employees r
+macro_rules! employee_id {
+    () => {
+        "(SELECT r.id FROM employees r
       WHERE lower(r.id) = $1::text
          OR ($2::bool AND lower(r.email) = $1::text)
          OR (NOT $2::bool AND lower(r.id) = $3::text)
-      ORDER BY lower(r.id) = $1::text DESC LIMIT 1)";
+      ORDER BY lower(r.id) = $1::text DESC LIMIT 1)"
+    };
+}
 
-/// Parameters of [`EMPLOYEE`]; `None` for empty input.
+/// Parameters of [`employee_id!`]; `None` for empty input.
 fn employee_key(input: &str) -> Option<(String, bool, String)> {
     let input = input.trim();
     // PostgreSQL text cannot hold NUL; no stored id contains one.
@@ -82,18 +86,28 @@ fn employee_key(input: &str) -> Option<(String, bool, String)> {
 }
 
 /// A department id for `$1` (lowercased id or name) or `$2` (slug).
-pub(crate) const DEPARTMENT: &str = "(SELECT r.id FROM departments r
+macro_rules! department_id {
+    () => {
+        "(SELECT r.id FROM departments r
       WHERE lower(r.id) = $1::text OR lower(r.name) = $1::text OR lower(r.id) = $2::text
-      ORDER BY lower(r.id) LIMIT 1)";
+      ORDER BY lower(r.id) LIMIT 1)"
+    };
+}
+pub(crate) use department_id;
 
 /// A team id for `$1` (lowercased id or name) or `$2` (slug, or
 /// `department-team`).
-pub(crate) const TEAM: &str = "(SELECT r.id FROM teams r
+macro_rules! team_id {
+    () => {
+        "(SELECT r.id FROM teams r
       WHERE lower(r.id) = $1::text OR lower(r.name) = $1::text OR lower(r.id) = $2::text
          OR (r.department_id || '-' || r.id) = $2::text
-      ORDER BY lower(r.id) LIMIT 1)";
+      ORDER BY lower(r.id) LIMIT 1)"
+    };
+}
+pub(crate) use team_id;
 
-/// Parameters of [`DEPARTMENT`] and [`TEAM`]; `None` for empty input.
+/// Parameters of [`department_id!`] and [`team_id!`]; `None` for empty input.
 pub(crate) fn org_key(input: &str) -> Option<(String, String)> {
     let input = input.trim();
     (!input.is_empty() && !input.contains('\0'))
@@ -105,15 +119,25 @@ pub(crate) async fn employee(c: &ClientWrapper, input: &str) -> Result<Option<Em
         return Ok(None);
     };
     let p: &Params = &[&key, &by_email, &compacted];
-    let main = format!("{EMPLOYEE_DETAILS_HEAD} {EMPLOYEE}");
+    let main = concat!(employee_details_head!(), " ", employee_id!());
     // lower(): SQLite's NOCASE order of skill names.
-    let skills =
-        format!("{EMPLOYEE_SKILLS_HEAD} {EMPLOYEE} ORDER BY es.proficiency DESC, lower(s.name)");
-    let history = format!("{EMPLOYMENT_HISTORY_HEAD} {EMPLOYEE} {EMPLOYMENT_HISTORY_ORDER}");
+    let skills = concat!(
+        employee_skills_head!(),
+        " ",
+        employee_id!(),
+        " ORDER BY es.proficiency DESC, lower(s.name)"
+    );
+    let history = concat!(
+        employment_history_head!(),
+        " ",
+        employee_id!(),
+        " ",
+        employment_history_order!()
+    );
     let (main, skills, history) = tokio::try_join!(
-        row_opt(c, "load employee", &main, p),
-        rows(c, "load employee skills", &skills, p),
-        rows(c, "load employment history", &history, p),
+        row_opt(c, "load employee", main, p),
+        rows(c, "load employee skills", skills, p),
+        rows(c, "load employment history", history, p),
     )?;
     let Some(row) = main else {
         return Ok(None);
@@ -181,28 +205,17 @@ pub(crate) async fn tenure(
     let Some((key, by_email, compacted)) = employee_key(input) else {
         return Ok(None);
     };
-    let sql = format!("{TENURE_HEAD} {EMPLOYEE}");
-    let Some(row) = row_opt(c, "load tenure", &sql, &[&key, &by_email, &compacted]).await? else {
+    let sql = concat!(tenure_head!(), " ", employee_id!());
+    let Some(row) = row_opt(c, "load tenure", sql, &[&key, &by_email, &compacted]).await? else {
         return Ok(None);
     };
-    let start: NaiveDate = get(&row, 3)?;
-    let end: Option<NaiveDate> = get(&row, 4)?;
-    // Former employees' tenure stops at their last day.
-    let as_of = end.map_or(today, |end| end.min(today));
-    let span = tenure::span(start, as_of);
-    Ok(Some(Tenure {
-        employee_id: get(&row, 0)?,
-        name: get(&row, 1)?,
-        status: parsed(&row, 2, "status", EmploymentStatus::parse)?,
-        start_date: start,
-        as_of,
-        years: span.years,
-        months: span.months,
-        days: span.days,
-        total_days: span.total_days,
-        total_years: (span.total_days as f64 / 365.25 * 100.0).round() / 100.0,
-        summary: tenure::summary(&span),
-    }))
+    Ok(Some(tenure::of(
+        get(&row, 0)?,
+        get(&row, 1)?,
+        parsed(&row, 2, "status", EmploymentStatus::parse)?,
+        (get(&row, 3)?, get(&row, 4)?),
+        today,
+    )))
 }
 
 /// A role id for `$1` (lowercased title), else `$2` (the title without a
@@ -300,14 +313,17 @@ pub(crate) async fn leave_balance(
         return Ok(None);
     };
     // Prefer the current year; fall back to the latest recorded year.
-    let sql = format!(
-        "{LEAVE_BALANCE_HEAD} {EMPLOYEE} AND b.leave_type = $4::text
+    let sql = concat!(
+        leave_balance_head!(),
+        " ",
+        employee_id!(),
+        " AND b.leave_type = $4::text
          ORDER BY b.year = $5::integer DESC, b.year DESC LIMIT 1"
     );
     let kind = leave_type.as_str();
     let year = today.year();
     let p: &Params = &[&key, &by_email, &compacted, &kind, &year];
-    let Some(row) = row_opt(c, "load leave balance", &sql, p).await? else {
+    let Some(row) = row_opt(c, "load leave balance", sql, p).await? else {
         return Ok(None);
     };
     let entitled: f64 = get(&row, 3)?;

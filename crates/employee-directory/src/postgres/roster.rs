@@ -9,7 +9,7 @@ use deadpool_postgres::ClientWrapper;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use super::queries::{DEPARTMENT, org_key, row_opt, rows};
+use super::queries::{department_id, org_key, row_opt, rows};
 use super::row::{count, get, location, parsed};
 use crate::error::DirectoryError;
 use crate::model::{
@@ -18,7 +18,7 @@ use crate::model::{
 };
 use crate::seed::job_title;
 use crate::statements::{
-    DEPARTMENT_HEAD, DEPARTMENT_TEAM_COUNT, LARGEST_TEAMS, ROSTER_COLUMNS as COLUMNS, ROSTER_PLACES,
+    DEPARTMENT_TEAM_COUNT, LARGEST_TEAMS, ROSTER_COLUMNS as COLUMNS, ROSTER_PLACES, department_head,
 };
 use crate::summary::{MAX_GROUPS, summarize_groups};
 use crate::tenure;
@@ -74,20 +74,22 @@ async fn head(
     slug: &str,
     team: Option<&str>,
 ) -> Result<Option<(DepartmentSummary, Option<TeamRef>)>> {
-    let sql = format!("{DEPARTMENT_HEAD} {DEPARTMENT}");
+    let sql = concat!(department_head!(), " ", department_id!());
     let p: &Params = &[&key, &slug];
-    let find = format!(
+    let find = concat!(
         "SELECT id, name FROM teams
-         WHERE department_id = {DEPARTMENT}
+         WHERE department_id = ",
+        department_id!(),
+        "
            AND (lower(id) = $3::text OR lower(name) = $3::text OR lower(id) = $4::text)
          ORDER BY lower(id) LIMIT 1"
     );
     let wanted = team.and_then(org_key);
-    let (row, found) = tokio::try_join!(row_opt(c, "load department", &sql, p), async {
+    let (row, found) = tokio::try_join!(row_opt(c, "load department", sql, p), async {
         match &wanted {
             Some((t, s)) => {
                 let p: &Params = &[&key, &slug, t, s];
-                row_opt(c, "find department team", &find, p).await
+                row_opt(c, "find department team", find, p).await
             }
             None => Ok(None),
         }

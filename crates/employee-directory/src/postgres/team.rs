@@ -8,7 +8,7 @@ use deadpool_postgres::ClientWrapper;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use super::queries::{TEAM, org_key, row_opt, rows};
+use super::queries::{org_key, row_opt, rows, team_id};
 use super::row::{get, location, parsed};
 use crate::error::DirectoryError;
 use crate::model::{
@@ -16,7 +16,7 @@ use crate::model::{
 };
 use crate::page_order::MEMBER_ORDER;
 use crate::seed::job_title;
-use crate::statements::TEAM_SUMMARY_HEAD;
+use crate::statements::team_summary_head;
 use crate::summary::{Place, team_counts};
 
 type Result<T> = std::result::Result<T, DirectoryError>;
@@ -44,22 +44,26 @@ pub(crate) async fn team_page(
     let Some((key, slug)) = org_key(input) else {
         return Ok(None);
     };
-    let team = format!("{TEAM_SUMMARY_HEAD} {TEAM}");
-    let counts = format!(
+    let team = concat!(team_summary_head!(), " ", team_id!());
+    let counts = concat!(
         "SELECT g.level, l.city, l.region, l.country, g.n
          FROM (SELECT level, location_id, COUNT(*)::int8 AS n FROM employees
-               WHERE team_id = {TEAM} AND status = 'active'
+               WHERE team_id = ",
+        team_id!(),
+        " AND status = 'active'
                GROUP BY level, location_id) g
          JOIN locations l ON l.id = g.location_id"
     );
     let manager = format!(
-        "{COLUMNS} WHERE e.team_id = {TEAM} AND e.status = 'active' AND e.id = t.manager_id"
+        "{COLUMNS} WHERE e.team_id = {} AND e.status = 'active' AND e.id = t.manager_id",
+        team_id!()
     );
     let others = format!(
-        "{COLUMNS} WHERE e.team_id = {TEAM} AND e.status = 'active'
+        "{COLUMNS} WHERE e.team_id = {} AND e.status = 'active'
            AND e.id IS DISTINCT FROM t.manager_id
            AND ({MEMBER_ORDER}) > ($3::int4, $4::text, $5::text)
-         ORDER BY {MEMBER_ORDER} LIMIT $6"
+         ORDER BY {MEMBER_ORDER} LIMIT $6",
+        team_id!()
     );
     let (rank, name, after_id) = match &q.after {
         Some(p) if !p.manager => (i32::from(p.rank), p.name.clone(), p.employee_id.clone()),
@@ -71,8 +75,8 @@ pub(crate) async fn team_page(
     let page: &Params = &[&key, &slug, &rank, &name, &after_id, &want];
     const CONTEXT: &str = "load team members";
     let (team, counts, manager, others) = tokio::try_join!(
-        row_opt(c, "load team", &team, org),
-        rows(c, "count team members", &counts, org),
+        row_opt(c, "load team", team, org),
+        rows(c, "count team members", counts, org),
         async {
             match q.after {
                 None => rows(c, CONTEXT, &manager, org).await,

@@ -17,8 +17,8 @@ use crate::model::{
 };
 use crate::seed::job_title;
 use crate::statements::{
-    EMPLOYEE_DETAILS_HEAD, EMPLOYEE_SKILLS_HEAD, EMPLOYMENT_HISTORY_HEAD, EMPLOYMENT_HISTORY_ORDER,
-    LEAVE_BALANCE_HEAD, TENURE_HEAD,
+    employee_details_head, employee_skills_head, employment_history_head, employment_history_order,
+    leave_balance_head, tenure_head,
 };
 use crate::tenure;
 
@@ -94,7 +94,7 @@ pub(crate) fn employee(conn: &Connection, input: &str) -> Result<Option<Employee
         return Ok(None);
     };
     let details = conn
-        .cached_row(&format!("{EMPLOYEE_DETAILS_HEAD} ?1"), [&id], |row| {
+        .cached_row(concat!(employee_details_head!(), " ?1"), [&id], |row| {
             let first_name: String = row.get(1)?;
             let last_name: String = row.get(2)?;
             let role: String = row.get(3)?;
@@ -134,8 +134,9 @@ pub(crate) fn employee(conn: &Connection, input: &str) -> Result<Option<Employee
     };
 
     let mut stmt = conn
-        .prepare_cached(&format!(
-            "{EMPLOYEE_SKILLS_HEAD} ?1 ORDER BY es.proficiency DESC, s.name"
+        .prepare_cached(concat!(
+            employee_skills_head!(),
+            " ?1 ORDER BY es.proficiency DESC, s.name"
         ))
         .map_err(DirectoryError::db("load employee skills"))?;
     details.skills = stmt
@@ -150,8 +151,10 @@ pub(crate) fn employee(conn: &Connection, input: &str) -> Result<Option<Employee
         .map_err(DirectoryError::db("load employee skills"))?;
 
     let mut stmt = conn
-        .prepare_cached(&format!(
-            "{EMPLOYMENT_HISTORY_HEAD} ?1 {EMPLOYMENT_HISTORY_ORDER}"
+        .prepare_cached(concat!(
+            employment_history_head!(),
+            " ?1 ",
+            employment_history_order!()
         ))
         .map_err(DirectoryError::db("load employment history"))?;
     details.employment_history = stmt
@@ -175,25 +178,14 @@ pub(crate) fn tenure(conn: &Connection, input: &str, today: NaiveDate) -> Result
     let Some(id) = resolve_employee(conn, input)? else {
         return Ok(None);
     };
-    conn.cached_row(&format!("{TENURE_HEAD} ?1"), [&id], |row| {
-        let start = date(row, 3)?;
-        let end = date_opt(row, 4)?;
-        // Former employees' tenure stops at their last day.
-        let as_of = end.map_or(today, |end| end.min(today));
-        let span = tenure::span(start, as_of);
-        Ok(Tenure {
-            employee_id: row.get(0)?,
-            name: row.get(1)?,
-            status: parsed(row, 2, "status", EmploymentStatus::parse)?,
-            start_date: start,
-            as_of,
-            years: span.years,
-            months: span.months,
-            days: span.days,
-            total_days: span.total_days,
-            total_years: (span.total_days as f64 / 365.25 * 100.0).round() / 100.0,
-            summary: tenure::summary(&span),
-        })
+    conn.cached_row(concat!(tenure_head!(), " ?1"), [&id], |row| {
+        Ok(tenure::of(
+            row.get(0)?,
+            row.get(1)?,
+            parsed(row, 2, "status", EmploymentStatus::parse)?,
+            (date(row, 3)?, date_opt(row, 4)?),
+            today,
+        ))
     })
     .optional()
     .map_err(DirectoryError::db("load tenure"))
@@ -301,8 +293,9 @@ pub(crate) fn leave_balance(
     // Prefer the current year; fall back to the latest recorded year (former
     // employees, or a clock past the last seeded year).
     conn.cached_row(
-        &format!(
-            "{LEAVE_BALANCE_HEAD} ?1 AND b.leave_type = ?2
+        concat!(
+            leave_balance_head!(),
+            " ?1 AND b.leave_type = ?2
              ORDER BY b.year = ?3 DESC, b.year DESC LIMIT 1"
         ),
         params![id, leave_type.as_str(), today.year()],

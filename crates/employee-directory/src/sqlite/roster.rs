@@ -16,7 +16,7 @@ use crate::model::{
 };
 use crate::seed::job_title;
 use crate::statements::{
-    DEPARTMENT_HEAD, DEPARTMENT_TEAM_COUNT, LARGEST_TEAMS, ROSTER_COLUMNS as COLUMNS, ROSTER_PLACES,
+    DEPARTMENT_TEAM_COUNT, LARGEST_TEAMS, ROSTER_COLUMNS as COLUMNS, ROSTER_PLACES, department_head,
 };
 use crate::summary::{MAX_GROUPS, summarize_groups};
 use crate::tenure;
@@ -88,7 +88,7 @@ fn empty(
 }
 
 fn head(conn: &Connection, id: &str) -> Result<DepartmentSummary> {
-    conn.cached_row(&format!("{DEPARTMENT_HEAD} ?1"), [id], |row| {
+    conn.cached_row(concat!(department_head!(), " ?1"), [id], |row| {
         Ok(DepartmentSummary {
             department_id: row.get(0)?,
             name: row.get(1)?,

@@ -13,7 +13,7 @@ use crate::model::{
 };
 use crate::page_order::MEMBER_ORDER;
 use crate::seed::job_title;
-use crate::statements::TEAM_SUMMARY_HEAD;
+use crate::statements::team_summary_head;
 use crate::summary::{Place, team_counts};
 
 type Result<T> = std::result::Result<T, DirectoryError>;
@@ -76,7 +76,7 @@ pub(crate) fn team_page(
 const MANAGER: &str = "WHERE e.team_id = ?1 AND e.status = 'active' AND e.id = t.manager_id";
 
 fn summary(conn: &Connection, id: &str) -> Result<Option<TeamSummary>> {
-    conn.cached_row(&format!("{TEAM_SUMMARY_HEAD} ?1"), [id], |row| {
+    conn.cached_row(concat!(team_summary_head!(), " ?1"), [id], |row| {
         Ok(TeamSummary {
             team_id: row.get(0)?,
             name: row.get(1)?,

@@ -13,7 +13,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use sha2::{Digest, Sha256};
 
 use super::problems::{Problem, Problems};
-use super::sheet::{self, SheetAt};
+use super::sheet::{self, Book, SheetAt};
 use super::spec::{Column, ENTITIES, Entity, Kind};
 use super::{ExchangeError, Format, ImportOptions};
 
@@ -29,6 +29,10 @@ pub struct Source {
     pub file: String,
     /// The sheet it is, for a workbook (`None`: a CSV or JSON Lines file).
     pub sheet: Option<SheetAt>,
+    /// The workbook every sheet source of one `FILE.xlsx` shares, opened
+    /// once for the whole import; `None` for a workbook per entity, opened
+    /// in each pass so that only one is held at a time.
+    pub book: Option<Arc<Book>>,
 }
 
 /// The entity files present in `dir`, in apply order. A name that is
@@ -99,6 +103,7 @@ fn entity_file(
             path,
             file,
             sheet,
+            book: None,
         }));
     }
     Ok(None)
@@ -123,8 +128,8 @@ fn workbook_sources(path: &Path, max: u64) -> Result<Vec<Source>, ExchangeError>
     if let Some(reason) = sheet::too_big(len, max) {
         return Err(refuse(problems, reason));
     }
-    let (bytes, _) = sheet::load(path, max)?;
-    let names = sheet::sheet_names(path, &bytes).map_err(|r| refuse(Problems::default(), r))?;
+    let book = Arc::new(Book::open(path, max)?.map_err(|r| refuse(Problems::default(), r))?);
+    let names = book.sheet_names();
     let known: Vec<&str> = ENTITIES.iter().map(|e| e.name).collect();
     for sheet in &names {
         if !known.iter().any(|k| k.eq_ignore_ascii_case(sheet.trim())) {
@@ -146,6 +151,7 @@ fn workbook_sources(path: &Path, max: u64) -> Result<Vec<Source>, ExchangeError>
                 path: path.to_path_buf(),
                 file: format!("{name}[{sheet}]"),
                 sheet: Some(SheetAt::Named(sheet.clone())),
+                book: Some(Arc::clone(&book)),
             })
         })
         .collect();
@@ -390,17 +396,21 @@ impl RowReader {
         })
     }
 
-    /// Opens one sheet of a workbook: the workbook is read (bounded), hashed
-    /// and its sheet loaded; the first row is the header.
+    /// Opens one sheet of a workbook: the shared workbook, or this one read
+    /// (bounded), hashed and opened; the first row is the header.
     fn open_sheet(
         source: &Source,
         at: &SheetAt,
         options: &ImportOptions,
         problems: &mut Problems,
     ) -> Result<RowReader, ExchangeError> {
-        let (bytes, hasher) = sheet::load(&source.path, options.max_workbook_bytes)?;
-        let range = sheet::range(&source.path, &bytes, at);
-        drop(bytes);
+        let book = match &source.book {
+            Some(book) => Ok(Arc::clone(book)),
+            None => Book::open(&source.path, options.max_workbook_bytes)?.map(Arc::new),
+        };
+        let hasher = book.as_ref().map_or_else(|_| Sha256::new(), |b| b.hasher());
+        // A workbook of its own is dropped as soon as its cells are read.
+        let range = book.and_then(|book| book.range(at));
         let (range, map) = match range {
             Ok(range) => {
                 let map = sheet_header(source, &range, problems);
@@ -997,6 +1007,7 @@ mod tests {
             path,
             file,
             sheet: None,
+            book: None,
         };
         let options = ImportOptions {
             dir: dir.clone(),

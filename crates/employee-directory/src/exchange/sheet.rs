@@ -3,8 +3,10 @@
 //! CSV file. A workbook is loaded whole (calamine reads a sheet at once),
 //! so its size is bounded before it is opened (`--max-workbook-bytes`).
 
+use std::fmt;
 use std::io::{Cursor, Read};
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use calamine::{Data, Range, Reader};
 use sha2::{Digest, Sha256};
@@ -64,28 +66,82 @@ fn unpacks_too_big(bytes: &[u8], max: u64) -> Option<String> {
     })
 }
 
-/// Reads the workbook at `path` (at most `max` bytes): its bytes' SHA-256
-/// and the names of its sheets, with the bytes for [`range`].
-pub fn load(path: &Path, max: u64) -> Result<(Vec<u8>, Sha256), ExchangeError> {
-    let file = std::fs::File::open(path).map_err(|e| ExchangeError::io(path, e))?;
-    let mut bytes = Vec::new();
-    file.take(max + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ExchangeError::io(path, e))?;
-    if let Some(reason) = too_big(bytes.len() as u64, max) {
-        return Err(ExchangeError::io(path, std::io::Error::other(reason)));
+/// A workbook read and opened once: calamine parses the zip directory and
+/// the shared strings when it opens one, so every sheet of a workbook, in
+/// every pass of an import, reads from one `Book` instead of opening the
+/// file again.
+pub struct Book {
+    /// The SHA-256 of the workbook's bytes, the file's digest.
+    hasher: Sha256,
+    /// The opened workbook (it owns the bytes); reading a sheet needs
+    /// `&mut`, so passes take turns.
+    sheets: Mutex<calamine::Sheets<Cursor<Vec<u8>>>>,
+}
+
+impl fmt::Debug for Book {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Book").finish_non_exhaustive()
     }
-    if let Some(reason) = unpacks_too_big(&bytes, max) {
-        return Err(ExchangeError::io(path, std::io::Error::other(reason)));
+}
+
+impl Book {
+    /// Reads the workbook at `path` (at most `max` bytes, and at most
+    /// [`MAX_UNPACK_RATIO`] × `max` unpacked) and opens it; `Ok(Err(reason))`
+    /// when it is read but is not a workbook that can be opened.
+    pub fn open(path: &Path, max: u64) -> Result<Result<Book, String>, ExchangeError> {
+        let file = std::fs::File::open(path).map_err(|e| ExchangeError::io(path, e))?;
+        let mut bytes = Vec::new();
+        file.take(max + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| ExchangeError::io(path, e))?;
+        if let Some(reason) = too_big(bytes.len() as u64, max) {
+            return Err(ExchangeError::io(path, std::io::Error::other(reason)));
+        }
+        if let Some(reason) = unpacks_too_big(&bytes, max) {
+            return Err(ExchangeError::io(path, std::io::Error::other(reason)));
+        }
+        let mut hasher = Sha256::new();
+        hasher.update(&bytes);
+        Ok(open(path, bytes).map(|sheets| Book {
+            hasher,
+            sheets: Mutex::new(sheets),
+        }))
     }
-    let mut hasher = Sha256::new();
-    hasher.update(&bytes);
-    Ok((bytes, hasher))
+
+    /// The SHA-256 of the workbook's bytes so far (all of them).
+    pub fn hasher(&self) -> Sha256 {
+        self.hasher.clone()
+    }
+
+    /// The names of the workbook's sheets.
+    pub fn sheet_names(&self) -> Vec<String> {
+        self.sheets().sheet_names()
+    }
+
+    /// The cells of one sheet.
+    pub fn range(&self, at: &SheetAt) -> Result<Range<Data>, String> {
+        let mut book = self.sheets();
+        let name = match at {
+            SheetAt::Named(name) => name.clone(),
+            SheetAt::First => book
+                .sheet_names()
+                .into_iter()
+                .next()
+                .ok_or_else(|| "the workbook has no sheet".to_string())?,
+        };
+        book.worksheet_range(&name)
+            .map_err(|e| format!("sheet {name:?} cannot be read: {e}"))
+    }
+
+    fn sheets(&self) -> MutexGuard<'_, calamine::Sheets<Cursor<Vec<u8>>>> {
+        // A panic while reading a sheet leaves nothing half-written here.
+        self.sheets.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Opens the workbook in `bytes`: ODS when `path` ends in `.ods` (its
 /// content is not always told apart by sniffing), else XLSX.
-fn open<'a>(path: &Path, bytes: &'a [u8]) -> Result<calamine::Sheets<Cursor<&'a [u8]>>, String> {
+fn open(path: &Path, bytes: Vec<u8>) -> Result<calamine::Sheets<Cursor<Vec<u8>>>, String> {
     let ods = path
         .extension()
         .and_then(|e| e.to_str())
@@ -101,26 +157,6 @@ fn open<'a>(path: &Path, bytes: &'a [u8]) -> Result<calamine::Sheets<Cursor<&'a 
             .map_err(|e| e.to_string())
     };
     book.map_err(|e| format!("not a readable workbook: {e}"))
-}
-
-/// The names of the workbook's sheets.
-pub fn sheet_names(path: &Path, bytes: &[u8]) -> Result<Vec<String>, String> {
-    Ok(open(path, bytes)?.sheet_names())
-}
-
-/// The cells of one sheet of the workbook in `bytes`.
-pub fn range(path: &Path, bytes: &[u8], at: &SheetAt) -> Result<Range<Data>, String> {
-    let mut book = open(path, bytes)?;
-    let name = match at {
-        SheetAt::Named(name) => name.clone(),
-        SheetAt::First => book
-            .sheet_names()
-            .into_iter()
-            .next()
-            .ok_or_else(|| "the workbook has no sheet".to_string())?,
-    };
-    book.worksheet_range(&name)
-        .map_err(|e| format!("sheet {name:?} cannot be read: {e}"))
 }
 
 /// A cell as file text (`Ok(None)`: no value); `Err` says why the cell

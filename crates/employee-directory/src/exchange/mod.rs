@@ -13,6 +13,7 @@ mod book;
 mod date;
 mod formula;
 mod history;
+mod ods;
 mod postgres;
 mod problems;
 mod read;

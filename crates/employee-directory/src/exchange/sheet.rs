@@ -6,7 +6,7 @@
 use std::fmt;
 use std::io::{Cursor, Read};
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use calamine::{Data, Range, Reader};
 use sha2::{Digest, Sha256};
@@ -75,7 +75,7 @@ pub struct Book {
     hasher: Sha256,
     /// The opened workbook (it owns the bytes); reading a sheet needs
     /// `&mut`, so passes take turns.
-    sheets: Mutex<calamine::Sheets<Cursor<Vec<u8>>>>,
+    sheets: Mutex<Sheets>,
 }
 
 impl fmt::Debug for Book {
@@ -102,7 +102,7 @@ impl Book {
         }
         let mut hasher = Sha256::new();
         hasher.update(&bytes);
-        Ok(open(path, bytes).map(|sheets| Book {
+        Ok(open(path, bytes, max).map(|sheets| Book {
             hasher,
             sheets: Mutex::new(sheets),
         }))
@@ -133,30 +133,48 @@ impl Book {
             .map_err(|e| format!("sheet {name:?} cannot be read: {e}"))
     }
 
-    fn sheets(&self) -> MutexGuard<'_, calamine::Sheets<Cursor<Vec<u8>>>> {
+    fn sheets(&self) -> MutexGuard<'_, Sheets> {
         // A panic while reading a sheet leaves nothing half-written here.
         self.sheets.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
+/// A workbook's bytes, shared so that a failed open can retry with them.
+#[derive(Clone)]
+struct Bytes(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// An opened workbook over its bytes.
+type Sheets = calamine::Sheets<Cursor<Bytes>>;
+
 /// Opens the workbook in `bytes`: ODS when `path` ends in `.ods` (its
-/// content is not always told apart by sniffing), else XLSX.
-fn open(path: &Path, bytes: Vec<u8>) -> Result<calamine::Sheets<Cursor<Vec<u8>>>, String> {
-    let ods = path
+/// content is not always told apart by sniffing), else XLSX. An ODS file
+/// the reader refuses is opened once more without its indentation
+/// ([`super::ods`]); `max` bounds what that rewrite unpacks.
+fn open(path: &Path, bytes: Vec<u8>, max: u64) -> Result<Sheets, String> {
+    let is_ods = path
         .extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| e.eq_ignore_ascii_case("ods"));
-    let cursor = Cursor::new(bytes);
-    let book = if ods {
-        calamine::Ods::new(cursor)
-            .map(calamine::Sheets::Ods)
-            .map_err(|e| e.to_string())
-    } else {
-        calamine::Xlsx::new(cursor)
+    let bytes = Bytes(Arc::new(bytes));
+    if !is_ods {
+        return calamine::Xlsx::new(Cursor::new(bytes))
             .map(calamine::Sheets::Xlsx)
-            .map_err(|e| e.to_string())
-    };
-    book.map_err(|e| format!("not a readable workbook: {e}"))
+            .map_err(|e| format!("not a readable workbook: {e}"));
+    }
+    let ods = |bytes: Bytes| calamine::Ods::new(Cursor::new(bytes)).map(calamine::Sheets::Ods);
+    ods(bytes.clone()).or_else(|first| {
+        let unpacked = max.saturating_mul(MAX_UNPACK_RATIO);
+        let plain = super::ods::without_indentation(&bytes.0, unpacked)?;
+        drop(bytes);
+        // The first error is the one that names what is wrong with the file.
+        ods(Bytes(Arc::new(plain))).map_err(|_| format!("not a readable workbook: {first}"))
+    })
 }
 
 /// A cell as file text (`Ok(None)`: no value); `Err` says why the cell

@@ -77,7 +77,9 @@ fn limit_malloc_arenas() {
 async fn run(cli: Cli) {
     let result = match cli.command {
         Some(Command::Audit(args)) => print_audit(&args),
-        Some(Command::Tools(args)) => catalog::command::run(&args).await,
+        Some(Command::Tools(args)) => catalog::command::run(&args)
+            .await
+            .map_err(|e| e.to_string()),
         Some(Command::Approvals(args)) => approvals::command::run(&args).await,
         Some(Command::Backup(args)) => backup::backup(&args.database, &args.out)
             .map(|s| println!("{s}"))

@@ -465,7 +465,9 @@ async fn start_catalog(
             "--custom-reader-role {role:?}: use lowercase letters, digits and '_' (at most 63)"
         ));
     }
-    let store = catalog::Store::open(&cli.database).await?;
+    let store = catalog::Store::open(&cli.database)
+        .await
+        .map_err(|e| e.to_string())?;
     // Without the reader role custom tools cannot run; built-ins can, so
     // only a --tools-file start (which must serve its tools) fails.
     if let Err(reason) = store.ensure_reader(role).await {
@@ -487,10 +489,12 @@ async fn start_catalog(
             max_result_bytes: cli.limits.max_result_bytes,
             max_heap_bytes: cli.custom_query_memory_mib as usize * 1024 * 1024,
         },
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     let catalog = Arc::new(catalog.pinned(pin.clone()));
     let actor = format!("{} (--tools-file)", crate::actor::actor(None));
     catalog::watch::start(catalog, server.clone(), cli.tools_file.clone(), actor, pin)
         .await
         .map(Some)
+        .map_err(|e| e.to_string())
 }

@@ -19,6 +19,9 @@ pub enum ConsoleError {
     /// The database or a store failed.
     #[error("{0}")]
     Store(String),
+    /// The tool catalogue failed.
+    #[error(transparent)]
+    Catalog(#[from] crate::catalog::Error),
     /// Not logged in, or a login that did not succeed.
     #[error("{0}")]
     Unauthorized(String),
@@ -33,7 +36,7 @@ impl ConsoleError {
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Store(_) | Self::Catalog(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Issuer(_) => StatusCode::BAD_GATEWAY,
         }
@@ -42,8 +45,12 @@ impl ConsoleError {
 
 impl IntoResponse for ConsoleError {
     fn into_response(self) -> Response {
-        if let Self::Store(reason) | Self::Issuer(reason) = &self {
-            tracing::warn!(%reason, "console request failed");
+        match &self {
+            Self::Store(reason) | Self::Issuer(reason) => {
+                tracing::warn!(%reason, "console request failed");
+            }
+            Self::Catalog(reason) => tracing::warn!(%reason, "console request failed"),
+            _ => {}
         }
         let status = self.status();
         let page = html! {

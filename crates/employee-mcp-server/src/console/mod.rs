@@ -262,7 +262,9 @@ impl ConsoleListener {
         let oidc = console_oidc(args, issuer, bound)?;
         let console = Arc::new(Console {
             database: database.clone(),
-            catalog: catalog::Store::open(database).await?,
+            catalog: catalog::Store::open(database)
+                .await
+                .map_err(|e| e.to_string())?,
             approvals: approvals::Store::open(database).await?,
             builtins,
             token,

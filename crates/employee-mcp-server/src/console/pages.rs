@@ -59,11 +59,7 @@ fn custom_row(state: Value, spec: Option<ToolSpec>) -> ToolRow {
 }
 
 async fn tool_rows(console: &Console) -> Result<Vec<ToolRow>, ConsoleError> {
-    let entries = console
-        .catalog
-        .entries()
-        .await
-        .map_err(ConsoleError::Store)?;
+    let entries = console.catalog.entries().await?;
     let builtins = &console.builtins;
     let mut rows: Vec<ToolRow> = builtins
         .iter()
@@ -201,11 +197,11 @@ pub async fn tools(
 async fn after_change(
     console: &Console,
     op: &Operator,
-    outcome: Result<Vec<String>, String>,
+    outcome: Result<Vec<String>, crate::catalog::Error>,
 ) -> Result<Response, ConsoleError> {
     let (status, notice) = match outcome {
         Ok(lines) => (StatusCode::OK, lines.join("; ")),
-        Err(e) => (StatusCode::CONFLICT, e),
+        Err(e) => (StatusCode::CONFLICT, e.to_string()),
     };
     let page = tools_page(console, op, Some(&notice)).await?;
     Ok((status, page).into_response())

@@ -80,7 +80,9 @@ async fn run(cli: Cli) {
         Some(Command::Tools(args)) => catalog::command::run(&args)
             .await
             .map_err(|e| e.to_string()),
-        Some(Command::Approvals(args)) => approvals::command::run(&args).await,
+        Some(Command::Approvals(args)) => approvals::command::run(&args)
+            .await
+            .map_err(|e| e.to_string()),
         Some(Command::Backup(args)) => backup::backup(&args.database, &args.out)
             .map(|s| println!("{s}"))
             .map_err(|e| e.to_string()),

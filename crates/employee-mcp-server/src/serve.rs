@@ -37,7 +37,9 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
     let sink = audit::Audit::open(&cli.database, audit_options)?;
     let replication = replication(&cli).await?;
     let limits = replication.limits.clone();
-    let approvals = approvals::Store::open(&cli.database).await?;
+    let approvals = approvals::Store::open(&cli.database)
+        .await
+        .map_err(|e| e.to_string())?;
     let (server, builtins) = build_server(
         &directory,
         &cli,
@@ -130,7 +132,7 @@ async fn start_console(
                 cli.listen.to_string()
             };
             let console = console.as_ref().map(|c| c.addr().to_string());
-            let me = replicas::this_replica(listen, console)?;
+            let me = replicas::this_replica(listen, console).map_err(|e| e.to_string())?;
             Some(replicas::Heartbeat::start(
                 registry,
                 me,

@@ -312,16 +312,10 @@ async fn void_approvals(
     name: &str,
     why: &str,
 ) -> Result<Option<String>, Error> {
-    let Some(approvals) = crate::approvals::Store::open(database)
-        .await
-        .map_err(Error::Approvals)?
-    else {
+    let Some(approvals) = crate::approvals::Store::open(database).await? else {
         return Ok(None);
     };
-    let voided = approvals
-        .void_tool(name, why)
-        .await
-        .map_err(Error::Approvals)?;
+    let voided = approvals.void_tool(name, why).await?;
     Ok((voided > 0).then(|| format!("{voided} pending approval(s) of {name} void: {why}")))
 }
 

@@ -105,8 +105,8 @@ pub enum Error {
     #[error("{0}")]
     Custom(String),
     /// The approvals store failed (voiding a tool's pending calls).
-    #[error("{0}")]
-    Approvals(String),
+    #[error(transparent)]
+    Approvals(#[from] crate::approvals::Error),
     /// The server refused the catalogue's tool set.
     #[error("the catalogue's tool set is invalid: {0}")]
     InvalidToolSet(#[source] RegistrationError),

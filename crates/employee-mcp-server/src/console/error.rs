@@ -22,6 +22,9 @@ pub enum ConsoleError {
     /// The tool catalogue failed.
     #[error(transparent)]
     Catalog(#[from] crate::catalog::Error),
+    /// The approvals store failed.
+    #[error(transparent)]
+    Approvals(#[from] crate::approvals::Error),
     /// Not logged in, or a login that did not succeed.
     #[error("{0}")]
     Unauthorized(String),
@@ -36,7 +39,9 @@ impl ConsoleError {
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Store(_) | Self::Catalog(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Store(_) | Self::Catalog(_) | Self::Approvals(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Issuer(_) => StatusCode::BAD_GATEWAY,
         }
@@ -50,6 +55,7 @@ impl IntoResponse for ConsoleError {
                 tracing::warn!(%reason, "console request failed");
             }
             Self::Catalog(reason) => tracing::warn!(%reason, "console request failed"),
+            Self::Approvals(reason) => tracing::warn!(%reason, "console request failed"),
             _ => {}
         }
         let status = self.status();

@@ -265,7 +265,9 @@ impl ConsoleListener {
             catalog: catalog::Store::open(database)
                 .await
                 .map_err(|e| e.to_string())?,
-            approvals: approvals::Store::open(database).await?,
+            approvals: approvals::Store::open(database)
+                .await
+                .map_err(|e| e.to_string())?,
             builtins,
             token,
             sessions: Sessions::default(),

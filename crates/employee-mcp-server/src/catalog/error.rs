@@ -102,8 +102,8 @@ pub enum Error {
     #[error(transparent)]
     Definition(#[from] DefinitionError),
     /// The custom tools' reader role or definition file failed.
-    #[error("{0}")]
-    Custom(String),
+    #[error(transparent)]
+    Custom(#[from] crate::custom::Error),
     /// The approvals store failed (voiding a tool's pending calls).
     #[error(transparent)]
     Approvals(#[from] crate::approvals::Error),

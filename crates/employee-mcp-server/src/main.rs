@@ -89,11 +89,11 @@ async fn run(cli: Cli) {
         Some(Command::Restore(args)) => backup::restore(&args.database, &args.from)
             .map(|s| println!("{s}"))
             .map_err(|e| e.to_string()),
-        Some(Command::Export(args)) => exchange::export(&args).await,
-        Some(Command::Import(args)) => exchange::import(&args).await,
+        Some(Command::Export(args)) => exchange::export(&args).await.map_err(|e| e.to_string()),
+        Some(Command::Import(args)) => exchange::import(&args).await.map_err(|e| e.to_string()),
         // Traces (OTLP) when OTEL_* says so; see telemetry.rs.
         None => match telemetry::Tracing::from_env() {
-            Err(message) => Err(message),
+            Err(e) => Err(e.to_string()),
             Ok(traces) => {
                 init_logging(cli.serve.log_format, traces.as_ref());
                 let served = serve::serve(cli.serve)

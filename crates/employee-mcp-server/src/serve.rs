@@ -58,9 +58,11 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
     // Serves until this function returns, so /readyz answers 503 while
     // the MCP listener drains.
     let _metrics = match cli.metrics_listen {
-        Some(addr) => {
-            Some(ops::MetricsListener::start(addr, &server, Arc::clone(&readiness)).await?)
-        }
+        Some(addr) => Some(
+            ops::MetricsListener::start(addr, &server, Arc::clone(&readiness))
+                .await
+                .map_err(|e| e.to_string())?,
+        ),
         None => None,
     };
     // Before the MCP listener: its port file says the console is up too.
@@ -122,7 +124,8 @@ async fn start_console(
         Arc::clone(readiness),
         issuer,
     )
-    .await?;
+    .await
+    .map_err(|e| e.to_string())?;
     // Every replica reports itself for the console's Health page.
     let heartbeat = match replicas::Registry::of(&cli.database) {
         Some(registry) => {
@@ -177,7 +180,7 @@ impl Callers {
                     "--auth-issuer applies to HTTP only; stdio uses EMPLOYEE_MCP_STDIO_* credentials"
                 );
             }
-            let stdio_principal = auth::stdio_principal_from_env()?;
+            let stdio_principal = auth::stdio_principal_from_env().map_err(|e| e.to_string())?;
             return Ok(Callers {
                 authenticated,
                 enforce_scopes: stdio_principal.is_some(),
@@ -186,7 +189,9 @@ impl Callers {
             });
         }
         let oauth = match &cli.auth.auth_issuer {
-            Some(issuer) => Some(auth::OAuth::configure(issuer, &cli.auth)?),
+            Some(issuer) => {
+                Some(auth::OAuth::configure(issuer, &cli.auth).map_err(|e| e.to_string())?)
+            }
             None => None,
         };
         Ok(Callers {

@@ -18,10 +18,11 @@ use mcpwire_server::transport::stdio::{StdioConfig, serve_stdio};
 use mcpwire_server::{AccessOptions, RateLimit, Server, ServerOptions};
 
 use crate::cli::{ApprovalArgs, Fallback, ServeArgs};
+use crate::error::Error;
 use crate::{approvals, audit, auth, catalog, console, ops, replicas, tools, views};
 
 /// Serves until a signal (HTTP) or the end of stdin (stdio).
-pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
+pub(crate) async fn serve(cli: ServeArgs) -> Result<(), Error> {
     // Configuration errors first, before seeding a database.
     let callers = Callers::from_args(&cli)?;
     let directory = open_directory(&cli).await?;
@@ -37,9 +38,7 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
     let sink = audit::Audit::open(&cli.database, audit_options)?;
     let replication = replication(&cli).await?;
     let limits = replication.limits.clone();
-    let approvals = approvals::Store::open(&cli.database)
-        .await
-        .map_err(|e| e.to_string())?;
+    let approvals = approvals::Store::open(&cli.database).await?;
     let (server, builtins) = build_server(
         &directory,
         &cli,
@@ -58,11 +57,9 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), String> {
     // Serves until this function returns, so /readyz answers 503 while
     // the MCP listener drains.
     let _metrics = match cli.metrics_listen {
-        Some(addr) => Some(
-            ops::MetricsListener::start(addr, &server, Arc::clone(&readiness))
-                .await
-                .map_err(|e| e.to_string())?,
-        ),
+        Some(addr) => {
+            Some(ops::MetricsListener::start(addr, &server, Arc::clone(&readiness)).await?)
+        }
         None => None,
     };
     // Before the MCP listener: its port file says the console is up too.
@@ -101,7 +98,7 @@ async fn start_console(
         Option<console::ConsoleListener>,
         Option<replicas::Heartbeat>,
     ),
-    String,
+    Error,
 > {
     // The console logs in through the same issuer when asked to.
     let issuer = match (
@@ -124,8 +121,7 @@ async fn start_console(
         Arc::clone(readiness),
         issuer,
     )
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     // Every replica reports itself for the console's Health page.
     let heartbeat = match replicas::Registry::of(&cli.database) {
         Some(registry) => {
@@ -135,7 +131,7 @@ async fn start_console(
                 cli.listen.to_string()
             };
             let console = console.as_ref().map(|c| c.addr().to_string());
-            let me = replicas::this_replica(listen, console).map_err(|e| e.to_string())?;
+            let me = replicas::this_replica(listen, console)?;
             Some(replicas::Heartbeat::start(
                 registry,
                 me,
@@ -162,17 +158,14 @@ struct Callers {
 }
 
 impl Callers {
-    fn from_args(cli: &ServeArgs) -> Result<Callers, String> {
+    fn from_args(cli: &ServeArgs) -> Result<Callers, Error> {
         let authenticated = cli.auth.auth_issuer.is_some();
         if !cli.stdio
             && !cli.listen.ip().is_loopback()
             && !authenticated
             && !cli.insecure_public_bind
         {
-            return Err(format!(
-                "refusing to serve HR data on {} without authentication; configure OAuth with --auth-issuer and --auth-audience, bind a loopback address (e.g. 127.0.0.1:8080), or pass --i-understand-this-exposes-hr-data-without-auth",
-                cli.listen
-            ));
+            return Err(Error::Unauthenticated(cli.listen));
         }
         if cli.stdio {
             if authenticated {
@@ -180,7 +173,7 @@ impl Callers {
                     "--auth-issuer applies to HTTP only; stdio uses EMPLOYEE_MCP_STDIO_* credentials"
                 );
             }
-            let stdio_principal = auth::stdio_principal_from_env().map_err(|e| e.to_string())?;
+            let stdio_principal = auth::stdio_principal_from_env()?;
             return Ok(Callers {
                 authenticated,
                 enforce_scopes: stdio_principal.is_some(),
@@ -189,9 +182,7 @@ impl Callers {
             });
         }
         let oauth = match &cli.auth.auth_issuer {
-            Some(issuer) => {
-                Some(auth::OAuth::configure(issuer, &cli.auth).map_err(|e| e.to_string())?)
-            }
+            Some(issuer) => Some(auth::OAuth::configure(issuer, &cli.auth)?),
             None => None,
         };
         Ok(Callers {
@@ -203,7 +194,7 @@ impl Callers {
     }
 }
 
-async fn open_directory(cli: &ServeArgs) -> Result<Directory, String> {
+async fn open_directory(cli: &ServeArgs) -> Result<Directory, Error> {
     let options = DirectoryOptions {
         max_connections: cli.db_pool_size as usize,
         statement_timeout: Duration::from_secs(cli.db_statement_timeout),
@@ -212,13 +203,11 @@ async fn open_directory(cli: &ServeArgs) -> Result<Directory, String> {
         demo_data: !cli.no_demo_data,
         ..DirectoryOptions::default()
     };
-    Directory::open_url(&cli.database, Arc::new(SystemClock), options)
-        .await
-        .map_err(|e| format!("cannot open the employee database: {e}"))
+    Ok(Directory::open_url(&cli.database, Arc::new(SystemClock), options).await?)
 }
 
 /// Serves MCP on stdin/stdout until stdin ends or a signal.
-async fn on_stdio(server: Server, cli: &ServeArgs, callers: Callers) -> Result<(), String> {
+async fn on_stdio(server: Server, cli: &ServeArgs, callers: Callers) -> Result<(), Error> {
     tracing::info!(
         database = %cli.database,
         enforce_scopes = callers.enforce_scopes,
@@ -234,9 +223,7 @@ async fn on_stdio(server: Server, cli: &ServeArgs, callers: Callers) -> Result<(
         max_message_bytes: cli.max_body_bytes,
         ..StdioConfig::default()
     };
-    serve_stdio(server, config)
-        .await
-        .map_err(|e| format!("stdio transport failed: {e}"))
+    serve_stdio(server, config).await.map_err(Error::Stdio)
 }
 
 /// Serves MCP on `--listen` (plus the probes) until a signal, then drains.
@@ -245,13 +232,14 @@ async fn on_http(
     cli: &ServeArgs,
     callers: Callers,
     readiness: Arc<dyn ReadinessCheck>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let listener = tokio::net::TcpListener::bind(cli.listen)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", cli.listen))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| format!("cannot read the bound address: {e}"))?;
+        .map_err(|source| Error::Listen {
+            addr: cli.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(Error::BoundAddr)?;
     let mut allowed_hosts = cli.allowed_hosts.clone();
     if !addr.ip().is_unspecified() {
         allowed_hosts.push(addr.ip().to_string());
@@ -285,8 +273,10 @@ async fn on_http(
     let stats = Arc::new(ConnectionStats::default());
     server.metrics().attach_connections(Arc::clone(&stats));
     if let Some(path) = &cli.port_file {
-        std::fs::write(path, addr.to_string())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(path, addr.to_string()).map_err(|source| Error::PortFile {
+            path: path.clone(),
+            source,
+        })?;
     }
     tracing::info!(
         authenticated = callers.authenticated,
@@ -303,7 +293,7 @@ async fn on_http(
     };
     mcp_http::serve_with(listener, router, server, shutdown_signal(), &limits, stats)
         .await
-        .map_err(|e| format!("HTTP server failed: {e}"))
+        .map_err(Error::Http)
 }
 
 /// What replicas share: on PostgreSQL, sessions, the bus, a cluster key,
@@ -318,16 +308,14 @@ struct Replicated {
     limits: Option<Arc<mcpwire_cluster::limits::PgLimiter>>,
 }
 
-async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
+async fn replication(cli: &ServeArgs) -> Result<Replicated, Error> {
     let args = &cli.cluster;
     let file_key = match &args.request_state_key_file {
-        Some(path) => Some(mcpwire_cluster::key::from_file(path)?),
+        Some(path) => Some(mcpwire_cluster::key::from_file(path).map_err(Error::Cluster)?),
         None => None,
     };
     let url = match &args.shared_state_url {
-        Some(url) => url.postgres().ok_or_else(|| {
-            "--shared-state-url must be a postgres:// or postgresql:// URL".to_owned()
-        })?,
+        Some(url) => url.postgres().ok_or(Error::SharedStateUrl)?,
         None => match cli.database.postgres() {
             Some(url) => url,
             None => {
@@ -340,7 +328,9 @@ async fn replication(cli: &ServeArgs) -> Result<Replicated, String> {
     };
     let size = usize::try_from(args.shared_pool_size).unwrap_or(8);
     let timeout = Duration::from_millis(args.shared_state_timeout_ms);
-    let r = mcpwire_cluster::connect(url, size, timeout).await?;
+    let r = mcpwire_cluster::connect(url, size, timeout)
+        .await
+        .map_err(Error::Cluster)?;
     tracing::info!(
         "sharing sessions, events, tasks and limits with other replicas through PostgreSQL"
     );
@@ -360,7 +350,7 @@ fn build_server(
     sink: Arc<dyn mcpwire_server::AuditSink>,
     replicated: Replicated,
     approvals: Option<approvals::Store>,
-) -> Result<(Server, Vec<mcpwire_server::Tool>), String> {
+) -> Result<(Server, Vec<mcpwire_server::Tool>), Error> {
     let limits = &cli.limits;
     let options = ServerOptions {
         call_timeout: Some(Duration::from_secs(cli.call_timeout_secs.max(1))),
@@ -427,9 +417,7 @@ fn build_server(
     if let Some(shared) = replicated.shared {
         builder = builder.shared(shared);
     }
-    let server = builder
-        .build()
-        .map_err(|e| format!("invalid tool definition: {e}"))?;
+    let server = builder.build().map_err(Error::InvalidTool)?;
     Ok((server, builtins))
 }
 
@@ -455,7 +443,7 @@ async fn start_catalog(
     server: &Server,
     builtins: Vec<mcpwire_server::Tool>,
     pin: Option<Arc<PinnedFile>>,
-) -> Result<Option<catalog::watch::Watcher>, String> {
+) -> Result<Option<catalog::watch::Watcher>, Error> {
     if !cli.database.is_postgres() {
         match catalog::database_file(&cli.database) {
             Ok(_) => {}
@@ -463,23 +451,19 @@ async fn start_catalog(
                 tracing::info!(%reason, "runtime tool catalogue off");
                 return Ok(None);
             }
-            Err(reason) => return Err(format!("--tools-file: {reason}")),
+            Err(reason) => return Err(Error::ToolsFile(reason)),
         }
     }
     let role = &cli.custom_reader_role;
     if !crate::custom::postgres::valid_role(role) {
-        return Err(format!(
-            "--custom-reader-role {role:?}: use lowercase letters, digits and '_' (at most 63)"
-        ));
+        return Err(Error::ReaderRole(role.clone()));
     }
-    let store = catalog::Store::open(&cli.database)
-        .await
-        .map_err(|e| e.to_string())?;
+    let store = catalog::Store::open(&cli.database).await?;
     // Without the reader role custom tools cannot run; built-ins can, so
     // only a --tools-file start (which must serve its tools) fails.
     if let Err(reason) = store.ensure_reader(role).await {
         if cli.tools_file.is_some() {
-            return Err(format!("--tools-file: {reason}"));
+            return Err(Error::ToolsFile(reason));
         }
         tracing::warn!(%reason, "custom SQL tools cannot run until the reader role is set up");
     }
@@ -496,12 +480,10 @@ async fn start_catalog(
             max_result_bytes: cli.limits.max_result_bytes,
             max_heap_bytes: cli.custom_query_memory_mib as usize * 1024 * 1024,
         },
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let catalog = Arc::new(catalog.pinned(pin.clone()));
     let actor = format!("{} (--tools-file)", crate::actor::actor(None));
-    catalog::watch::start(catalog, server.clone(), cli.tools_file.clone(), actor, pin)
-        .await
-        .map(Some)
-        .map_err(|e| e.to_string())
+    let watcher =
+        catalog::watch::start(catalog, server.clone(), cli.tools_file.clone(), actor, pin).await?;
+    Ok(Some(watcher))
 }

@@ -107,3 +107,52 @@ pub enum Error {
     #[error("--tools-file: {0}")]
     ToolsFile(#[source] catalog::Error),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The texts the command line printed before these types existed
+    /// (integration tests compare stderr; these pin a few without a run).
+    #[test]
+    fn messages_read_as_before() {
+        let listen: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        assert_eq!(
+            Error::Unauthenticated(listen).to_string(),
+            "refusing to serve HR data on 0.0.0.0:8080 without authentication; configure OAuth with --auth-issuer and --auth-audience, bind a loopback address (e.g. 127.0.0.1:8080), or pass --i-understand-this-exposes-hr-data-without-auth"
+        );
+        assert_eq!(
+            Error::ToolsFile(catalog::Error::InMemory).to_string(),
+            "--tools-file: the tool catalogue needs a database file (sqlite://PATH), not an in-memory database"
+        );
+        assert_eq!(
+            Error::from(catalog::Error::NameTaken {
+                name: "t".into(),
+                kind: "builtin".into(),
+                owner: "cli".into(),
+            })
+            .to_string(),
+            "tool \"t\", field `name`: a builtin tool with this name already exists (source cli); remove it first or pick another name"
+        );
+        assert_eq!(
+            Error::from(catalog::Error::TooMany { count: 3, max: 2 }).to_string(),
+            "the catalogue would hold 3 custom tools, over the limit of 2 (--max-custom-tools); remove some first"
+        );
+        assert_eq!(
+            Error::from(approvals::Error::NoApproval("apr-1".into())).to_string(),
+            "no approval apr-1"
+        );
+        assert_eq!(
+            Error::from(exchange::Error::Invalid {
+                total: 2,
+                dir: "in".into(),
+            })
+            .to_string(),
+            "2 problem(s) in in; nothing was imported"
+        );
+        assert_eq!(
+            Error::ReaderRole("Bad".into()).to_string(),
+            "--custom-reader-role \"Bad\": use lowercase letters, digits and '_' (at most 63)"
+        );
+    }
+}

@@ -165,3 +165,23 @@ impl MetricsListener {
         Ok(MetricsListener { _stop: stop })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readiness_reasons_read_as_before() {
+        assert_eq!(NotReady::Replaced.to_string(), REPLACED);
+        assert_eq!(NotReady::Unavailable.to_string(), "database unavailable");
+        let old = NotReady::OldSchema {
+            found: 3,
+            expected: 5,
+        };
+        assert_eq!(old.to_string(), "database schema version 3 is older than 5");
+        assert_eq!(
+            NotReady::from(Unhealthy::Stalled).to_string(),
+            "audit commit stalled"
+        );
+    }
+}

@@ -20,9 +20,12 @@ pub enum ConsoleError {
     /// Too many at once (live streams).
     #[error("{0}")]
     Busy(&'static str),
-    /// The database or a store failed.
-    #[error("{0}")]
-    Store(String),
+    /// The directory's import history or row counts could not be read.
+    #[error(transparent)]
+    Exchange(#[from] employee_directory::exchange::ExchangeError),
+    /// An audit row could not be written as JSON (the export).
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
     /// The tool catalogue failed.
     #[error(transparent)]
     Catalog(#[from] crate::catalog::Error),
@@ -52,7 +55,8 @@ impl ConsoleError {
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Store(_)
+            Self::Exchange(_)
+            | Self::Json(_)
             | Self::Catalog(_)
             | Self::Approvals(_)
             | Self::Audit(_)
@@ -66,18 +70,16 @@ impl ConsoleError {
 
 impl IntoResponse for ConsoleError {
     fn into_response(self) -> Response {
-        match &self {
-            Self::Store(reason) | Self::Issuer(reason) => {
-                tracing::warn!(%reason, "console request failed");
-            }
-            Self::Catalog(reason) => tracing::warn!(%reason, "console request failed"),
-            Self::Approvals(reason) => tracing::warn!(%reason, "console request failed"),
-            Self::Randomness(reason) => tracing::warn!(%reason, "console request failed"),
-            Self::Audit(reason) => tracing::warn!(%reason, "console request failed"),
-            Self::Task(reason) => tracing::warn!(%reason, "console request failed"),
-            _ => {}
-        }
         let status = self.status();
+        // A failing store or issuer is worth a log line; a refused
+        // request is the caller's business.
+        if matches!(
+            status,
+            StatusCode::INTERNAL_SERVER_ERROR | StatusCode::BAD_GATEWAY
+        ) {
+            let reason = self.to_string();
+            tracing::warn!(%reason, "console request failed");
+        }
         let page = html! {
             (maud::DOCTYPE)
             html lang="en" {

@@ -8,6 +8,21 @@ use std::time::{Duration, Instant};
 
 use mcpwire_server::observe::{Encoder, Histogram};
 
+/// Why the audit writer is not fit to serve; the text is safe to show
+/// unauthenticated (readiness probes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unhealthy {
+    /// The writer thread is gone.
+    #[error("audit writer stopped")]
+    Stopped,
+    /// A commit has been running longer than the stall bound.
+    #[error("audit commit stalled")]
+    Stalled,
+    /// The last commit failed, recently.
+    #[error("audit commit failing")]
+    Failing,
+}
+
 /// How long after a failed commit readiness stays failed, unless a commit
 /// succeeds first. Bounded so that a server taken out of rotation gets
 /// traffic again and can show it recovered.
@@ -81,19 +96,19 @@ impl AuditStats {
 
     /// Whether the writer is committing; `writer_alive` is false once its
     /// thread has gone. The reason is safe to show unauthenticated.
-    pub fn health(&self, writer_alive: bool) -> Result<(), String> {
+    pub fn health(&self, writer_alive: bool) -> Result<(), Unhealthy> {
         if !writer_alive {
-            return Err("audit writer stopped".to_owned());
+            return Err(Unhealthy::Stopped);
         }
         let now = self.now_mark();
         let ago = |mark: u64| Duration::from_millis(now.saturating_sub(mark));
         let busy = self.busy_since.load(Ordering::Relaxed);
         if busy != 0 && ago(busy) > self.stalled_after {
-            return Err("audit commit stalled".to_owned());
+            return Err(Unhealthy::Stalled);
         }
         let failed = self.failed_at.load(Ordering::Relaxed);
         if !self.last_ok.load(Ordering::Relaxed) && failed != 0 && ago(failed) < FAILURE_HOLD {
-            return Err("audit commit failing".to_owned());
+            return Err(Unhealthy::Failing);
         }
         Ok(())
     }
@@ -134,7 +149,7 @@ mod tests {
         s.enqueued();
         s.commit_started(1);
         s.commit_finished(Duration::from_millis(1), false);
-        assert_eq!(s.health(true), Err("audit commit failing".to_owned()));
+        assert_eq!(s.health(true), Err(Unhealthy::Failing));
         s.commit_started(0);
         s.commit_finished(Duration::from_millis(1), true);
         assert!(s.health(true).is_ok());
@@ -147,7 +162,7 @@ mod tests {
         s.commit_started(1);
         assert!(s.health(true).is_ok(), "a commit within the timeout");
         std::thread::sleep(Duration::from_millis(80));
-        assert_eq!(s.health(true), Err("audit commit stalled".to_owned()));
+        assert_eq!(s.health(true), Err(Unhealthy::Stalled));
         s.commit_finished(Duration::from_millis(80), true);
         assert!(s.health(true).is_ok());
     }

@@ -11,18 +11,34 @@ use mcpwire_server::transport::http::auth::{self, AuthConfig, Authenticator};
 use crate::cli::AuthArgs;
 use crate::scopes;
 
+/// Why the caller settings are unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An `EMPLOYEE_MCP_STDIO_*` variable holds bytes that are not UTF-8.
+    #[error("{0} is not valid UTF-8")]
+    NotUnicode(&'static str),
+    /// `--auth-issuer` without `--auth-audience`.
+    #[error(
+        "--auth-issuer needs --auth-audience: this server's canonical URI, e.g. https://hr.example.com/mcp"
+    )]
+    NoAudience,
+    /// The library refused the OAuth settings.
+    #[error("invalid OAuth configuration: {0}")]
+    Config(String),
+}
+
 /// Subject recorded for stdio callers that set no `EMPLOYEE_MCP_STDIO_SUBJECT`.
 const DEFAULT_STDIO_SUBJECT: &str = "stdio";
 
 /// The stdio caller from `EMPLOYEE_MCP_STDIO_SCOPES` (space-separated),
 /// `EMPLOYEE_MCP_STDIO_SUBJECT` and `EMPLOYEE_MCP_STDIO_SELF_ID`; `None`
 /// (no enforcement) when no scopes variable is set.
-pub fn stdio_principal_from_env() -> Result<Option<Principal>, String> {
-    let var = |name: &str| -> Result<Option<String>, String> {
+pub fn stdio_principal_from_env() -> Result<Option<Principal>, Error> {
+    let var = |name: &'static str| -> Result<Option<String>, Error> {
         match std::env::var(name) {
             Ok(v) => Ok(Some(v)),
             Err(std::env::VarError::NotPresent) => Ok(None),
-            Err(std::env::VarError::NotUnicode(_)) => Err(format!("{name} is not valid UTF-8")),
+            Err(std::env::VarError::NotUnicode(_)) => Err(Error::NotUnicode(name)),
         }
     };
     let Some(granted) = var("EMPLOYEE_MCP_STDIO_SCOPES")? else {
@@ -68,10 +84,8 @@ pub struct OAuth {
 impl OAuth {
     /// Checks the settings; fetches nothing yet (keys are fetched with the
     /// first token).
-    pub fn configure(issuer: &str, args: &AuthArgs) -> Result<OAuth, String> {
-        let audience = args.auth_audience.clone().ok_or_else(|| {
-            "--auth-issuer needs --auth-audience: this server's canonical URI, e.g. https://hr.example.com/mcp".to_owned()
-        })?;
+    pub fn configure(issuer: &str, args: &AuthArgs) -> Result<OAuth, Error> {
+        let audience = args.auth_audience.clone().ok_or(Error::NoAudience)?;
         let mut config = AuthConfig::new(issuer, audience);
         config.jwks_url = args.auth_jwks_url.clone();
         config.scopes_supported = scopes::ALL.iter().map(|s| (*s).to_owned()).collect();
@@ -80,8 +94,7 @@ impl OAuth {
         let claim = args.auth_self_claim.trim();
         config.self_id_claim = (!claim.is_empty()).then(|| claim.to_owned());
         config.scope_expansion = Arc::new(|granted: &BTreeSet<String>| scopes::expand(granted));
-        let authenticator =
-            Authenticator::new(config).map_err(|e| format!("invalid OAuth configuration: {e}"))?;
+        let authenticator = Authenticator::new(config).map_err(|e| Error::Config(e.to_string()))?;
         tracing::info!(
             issuer,
             resource = authenticator.resource(),

@@ -135,7 +135,29 @@ pub struct ImportArgs {
     pub date_format: Option<String>,
 }
 
-/// Parses `--delimiter`.
+/// Why an `export` or `import` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The directory's exchange failed.
+    #[error(transparent)]
+    Exchange(#[from] ExchangeError),
+    /// A history record could not be printed as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// `import` without a folder or `--history`.
+    #[error("name the folder to import (or pass --history)")]
+    NoFolder,
+    /// The files did not validate; the first problems were printed.
+    #[error("{total} problem(s) in {}; nothing was imported", dir.display())]
+    Invalid {
+        /// How many problems.
+        total: usize,
+        /// The folder.
+        dir: std::path::PathBuf,
+    },
+}
+
+/// Parses `--delimiter` (a clap value parser, which speaks `String`).
 fn delimiter(text: &str) -> Result<u8, String> {
     match text {
         "," | "comma" => Ok(b','),
@@ -145,21 +167,20 @@ fn delimiter(text: &str) -> Result<u8, String> {
     }
 }
 
-/// Checks `--date-format` at startup.
+/// Checks `--date-format` at startup (a clap value parser).
 fn date_format(text: &str) -> Result<String, String> {
     exchange::check_date_format(text).map(|()| text.to_string())
 }
 
 /// The `export` subcommand.
-pub async fn export(args: &ExportArgs) -> Result<(), String> {
+pub async fn export(args: &ExportArgs) -> Result<(), Error> {
     let written = exchange::export(
         args.database.as_str(),
         &args.out,
         args.format.into(),
         args.demo_employees,
     )
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     let total: u64 = written.iter().map(|(_, n)| n).sum();
     for (entity, n) in &written {
         println!("{entity}: {n} rows");
@@ -197,18 +218,16 @@ fn guess_format(dir: &std::path::Path) -> Format {
 }
 
 /// The `import` subcommand.
-pub async fn import(args: &ImportArgs) -> Result<(), String> {
+pub async fn import(args: &ImportArgs) -> Result<(), Error> {
     if args.history {
-        let records = exchange::history(args.database.as_str(), args.limit)
-            .await
-            .map_err(|e| e.to_string())?;
+        let records = exchange::history(args.database.as_str(), args.limit).await?;
         for r in &records {
-            println!("{}", serde_json::to_string(r).map_err(|e| e.to_string())?);
+            println!("{}", serde_json::to_string(r)?);
         }
         return Ok(());
     }
     let Some(dir) = args.dir.clone() else {
-        return Err("name the folder to import (or pass --history)".to_string());
+        return Err(Error::NoFolder);
     };
     let format = args.format.map_or_else(|| guess_format(&dir), Format::from);
     let options = ImportOptions {
@@ -238,13 +257,12 @@ pub async fn import(args: &ImportArgs) -> Result<(), String> {
             if more > 0 {
                 eprintln!("… and {more} more problem(s)");
             }
-            Err(format!(
-                "{} problem(s) in {}; nothing was imported",
-                problems.total,
-                options.dir.display()
-            ))
+            Err(Error::Invalid {
+                total: problems.total,
+                dir: options.dir,
+            })
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -11,6 +11,7 @@ mod catalog;
 mod cli;
 mod console;
 mod custom;
+mod error;
 mod exchange;
 mod ops;
 mod replicas;
@@ -27,7 +28,8 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-use cli::{AuditArgs, Cli, Command, LogFormat};
+use cli::{AuditArgs, Cli, Command, LogFormat, ServeArgs};
+use error::Error;
 
 /// mimalloc serves the Rust side: with glibc malloc, allocation and
 /// free (fastbin consolidation, chunk unlinking) were a large share of a
@@ -49,12 +51,25 @@ fn main() {
         runtime.worker_threads(usize::from(n));
     }
     match runtime.enable_all().build() {
-        Ok(runtime) => runtime.block_on(run(cli)),
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            std::process::exit(1);
-        }
+        // Exit inside the runtime rather than by dropping it: a stdio
+        // server stopped by a signal still has a blocking read on stdin
+        // that the runtime's shutdown would wait for forever.
+        Ok(runtime) => runtime.block_on(async { exit(run(cli).await) }),
+        Err(e) => exit(Err(Error::Runtime(e))),
     }
+}
+
+/// The one place a failure becomes a message and an exit code: `error: …`
+/// on stderr and 1 (clap's own argument errors exit 2 before this).
+fn exit(result: Result<(), Error>) -> ! {
+    let code = match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    };
+    std::process::exit(code)
 }
 
 /// Two glibc malloc arenas instead of up to eight per core: every
@@ -74,45 +89,38 @@ fn limit_malloc_arenas() {
     }
 }
 
-async fn run(cli: Cli) {
-    let result = match cli.command {
+/// Runs the subcommand, or the server.
+async fn run(cli: Cli) -> Result<(), Error> {
+    match cli.command {
         Some(Command::Audit(args)) => print_audit(&args),
-        Some(Command::Tools(args)) => catalog::command::run(&args).await,
-        Some(Command::Approvals(args)) => approvals::command::run(&args).await,
-        Some(Command::Backup(args)) => backup::backup(&args.database, &args.out)
-            .map(|s| println!("{s}"))
-            .map_err(|e| e.to_string()),
-        Some(Command::Restore(args)) => backup::restore(&args.database, &args.from)
-            .map(|s| println!("{s}"))
-            .map_err(|e| e.to_string()),
-        Some(Command::Export(args)) => exchange::export(&args).await,
-        Some(Command::Import(args)) => exchange::import(&args).await,
-        // Traces (OTLP) when OTEL_* says so; see telemetry.rs.
-        None => match telemetry::Tracing::from_env() {
-            Err(message) => Err(message),
-            Ok(traces) => {
-                init_logging(cli.serve.log_format, traces.as_ref());
-                let served = serve::serve(cli.serve)
-                    .await
-                    .inspect_err(|m| tracing::error!("{m}"));
-                if let Some(t) = traces {
-                    t.shutdown().await;
-                }
-                served
-            }
-        },
-    };
-    let code = match result {
-        Ok(()) => 0,
-        Err(message) => {
-            eprintln!("error: {message}");
-            1
+        Some(Command::Tools(args)) => Ok(catalog::command::run(&args).await?),
+        Some(Command::Approvals(args)) => Ok(approvals::command::run(&args).await?),
+        Some(Command::Backup(args)) => {
+            println!("{}", backup::backup(&args.database, &args.out)?);
+            Ok(())
         }
-    };
-    // Exit here rather than by dropping the runtime: a stdio server stopped
-    // by a signal still has a blocking read on stdin that the runtime's
-    // shutdown would wait for forever.
-    std::process::exit(code)
+        Some(Command::Restore(args)) => {
+            println!("{}", backup::restore(&args.database, &args.from)?);
+            Ok(())
+        }
+        Some(Command::Export(args)) => Ok(exchange::export(&args).await?),
+        Some(Command::Import(args)) => Ok(exchange::import(&args).await?),
+        None => serve_traced(cli.serve).await,
+    }
+}
+
+/// The server, with traces (OTLP) when `OTEL_*` says so (see
+/// telemetry.rs); a failure is logged too, for log collectors.
+async fn serve_traced(args: ServeArgs) -> Result<(), Error> {
+    let traces = telemetry::Tracing::from_env()?;
+    init_logging(args.log_format, traces.as_ref());
+    let served = serve::serve(args)
+        .await
+        .inspect_err(|e| tracing::error!("{e}"));
+    if let Some(t) = traces {
+        t.shutdown().await;
+    }
+    served
 }
 
 /// Logs go to stderr: on stdio, stdout carries only MCP messages. Colour
@@ -138,7 +146,7 @@ fn init_logging(format: LogFormat, traces: Option<&telemetry::Tracing>) {
 }
 
 /// The `audit` subcommand.
-fn print_audit(args: &AuditArgs) -> Result<(), String> {
+fn print_audit(args: &AuditArgs) -> Result<(), Error> {
     let filter = audit::Filter {
         since_ms: args.since,
         until_ms: args.until,
@@ -151,11 +159,11 @@ fn print_audit(args: &AuditArgs) -> Result<(), String> {
     let rows = audit::query(&args.database, &filter)?;
     let mut out = std::io::stdout().lock();
     let write = |out: &mut std::io::StdoutLock<'_>, line: String| {
-        writeln!(out, "{line}").map_err(|e| format!("cannot write to stdout: {e}"))
+        writeln!(out, "{line}").map_err(Error::Stdout)
     };
     if args.json {
         for row in &rows {
-            let line = serde_json::to_string(row).map_err(|e| e.to_string())?;
+            let line = serde_json::to_string(row)?;
             write(&mut out, line)?;
         }
         return Ok(());

@@ -13,6 +13,46 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 use crate::audit::Audit;
+use crate::audit_stats::Unhealthy;
+
+/// Why the metrics listener could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `--metrics-listen` could not be bound.
+    #[error("cannot listen for metrics on {addr}: {source}")]
+    Listen {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The reason.
+        source: std::io::Error,
+    },
+    /// The bound address could not be read back.
+    #[error(transparent)]
+    LocalAddr(std::io::Error),
+}
+
+/// Why this replica is not ready: the short reason `/readyz` shows (no
+/// paths, no data; the detail goes to the log).
+#[derive(Debug, thiserror::Error)]
+enum NotReady {
+    /// The database file was swapped under the server.
+    #[error("{REPLACED}")]
+    Replaced,
+    /// The database does not answer.
+    #[error("database unavailable")]
+    Unavailable,
+    /// The database's schema is older than this build's.
+    #[error("database schema version {found} is older than {expected}")]
+    OldSchema {
+        /// The database's version.
+        found: u32,
+        /// This build's.
+        expected: u32,
+    },
+    /// The audit writer is not committing.
+    #[error(transparent)]
+    Audit(#[from] Unhealthy),
+}
 
 /// The `/readyz` reason once the database file was swapped.
 const REPLACED: &str = "database file replaced; restart";
@@ -28,26 +68,31 @@ pub struct Readiness {
 
 impl ReadinessCheck for Readiness {
     fn check(&self) -> CheckFuture<'_> {
-        Box::pin(async move {
-            let health = self.directory.ping().await.map_err(|e| {
-                // The reason shown is generic (probes are unauthenticated);
-                // the detail goes to the log.
-                tracing::debug!(error = %e, "readiness: database check failed");
-                match e.unavailable_reason() {
-                    // Only a restart helps: say so.
-                    Some(UnavailableReason::Replaced) => REPLACED.to_owned(),
-                    _ => "database unavailable".to_owned(),
-                }
-            })?;
-            let expected = Directory::expected_schema_version();
-            if health.schema_version < expected {
-                return Err(format!(
-                    "database schema version {} is older than {expected}",
-                    health.schema_version
-                ));
+        // The library's readiness check speaks `String`.
+        Box::pin(async move { self.ready().await.map_err(|e| e.to_string()) })
+    }
+}
+
+impl Readiness {
+    async fn ready(&self) -> Result<(), NotReady> {
+        let health = self.directory.ping().await.map_err(|e| {
+            // The reason shown is generic (probes are unauthenticated);
+            // the detail goes to the log.
+            tracing::debug!(error = %e, "readiness: database check failed");
+            match e.unavailable_reason() {
+                // Only a restart helps: say so.
+                Some(UnavailableReason::Replaced) => NotReady::Replaced,
+                _ => NotReady::Unavailable,
             }
-            self.audit.health()
-        })
+        })?;
+        let expected = Directory::expected_schema_version();
+        if health.schema_version < expected {
+            return Err(NotReady::OldSchema {
+                found: health.schema_version,
+                expected,
+            });
+        }
+        Ok(self.audit.health()?)
     }
 }
 
@@ -90,11 +135,11 @@ impl MetricsListener {
         addr: SocketAddr,
         server: &Server,
         readiness: Arc<dyn ReadinessCheck>,
-    ) -> Result<MetricsListener, String> {
+    ) -> Result<MetricsListener, Error> {
         let listener = TcpListener::bind(addr)
             .await
-            .map_err(|e| format!("cannot listen for metrics on {addr}: {e}"))?;
-        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+            .map_err(|source| Error::Listen { addr, source })?;
+        let bound = listener.local_addr().map_err(Error::LocalAddr)?;
         let router =
             metrics_router(server.clone()).merge(probe_router(server.clone(), Some(readiness)));
         let (stop, stopped) = oneshot::channel::<()>();
@@ -118,5 +163,25 @@ impl MetricsListener {
         });
         tracing::info!("serving metrics on http://{bound}/metrics");
         Ok(MetricsListener { _stop: stop })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readiness_reasons_read_as_before() {
+        assert_eq!(NotReady::Replaced.to_string(), REPLACED);
+        assert_eq!(NotReady::Unavailable.to_string(), "database unavailable");
+        let old = NotReady::OldSchema {
+            found: 3,
+            expected: 5,
+        };
+        assert_eq!(old.to_string(), "database schema version 3 is older than 5");
+        assert_eq!(
+            NotReady::from(Unhealthy::Stalled).to_string(),
+            "audit commit stalled"
+        );
     }
 }

@@ -19,6 +19,57 @@ use tokio::task::JoinHandle;
 
 use crate::audit;
 
+/// Why a replica's report could not be written, removed or read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The trail file could not be opened.
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        /// The audit trail's file.
+        path: PathBuf,
+        /// SQLite's reason.
+        source: rusqlite::Error,
+    },
+    /// PostgreSQL did not answer within the beat's wait.
+    #[error("the database did not answer")]
+    Timeout,
+    /// PostgreSQL refused the connection.
+    #[error("cannot connect: {0}")]
+    Connect(#[source] tokio_postgres::Error),
+    /// The table could not be created.
+    #[error("cannot create server_replicas: {0}")]
+    Create(#[source] Db),
+    /// A report could not be written.
+    #[error("cannot write server_replicas: {0}")]
+    Write(#[source] Db),
+    /// Old reports could not be deleted.
+    #[error("cannot prune server_replicas: {0}")]
+    Prune(#[source] Db),
+    /// The reports could not be read.
+    #[error("cannot read server_replicas: {0}")]
+    Read(#[source] Db),
+    /// Any other statement failed.
+    #[error(transparent)]
+    Db(#[from] Db),
+    /// A blocking task died.
+    #[error(transparent)]
+    Task(#[from] tokio::task::JoinError),
+    /// No random bytes for the replica's id.
+    #[error("no randomness: {0}")]
+    Randomness(#[source] getrandom::Error),
+}
+
+/// A database error of either backend.
+#[derive(Debug, thiserror::Error)]
+pub enum Db {
+    /// SQLite (the audit trail's file).
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// The shared PostgreSQL database.
+    #[error(transparent)]
+    Postgres(#[from] tokio_postgres::Error),
+}
+
 /// How often a replica reports.
 pub const BEAT: Duration = Duration::from_secs(10);
 /// A replica not heard from for this long is shown as gone silent.
@@ -102,21 +153,23 @@ impl Registry {
         }
     }
 
-    fn sqlite(path: &PathBuf) -> Result<rusqlite::Connection, String> {
-        let conn = rusqlite::Connection::open(path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        conn.busy_timeout(BUSY).map_err(|e| e.to_string())?;
+    fn sqlite(path: &PathBuf) -> Result<rusqlite::Connection, Error> {
+        let conn = rusqlite::Connection::open(path).map_err(|source| Error::Open {
+            path: path.clone(),
+            source,
+        })?;
+        conn.busy_timeout(BUSY).map_err(Db::from)?;
         conn.execute_batch(SCHEMA)
-            .map_err(|e| format!("cannot create server_replicas: {e}"))?;
+            .map_err(|e| Error::Create(e.into()))?;
         Ok(conn)
     }
 
-    async fn postgres(url: &str) -> Result<tokio_postgres::Client, String> {
+    async fn postgres(url: &str) -> Result<tokio_postgres::Client, Error> {
         let connect = tokio_postgres::connect(url, tokio_postgres::NoTls);
         let (client, connection) = tokio::time::timeout(BUSY * 3, connect)
             .await
-            .map_err(|_| "the database did not answer".to_owned())?
-            .map_err(|e| format!("cannot connect: {e}"))?;
+            .map_err(|_| Error::Timeout)?
+            .map_err(Error::Connect)?;
         tokio::spawn(async move {
             let _ = connection.await;
         });
@@ -125,12 +178,12 @@ impl Registry {
                 "SELECT pg_advisory_xact_lock(7402117011); {SCHEMA}"
             ))
             .await
-            .map_err(|e| format!("cannot create server_replicas: {e}"))?;
+            .map_err(|e| Error::Create(e.into()))?;
         Ok(client)
     }
 
     /// Writes `replica`'s report and prunes long-silent rows.
-    pub async fn beat(&self, replica: &Replica) -> Result<(), String> {
+    pub async fn beat(&self, replica: &Replica) -> Result<(), Error> {
         let prune_before = replica.seen_ms - ms(KEEP);
         match self {
             Registry::Sqlite(path) => {
@@ -152,10 +205,9 @@ impl Registry {
                     )
                     .and_then(|_| conn.execute(PRUNE, [prune_before]))
                     .map(drop)
-                    .map_err(|e| format!("cannot write server_replicas: {e}"))
+                    .map_err(|e| Error::Write(e.into()))
                 })
-                .await
-                .map_err(|e| e.to_string())?
+                .await?
             }
             Registry::Postgres(url) => {
                 let client = Self::postgres(url).await?;
@@ -175,18 +227,18 @@ impl Registry {
                         ],
                     )
                     .await
-                    .map_err(|e| format!("cannot write server_replicas: {e}"))?;
+                    .map_err(|e| Error::Write(e.into()))?;
                 client
                     .execute(PRUNE, &[&prune_before])
                     .await
                     .map(drop)
-                    .map_err(|e| format!("cannot prune server_replicas: {e}"))
+                    .map_err(|e| Error::Prune(e.into()))
             }
         }
     }
 
     /// Removes replica `id` (it is stopping).
-    pub async fn leave(&self, id: &str) -> Result<(), String> {
+    pub async fn leave(&self, id: &str) -> Result<(), Error> {
         match self {
             Registry::Sqlite(path) => {
                 let (path, id) = (path.clone(), id.to_owned());
@@ -194,28 +246,27 @@ impl Registry {
                     Self::sqlite(&path)?
                         .execute(LEAVE, [id])
                         .map(drop)
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| Error::Db(e.into()))
                 })
-                .await
-                .map_err(|e| e.to_string())?
+                .await?
             }
             Registry::Postgres(url) => Self::postgres(url)
                 .await?
                 .execute(LEAVE, &[&id])
                 .await
                 .map(drop)
-                .map_err(|e| e.to_string()),
+                .map_err(|e| Error::Db(e.into())),
         }
     }
 
     /// Every replica that reported in the last hour, oldest start first.
-    pub async fn list(&self) -> Result<Vec<Replica>, String> {
+    pub async fn list(&self) -> Result<Vec<Replica>, Error> {
         match self {
             Registry::Sqlite(path) => {
                 let path = path.clone();
                 tokio::task::spawn_blocking(move || {
                     let conn = Self::sqlite(&path)?;
-                    let mut stmt = conn.prepare(LIST).map_err(|e| e.to_string())?;
+                    let mut stmt = conn.prepare(LIST).map_err(Db::from)?;
                     stmt.query_map([], |row| {
                         Ok(Replica {
                             id: row.get(0)?,
@@ -229,17 +280,16 @@ impl Registry {
                         })
                     })
                     .and_then(Iterator::collect)
-                    .map_err(|e| format!("cannot read server_replicas: {e}"))
+                    .map_err(|e| Error::Read(e.into()))
                 })
-                .await
-                .map_err(|e| e.to_string())?
+                .await?
             }
             Registry::Postgres(url) => {
                 let client = Self::postgres(url).await?;
                 let rows = client
                     .query(LIST, &[])
                     .await
-                    .map_err(|e| format!("cannot read server_replicas: {e}"))?;
+                    .map_err(|e| Error::Read(e.into()))?;
                 rows.iter()
                     .map(|row| {
                         Ok(Replica {
@@ -254,16 +304,16 @@ impl Registry {
                         })
                     })
                     .collect::<Result<Vec<_>, tokio_postgres::Error>>()
-                    .map_err(|e| format!("cannot read server_replicas: {e}"))
+                    .map_err(|e| Error::Read(e.into()))
             }
         }
     }
 }
 
 /// This process's report, renewed by [`Heartbeat`].
-pub fn this_replica(listen: String, console: Option<String>) -> Result<Replica, String> {
+pub fn this_replica(listen: String, console: Option<String>) -> Result<Replica, Error> {
     let mut bytes = [0u8; 4];
-    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness: {e}"))?;
+    getrandom::fill(&mut bytes).map_err(Error::Randomness)?;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     Ok(Replica {
         id: format!("r-{}-{hex}", std::process::id()),

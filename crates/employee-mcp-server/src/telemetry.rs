@@ -41,6 +41,19 @@ pub struct Tracing {
     provider: SdkTracerProvider,
 }
 
+/// Why tracing could not be set up from `OTEL_*`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The exporter's HTTP client could not be built.
+    #[error("cannot build the OTLP HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+    /// The exporter refused the settings.
+    #[error(
+        "invalid OpenTelemetry exporter settings (only OTLP over HTTP with protobuf is supported): {0}"
+    )]
+    Exporter(#[source] opentelemetry_otlp::ExporterBuildError),
+}
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
@@ -48,7 +61,7 @@ fn env(name: &str) -> Option<String> {
 impl Tracing {
     /// Builds the pipeline from `OTEL_*` variables; `None` when tracing is
     /// not configured. Must run inside the Tokio runtime.
-    pub fn from_env() -> Result<Option<Tracing>, String> {
+    pub fn from_env() -> Result<Option<Tracing>, Error> {
         let endpoint = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"));
         let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
@@ -64,7 +77,7 @@ impl Tracing {
         let client = reqwest::Client::builder()
             .timeout(EXPORT_TIMEOUT)
             .build()
-            .map_err(|e| format!("cannot build the OTLP HTTP client: {e}"))?;
+            .map_err(Error::Client)?;
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_http_client(ReqwestExporter {
@@ -72,9 +85,7 @@ impl Tracing {
                 runtime: tokio::runtime::Handle::current(),
             })
             .build()
-            .map_err(|e| {
-                format!("invalid OpenTelemetry exporter settings (only OTLP over HTTP with protobuf is supported): {e}")
-            })?;
+            .map_err(Error::Exporter)?;
         let mut resource = Resource::builder();
         let named = env("OTEL_SERVICE_NAME").is_some()
             || env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|a| a.contains("service.name"));

@@ -5,7 +5,7 @@
 use clap::{Args, Subcommand};
 use employee_directory::{DEFAULT_DATABASE_URL, DatabaseUrl};
 
-use super::{Store, Stored, iso};
+use super::{Error, Store, Stored, iso};
 use crate::actor::actor;
 
 /// Longest `--reason` kept, in characters.
@@ -69,11 +69,9 @@ pub enum ApprovalsAction {
 }
 
 /// Runs `approvals …`.
-pub async fn run(args: &ApprovalsArgs) -> Result<(), String> {
+pub async fn run(args: &ApprovalsArgs) -> Result<(), Error> {
     let Some(store) = Store::open(&args.database).await? else {
-        return Err(
-            "an in-memory database has no approvals another process can see; use a sqlite:// file or PostgreSQL".into(),
-        );
+        return Err(Error::InMemory);
     };
     match &args.action {
         ApprovalsAction::List { all, limit, json } => {
@@ -81,7 +79,7 @@ pub async fn run(args: &ApprovalsArgs) -> Result<(), String> {
         }
         ApprovalsAction::Show { id } => match store.show(id).await? {
             Some(row) => print_json(&row),
-            None => Err(format!("no approval {id}")),
+            None => Err(Error::NoApproval(id.clone())),
         },
         ApprovalsAction::Approve { id, reason } => {
             decide(&store, args, id, true, reason.as_deref()).await
@@ -108,13 +106,10 @@ async fn decide(
     id: &str,
     approve: bool,
     reason: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let reason = reason.map(clean_reason);
     let actor = actor(args.actor.as_deref());
-    let row = store
-        .decide(id, approve, &actor, reason.as_deref())
-        .await
-        .map_err(|e| e.to_string())?;
+    let row = store.decide(id, approve, &actor, reason.as_deref()).await?;
     let verb = if approve { "approved" } else { "denied" };
     println!(
         "{} {verb} by {actor}: {} for {}",
@@ -125,12 +120,12 @@ async fn decide(
     Ok(())
 }
 
-fn print_json(row: &Stored) -> Result<(), String> {
-    println!("{}", serde_json::to_string(row).map_err(|e| e.to_string())?);
+fn print_json(row: &Stored) -> Result<(), Error> {
+    println!("{}", serde_json::to_string(row)?);
     Ok(())
 }
 
-fn print_list(rows: &[Stored], json: bool) -> Result<(), String> {
+fn print_list(rows: &[Stored], json: bool) -> Result<(), Error> {
     if json {
         return rows.iter().try_for_each(print_json);
     }

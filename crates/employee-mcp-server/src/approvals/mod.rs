@@ -12,6 +12,7 @@
 //! `audit_log` row written in the same transaction as the change.
 
 pub mod command;
+mod error;
 mod postgres;
 mod sql;
 mod sqlite;
@@ -26,6 +27,8 @@ use mcpwire_server::access::{
     ApprovalTicket, CallOutcome,
 };
 use serde::Serialize;
+
+pub use error::Error;
 
 /// Connections the store keeps on PostgreSQL.
 const PG_POOL_SIZE: usize = 4;
@@ -220,39 +223,18 @@ pub fn iso(ms: i64) -> String {
         .unwrap_or_default()
 }
 
-/// Why a decision was refused (the CLI prints it).
-#[derive(Debug, thiserror::Error)]
-pub enum DecideError {
-    /// No approval has that id.
-    #[error("no approval {0}; `approvals list` shows the pending ones")]
-    NotFound(String),
-    /// It is not pending any more.
-    #[error("approval {id} is {status}; only a pending approval can be decided")]
-    NotPending {
-        /// The approval.
-        id: String,
-        /// Where it stands.
-        status: String,
-    },
-    /// The approver asked for the call.
-    #[error("{0} asked for this call; an approver cannot decide their own call")]
-    OwnCall(String),
-    /// The database failed.
-    #[error("{0}")]
-    Store(String),
-}
-
 impl Store {
     /// The approvals of the database at `url`, their tables created if
     /// missing. `None` for an in-memory database (the engine's own store
     /// serves it; no other process can reach it).
-    pub async fn open(url: &DatabaseUrl) -> Result<Option<Store>, String> {
+    pub async fn open(url: &DatabaseUrl) -> Result<Option<Store>, Error> {
         match url {
             DatabaseUrl::Postgres(_) => {
                 let Some(pg) = url.postgres() else {
                     return Ok(None);
                 };
-                let pool = mcpwire_cluster::pool(pg, PG_POOL_SIZE, PG_TIMEOUT)?;
+                let pool =
+                    mcpwire_cluster::pool(pg, PG_POOL_SIZE, PG_TIMEOUT).map_err(Error::Pool)?;
                 postgres::migrate(&pool).await?;
                 Ok(Some(Store::Postgres(pool)))
             }
@@ -268,7 +250,7 @@ impl Store {
 
     /// Approvals newest first: the pending ones, or (`all`) every one
     /// still kept, at most `limit`.
-    pub async fn list(&self, all: bool, limit: u32) -> Result<Vec<Stored>, String> {
+    pub async fn list(&self, all: bool, limit: u32) -> Result<Vec<Stored>, Error> {
         let now = unix_ms(SystemTime::now());
         match self {
             Store::Sqlite(file) => {
@@ -280,7 +262,7 @@ impl Store {
     }
 
     /// One approval.
-    pub async fn show(&self, id: &str) -> Result<Option<Stored>, String> {
+    pub async fn show(&self, id: &str) -> Result<Option<Stored>, Error> {
         match self {
             Store::Sqlite(file) => {
                 let (file, id) = (file.clone(), id.to_owned());
@@ -298,7 +280,7 @@ impl Store {
         approve: bool,
         actor: &str,
         reason: Option<&str>,
-    ) -> Result<Stored, DecideError> {
+    ) -> Result<Stored, Error> {
         let decision = Decision {
             id: id.to_owned(),
             approve,
@@ -309,12 +291,7 @@ impl Store {
         match self {
             Store::Sqlite(file) => {
                 let file = file.clone();
-                tokio::task::spawn_blocking(move || {
-                    let mut conn = sqlite::open(&file).map_err(DecideError::Store)?;
-                    sqlite::decide(&mut conn, &decision)
-                })
-                .await
-                .map_err(|e| DecideError::Store(e.to_string()))?
+                blocking(move || sqlite::decide(&mut sqlite::open(&file)?, &decision)).await
             }
             Store::Postgres(pool) => postgres::decide(pool, &decision).await,
         }
@@ -323,7 +300,7 @@ impl Store {
     /// Voids the live approvals of `tool` (its policy changed, or it was
     /// disabled): a yes given under the old policy serves nothing. Returns
     /// how many.
-    pub async fn void_tool(&self, tool: &str, why: &str) -> Result<usize, String> {
+    pub async fn void_tool(&self, tool: &str, why: &str) -> Result<usize, Error> {
         let now = unix_ms(SystemTime::now());
         match self {
             Store::Sqlite(file) => {
@@ -351,18 +328,18 @@ impl Decision {
     }
 
     /// Checks `row` may be decided by this decision.
-    fn check(&self, row: Option<Stored>) -> Result<Stored, DecideError> {
-        let row = row.ok_or_else(|| DecideError::NotFound(self.id.clone()))?;
+    fn check(&self, row: Option<Stored>) -> Result<Stored, Error> {
+        let row = row.ok_or_else(|| Error::NotFound(self.id.clone()))?;
         if row.status != "pending" || row.expires_at_ms <= self.now_ms {
             let status = if row.status == "pending" {
                 "expired".into()
             } else {
                 row.status
             };
-            return Err(DecideError::NotPending { id: row.id, status });
+            return Err(Error::NotPending { id: row.id, status });
         }
         if row.subject.as_deref() == Some(self.actor.as_str()) {
-            return Err(DecideError::OwnCall(self.actor.clone()));
+            return Err(Error::OwnCall(self.actor.clone()));
         }
         Ok(row)
     }
@@ -398,7 +375,7 @@ impl DbApprovals {
             Store::Sqlite(file) => {
                 let file = file.clone();
                 tokio::task::spawn_blocking(move || {
-                    let mut conn = sqlite::open(&file).map_err(ApprovalError::Unavailable)?;
+                    let mut conn = sqlite::open(&file).map_err(unavailable)?;
                     sqlite::file(&mut conn, &filing, &limits, forget_before)
                 })
                 .await
@@ -410,11 +387,7 @@ impl DbApprovals {
 
     async fn get(&self, id: &str) -> Result<Option<ApprovalTicket>, ApprovalError> {
         let now = unix_ms(SystemTime::now());
-        let row = self
-            .store
-            .show(id)
-            .await
-            .map_err(ApprovalError::Unavailable)?;
+        let row = self.store.show(id).await.map_err(unavailable)?;
         Ok(row.map(|r| r.ticket(now)))
     }
 
@@ -425,11 +398,9 @@ impl DbApprovals {
                 let (file, id) = (file.clone(), id.to_owned());
                 blocking(move || sqlite::redeem(&sqlite::open(&file)?, &id, now))
                     .await
-                    .map_err(ApprovalError::Unavailable)
+                    .map_err(unavailable)
             }
-            Store::Postgres(pool) => postgres::redeem(pool, id, now)
-                .await
-                .map_err(ApprovalError::Unavailable),
+            Store::Postgres(pool) => postgres::redeem(pool, id, now).await.map_err(unavailable),
         }
     }
 
@@ -444,7 +415,7 @@ impl DbApprovals {
             Store::Sqlite(file) => {
                 let file = file.clone();
                 tokio::task::spawn_blocking(move || {
-                    let mut conn = sqlite::open(&file).map_err(ApprovalError::Unavailable)?;
+                    let mut conn = sqlite::open(&file).map_err(unavailable)?;
                     sqlite::spend(&mut conn, &spend)
                 })
                 .await
@@ -491,9 +462,13 @@ impl ApprovalStore for DbApprovals {
 }
 
 async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| e.to_string())?
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f).await?
+}
+
+/// The engine's view of a store failure: its text, as the library's
+/// `ApprovalError` carries it.
+fn unavailable(e: Error) -> ApprovalError {
+    ApprovalError::Unavailable(e.to_string())
 }

@@ -3,18 +3,18 @@
 //! replicas), statements from [`super::sql`].
 
 use deadpool_postgres::{Object, Pool, Transaction};
-use mcpwire_cluster::db_message;
 use mcpwire_server::access::{ApprovalError, ApprovalLimits, ApprovalTicket};
 use tokio_postgres::Row;
 
-use super::{AuditStep, DecideError, Decision, Filing, Spend, Stored, sql};
+use super::{AuditStep, Decision, Error, Filing, Spend, Stored, sql};
 
-fn failed(e: &tokio_postgres::Error) -> String {
-    format!("approvals (PostgreSQL): {}", db_message(e))
+fn unavailable(e: tokio_postgres::Error) -> ApprovalError {
+    store_down(Error::Postgres(e))
 }
 
-fn unavailable(e: &tokio_postgres::Error) -> ApprovalError {
-    ApprovalError::Unavailable(failed(e))
+/// No connection, as the engine's `ApprovalError` carries it.
+fn store_down(e: Error) -> ApprovalError {
+    ApprovalError::Unavailable(e.to_string())
 }
 
 /// PostgreSQL text cannot hold NUL; a client-chosen string may.
@@ -26,20 +26,18 @@ fn opt(s: Option<&str>) -> Option<String> {
     s.map(text)
 }
 
-async fn client(pool: &Pool) -> Result<Object, String> {
-    pool.get()
-        .await
-        .map_err(|e| format!("approvals: cannot reach PostgreSQL: {e}"))
+async fn client(pool: &Pool) -> Result<Object, Error> {
+    Ok(pool.get().await?)
 }
 
 /// Creates the tables if missing.
-pub(super) async fn migrate(pool: &Pool) -> Result<(), String> {
+pub(super) async fn migrate(pool: &Pool) -> Result<(), Error> {
     let mut c = client(pool).await?;
-    let tx = c.transaction().await.map_err(|e| failed(&e))?;
+    let tx = c.transaction().await.map_err(Error::Postgres)?;
     tx.batch_execute(&sql::postgres_schema())
         .await
-        .map_err(|e| failed(&e))?;
-    tx.commit().await.map_err(|e| failed(&e))
+        .map_err(Error::Postgres)?;
+    tx.commit().await.map_err(Error::Postgres)
 }
 
 fn stored(row: &Row) -> Result<Stored, tokio_postgres::Error> {
@@ -104,8 +102,8 @@ pub(super) async fn file(
     limits: &ApprovalLimits,
     forget_before: i64,
 ) -> Result<ApprovalTicket, ApprovalError> {
-    let mut c = client(pool).await.map_err(ApprovalError::Unavailable)?;
-    let tx = c.transaction().await.map_err(|e| unavailable(&e))?;
+    let mut c = client(pool).await.map_err(store_down)?;
+    let tx = c.transaction().await.map_err(unavailable)?;
     let now = filing.requested_at_ms;
     let r = &filing.request;
     let step = async {
@@ -126,10 +124,10 @@ pub(super) async fn file(
             counts.try_get::<_, i64>(1)?,
         )))
     };
-    let (mine, total) = match step.await.map_err(|e| unavailable(&e))? {
+    let (mine, total) = match step.await.map_err(unavailable)? {
         Ok(counts) => counts,
         Err(found) => {
-            tx.commit().await.map_err(|e| unavailable(&e))?;
+            tx.commit().await.map_err(unavailable)?;
             return Ok(found);
         }
     };
@@ -156,35 +154,38 @@ pub(super) async fn file(
         ],
     )
     .await
-    .map_err(|e| unavailable(&e))?;
-    tx.commit().await.map_err(|e| unavailable(&e))?;
+    .map_err(unavailable)?;
+    tx.commit().await.map_err(unavailable)?;
     Ok(filing.ticket())
 }
 
 /// One approval.
-pub(super) async fn by_id(pool: &Pool, id: &str) -> Result<Option<Stored>, String> {
+pub(super) async fn by_id(pool: &Pool, id: &str) -> Result<Option<Stored>, Error> {
     let c = client(pool).await?;
     let row = c
         .query_opt(&sql::by_id(), &[&text(id)])
         .await
-        .map_err(|e| failed(&e))?;
-    row.as_ref().map(stored).transpose().map_err(|e| failed(&e))
+        .map_err(Error::Postgres)?;
+    row.as_ref()
+        .map(stored)
+        .transpose()
+        .map_err(Error::Postgres)
 }
 
 /// Uses an approved approval up; `false` if it was not approved (any more).
-pub(super) async fn redeem(pool: &Pool, id: &str, now_ms: i64) -> Result<bool, String> {
+pub(super) async fn redeem(pool: &Pool, id: &str, now_ms: i64) -> Result<bool, Error> {
     let c = client(pool).await?;
     let changed = c
         .execute(sql::REDEEM, &[&text(id), &now_ms])
         .await
-        .map_err(|e| failed(&e))?;
+        .map_err(Error::Postgres)?;
     Ok(changed == 1)
 }
 
 /// Spends a confirmation once.
 pub(super) async fn spend(pool: &Pool, spend: &Spend) -> Result<bool, ApprovalError> {
-    let mut c = client(pool).await.map_err(ApprovalError::Unavailable)?;
-    let tx = c.transaction().await.map_err(|e| unavailable(&e))?;
+    let mut c = client(pool).await.map_err(store_down)?;
+    let tx = c.transaction().await.map_err(unavailable)?;
     let fresh = async {
         tx.execute(sql::FORGET_CONFIRMATIONS, &[&spend.now_ms])
             .await?;
@@ -203,8 +204,8 @@ pub(super) async fn spend(pool: &Pool, spend: &Spend) -> Result<bool, ApprovalEr
             .await?;
         Ok(Some(n == 1))
     };
-    let fresh = fresh.await.map_err(|e| unavailable(&e))?;
-    tx.commit().await.map_err(|e| unavailable(&e))?;
+    let fresh = fresh.await.map_err(unavailable)?;
+    tx.commit().await.map_err(unavailable)?;
     fresh.ok_or_else(Spend::full)
 }
 
@@ -214,9 +215,9 @@ pub(super) async fn list(
     all: bool,
     limit: u32,
     now_ms: i64,
-) -> Result<Vec<Stored>, String> {
+) -> Result<Vec<Stored>, Error> {
     let mut c = client(pool).await?;
-    let tx = c.transaction().await.map_err(|e| failed(&e))?;
+    let tx = c.transaction().await.map_err(Error::Postgres)?;
     let rows = async {
         expire_due(&tx, now_ms).await?;
         let rows = tx
@@ -224,15 +225,15 @@ pub(super) async fn list(
             .await?;
         all_stored(&rows)
     };
-    let rows = rows.await.map_err(|e| failed(&e))?;
-    tx.commit().await.map_err(|e| failed(&e))?;
+    let rows = rows.await.map_err(Error::Postgres)?;
+    tx.commit().await.map_err(Error::Postgres)?;
     Ok(rows)
 }
 
 /// Records a decision and its audit row, in one transaction.
-pub(super) async fn decide(pool: &Pool, d: &Decision) -> Result<Stored, DecideError> {
-    let store = |e: tokio_postgres::Error| DecideError::Store(failed(&e));
-    let mut c = client(pool).await.map_err(DecideError::Store)?;
+pub(super) async fn decide(pool: &Pool, d: &Decision) -> Result<Stored, Error> {
+    let store = Error::Postgres;
+    let mut c = client(pool).await?;
     let tx = c.transaction().await.map_err(store)?;
     expire_due(&tx, d.now_ms).await.map_err(store)?;
     let row = tx
@@ -263,9 +264,9 @@ pub(super) async fn void_tool(
     tool: &str,
     why: &str,
     now_ms: i64,
-) -> Result<usize, String> {
+) -> Result<usize, Error> {
     let mut c = client(pool).await?;
-    let tx = c.transaction().await.map_err(|e| failed(&e))?;
+    let tx = c.transaction().await.map_err(Error::Postgres)?;
     let gone = async {
         let gone = all_stored(
             &tx.query(sql::VOID_TOOL, &[&text(tool), &text(why), &now_ms])
@@ -278,7 +279,7 @@ pub(super) async fn void_tool(
         }
         Ok::<_, tokio_postgres::Error>(gone.len())
     };
-    let n = gone.await.map_err(|e| failed(&e))?;
-    tx.commit().await.map_err(|e| failed(&e))?;
+    let n = gone.await.map_err(Error::Postgres)?;
+    tx.commit().await.map_err(Error::Postgres)?;
     Ok(n)
 }

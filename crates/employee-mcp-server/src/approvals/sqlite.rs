@@ -9,7 +9,7 @@ use std::time::Duration;
 use mcpwire_server::access::{ApprovalError, ApprovalLimits, ApprovalTicket};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior};
 
-use super::{AuditStep, DecideError, Decision, Filing, Spend, Stored, sql};
+use super::{AuditStep, Decision, Error, Filing, Spend, Stored, sql};
 
 /// How long a statement waits for another writer (the audit writer, a
 /// second server, the CLI).
@@ -35,26 +35,24 @@ static SPEND: LazyLock<String> = LazyLock::new(|| q(sql::SPEND_CONFIRMATION));
 static AUDIT_STEP: LazyLock<String> = LazyLock::new(|| q(sql::AUDIT_STEP));
 static SCHEMA: LazyLock<String> = LazyLock::new(sql::sqlite_schema);
 
-fn failed(e: rusqlite::Error) -> String {
-    format!("approvals (SQLite): {e}")
-}
-
 fn unavailable(e: rusqlite::Error) -> ApprovalError {
-    ApprovalError::Unavailable(failed(e))
+    ApprovalError::Unavailable(Error::Sqlite(e).to_string())
 }
 
 /// Opens the trail file (created here if no server made it yet) and
 /// creates the approval tables if missing.
-pub(super) fn open(file: &Path) -> Result<Connection, String> {
+pub(super) fn open(file: &Path) -> Result<Connection, Error> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(file, flags)
-        .map_err(|e| format!("cannot open the approvals in {}: {e}", file.display()))?;
-    conn.busy_timeout(BUSY).map_err(failed)?;
+    let conn = Connection::open_with_flags(file, flags).map_err(|source| Error::Open {
+        path: file.to_owned(),
+        source,
+    })?;
+    conn.busy_timeout(BUSY).map_err(Error::Sqlite)?;
     conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(failed)?;
-    conn.execute_batch(&SCHEMA).map_err(failed)?;
+        .map_err(Error::Sqlite)?;
+    conn.execute_batch(&SCHEMA).map_err(Error::Sqlite)?;
     Ok(conn)
 }
 
@@ -163,18 +161,18 @@ pub(super) fn file(
 }
 
 /// One approval.
-pub(super) fn by_id(conn: &Connection, id: &str) -> Result<Option<Stored>, String> {
+pub(super) fn by_id(conn: &Connection, id: &str) -> Result<Option<Stored>, Error> {
     conn.prepare_cached(&BY_ID)
         .and_then(|mut s| s.query_row([id], stored).optional())
-        .map_err(failed)
+        .map_err(Error::Sqlite)
 }
 
 /// Uses an approved approval up; `false` if it was not approved (any more).
-pub(super) fn redeem(conn: &Connection, id: &str, now_ms: i64) -> Result<bool, String> {
+pub(super) fn redeem(conn: &Connection, id: &str, now_ms: i64) -> Result<bool, Error> {
     let changed = conn
         .prepare_cached(&REDEEM)
         .and_then(|mut s| s.execute(rusqlite::params![id, now_ms]))
-        .map_err(failed)?;
+        .map_err(Error::Sqlite)?;
     Ok(changed == 1)
 }
 
@@ -206,25 +204,25 @@ pub(super) fn list(
     all: bool,
     limit: u32,
     now_ms: i64,
-) -> Result<Vec<Stored>, String> {
+) -> Result<Vec<Stored>, Error> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(failed)?;
-    expire_due(&tx, now_ms).map_err(failed)?;
+        .map_err(Error::Sqlite)?;
+    expire_due(&tx, now_ms).map_err(Error::Sqlite)?;
     let rows = tx
         .prepare_cached(&LISTING)
         .and_then(|mut s| {
             s.query_map(rusqlite::params![!all, limit], stored)?
                 .collect::<Result<Vec<_>, _>>()
         })
-        .map_err(failed)?;
-    tx.commit().map_err(failed)?;
+        .map_err(Error::Sqlite)?;
+    tx.commit().map_err(Error::Sqlite)?;
     Ok(rows)
 }
 
 /// Records a decision and its audit row, in one transaction.
-pub(super) fn decide(conn: &mut Connection, d: &Decision) -> Result<Stored, DecideError> {
-    let store = |e: rusqlite::Error| DecideError::Store(failed(e));
+pub(super) fn decide(conn: &mut Connection, d: &Decision) -> Result<Stored, Error> {
+    let store = Error::Sqlite;
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(store)?;
@@ -260,22 +258,22 @@ pub(super) fn void_tool(
     tool: &str,
     why: &str,
     now_ms: i64,
-) -> Result<usize, String> {
+) -> Result<usize, Error> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(failed)?;
+        .map_err(Error::Sqlite)?;
     let gone: Vec<Stored> = tx
         .prepare_cached(&VOID_TOOL)
         .and_then(|mut s| {
             s.query_map(rusqlite::params![tool, why, now_ms], stored)?
                 .collect::<Result<Vec<_>, _>>()
         })
-        .map_err(failed)?;
+        .map_err(Error::Sqlite)?;
     for row in &gone {
         if let Some(step) = row.closing_step(now_ms) {
-            audit(&tx, &step).map_err(failed)?;
+            audit(&tx, &step).map_err(Error::Sqlite)?;
         }
     }
-    tx.commit().map_err(failed)?;
+    tx.commit().map_err(Error::Sqlite)?;
     Ok(gone.len())
 }

@@ -94,7 +94,7 @@ impl Error {
     }
 }
 
-/// The library's audit sink and the CLI's callers speak `String`.
+/// The library's audit sink (`AuditSink::record`) speaks `String`.
 impl From<Error> for String {
     fn from(e: Error) -> String {
         e.to_string()

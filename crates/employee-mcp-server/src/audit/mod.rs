@@ -452,7 +452,7 @@ impl Audit {
     }
 
     /// Whether the writer is committing (for readiness).
-    pub fn health(&self) -> Result<(), String> {
+    pub fn health(&self) -> Result<(), crate::audit_stats::Unhealthy> {
         self.stats.health(!self.queue.is_closed())
     }
 

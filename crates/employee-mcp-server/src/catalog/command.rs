@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::actor::actor;
 
-use super::{Store, describe_approval, effective_approval, sqlite, stored_approval};
+use super::{Error, Store, describe_approval, effective_approval, sqlite, stored_approval};
 use crate::custom::Checked;
 use crate::custom::spec::{self, ToolSpec};
 
@@ -136,12 +136,12 @@ impl ApprovalLevel {
 const MAX_REASON_CHARS: usize = 500;
 
 /// Runs `tools …`.
-pub async fn run(args: &ToolsArgs) -> Result<(), String> {
+pub async fn run(args: &ToolsArgs) -> Result<(), Error> {
     // Opening the directory creates and migrates the database, so a
     // statement can be checked against its real schema.
     let directory = Directory::open_url(&args.database, Arc::new(SystemClock), Default::default())
         .await
-        .map_err(|e| format!("cannot open the employee database: {e}"))?;
+        .map_err(Error::Directory)?;
     let settings = crate::tools::Settings {
         max_result_bytes: usize::MAX,
         report_task_grace: crate::tools::REPORT_TASK_GRACE,
@@ -156,9 +156,7 @@ pub async fn run(args: &ToolsArgs) -> Result<(), String> {
     if let ToolsAction::Remove { name } = &args.action
         && builtins.contains(name)
     {
-        return Err(format!(
-            "{name:?} is a built-in tool; built-ins cannot be removed, only disabled (tools disable {name})"
-        ));
+        return Err(Error::BuiltinRemoval { name: name.clone() });
     }
     match ToolsAction::clone(&args.action) {
         ToolsAction::List { json } => list(&store.entries().await?, &builtin_tools, json),
@@ -167,7 +165,7 @@ pub async fn run(args: &ToolsArgs) -> Result<(), String> {
         | ToolsAction::Approval { name, .. }
             if name.is_empty() =>
         {
-            Err("give a tool name".into())
+            Err(Error::NoName)
         }
         ToolsAction::Approval {
             name,
@@ -190,7 +188,7 @@ pub async fn run(args: &ToolsArgs) -> Result<(), String> {
         }
         ToolsAction::History { limit } => {
             for c in store.changes(limit).await? {
-                println!("{}", serde_json::to_string(&c).map_err(|e| e.to_string())?);
+                println!("{}", serde_json::to_string(&c)?);
             }
             Ok(())
         }
@@ -205,7 +203,7 @@ async fn custom(
     builtins: &[String],
     actor: &str,
     action: ToolsAction,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     match action {
         ToolsAction::Validate { file } => {
             let checked = check_file(store, role, &file, builtins).await?;
@@ -239,14 +237,14 @@ async fn custom(
                 println!("removed {name}");
                 Ok(())
             }
-            false => Err(format!("no custom tool named {name:?}; see `tools list`")),
+            false => Err(Error::NoCustomTool { name }),
         },
         ToolsAction::Show { name } => show(&store.entries().await?, &name),
         ToolsAction::List { .. }
         | ToolsAction::Enable { .. }
         | ToolsAction::Disable { .. }
         | ToolsAction::Approval { .. }
-        | ToolsAction::History { .. } => Err("handled by the store".into()),
+        | ToolsAction::History { .. } => Err(Error::Misrouted),
     }
 }
 
@@ -257,21 +255,17 @@ async fn check_file(
     role: &str,
     file: &Path,
     builtins: &[String],
-) -> Result<Vec<Checked>, String> {
-    let text = spec::read_file(file)?;
-    let specs = spec::parse_file(&text).map_err(|e| e.to_string())?;
+) -> Result<Vec<Checked>, Error> {
+    let text = spec::read_file(file).map_err(Error::Custom)?;
+    let specs = spec::parse_file(&text)?;
     let mut taken = builtins.to_vec();
     taken.extend(store.entries().await?.into_iter().map(|e| e.name));
     store.ensure_reader(role).await?;
-    store
-        .checker(role)
-        .check_all(specs, &taken)
-        .await
-        .map_err(|e| e.to_string())
+    Ok(store.checker(role).check_all(specs, &taken).await?)
 }
 
 /// Prints what a change reports, a line each.
-fn print_lines(lines: Vec<String>) -> Result<(), String> {
+fn print_lines(lines: Vec<String>) -> Result<(), Error> {
     for line in lines {
         println!("{line}");
     }
@@ -288,11 +282,13 @@ pub async fn toggle(
     name: &str,
     enabled: bool,
     actor: &str,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, Error> {
     let builtin = builtins.iter().any(|b| b == name);
     let entries = store.entries().await?;
     if !builtin && !entries.iter().any(|e| e.name == name) {
-        return Err(format!("no tool named {name:?}; see `tools list`"));
+        return Err(Error::NoTool {
+            name: name.to_owned(),
+        });
     }
     let changed = store.set_enabled(name, builtin, enabled, actor).await?;
     let state = if enabled { "enabled" } else { "disabled" };
@@ -315,7 +311,7 @@ async fn void_approvals(
     database: &DatabaseUrl,
     name: &str,
     why: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Error> {
     let Some(approvals) = crate::approvals::Store::open(database).await? else {
         return Ok(None);
     };
@@ -358,7 +354,7 @@ pub async fn set_approval(
     store: &Store,
     builtin_tools: &[Tool],
     args: ApprovalArgs<'_>,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, Error> {
     let name = args.name;
     let builtin = builtin_tools.iter().any(|t| t.definition().name == name);
     let entries = store.entries().await?;
@@ -374,13 +370,15 @@ pub async fn set_approval(
                 .filter(|e| e.kind == "custom")
                 .map(|e| e.name.as_str()),
         );
-        return Err(format!(
-            "no tool named {name:?}; the tools are: {}",
-            names.join(", ")
-        ));
+        return Err(Error::UnknownTool {
+            name: name.to_owned(),
+            known: names.join(", "),
+        });
     }
     let declared = declared_approval(builtin_tools, entry, name).ok_or_else(|| {
-        format!("the stored definition of {name:?} is unreadable; remove it and add it again")
+        Error::UnreadableDefinition {
+            name: name.to_owned(),
+        }
     })?;
     let wanted = args.level.to_override();
     let now = describe_approval(&effective_approval(&declared, wanted));
@@ -455,7 +453,7 @@ pub fn list_row(builtins: &[Tool], entry: Option<&sqlite::Entry>, name: &str) ->
     row
 }
 
-fn list(entries: &[sqlite::Entry], builtins: &[Tool], as_json: bool) -> Result<(), String> {
+fn list(entries: &[sqlite::Entry], builtins: &[Tool], as_json: bool) -> Result<(), Error> {
     let mut rows: Vec<serde_json::Value> = builtins
         .iter()
         .map(|t| {
@@ -471,7 +469,7 @@ fn list(entries: &[sqlite::Entry], builtins: &[Tool], as_json: bool) -> Result<(
     );
     let mut out = std::io::stdout().lock();
     let w = |out: &mut std::io::StdoutLock<'_>, line: String| {
-        writeln!(out, "{line}").map_err(|e| format!("cannot write to stdout: {e}"))
+        writeln!(out, "{line}").map_err(Error::Stdout)
     };
     if !as_json {
         w(
@@ -511,13 +509,15 @@ fn list(entries: &[sqlite::Entry], builtins: &[Tool], as_json: bool) -> Result<(
     Ok(())
 }
 
-fn show(entries: &[sqlite::Entry], name: &str) -> Result<(), String> {
+fn show(entries: &[sqlite::Entry], name: &str) -> Result<(), Error> {
     let entry = entries
         .iter()
         .find(|e| e.name == name && e.kind == "custom")
-        .ok_or_else(|| format!("no custom tool named {name:?}; see `tools list`"))?;
+        .ok_or_else(|| Error::NoCustomTool {
+            name: name.to_owned(),
+        })?;
     let spec: ToolSpec = serde_json::from_str(entry.definition.as_deref().unwrap_or(""))
-        .map_err(|e| format!("stored definition unreadable: {e}"))?;
+        .map_err(Error::StoredUnreadable)?;
     println!(
         "# {} tool, {}, source {}, changed {} by {}",
         entry.kind,

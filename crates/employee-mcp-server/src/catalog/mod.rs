@@ -13,6 +13,7 @@
 //! matching [`Checker`] and run by the matching [`Runner`].
 
 pub mod command;
+mod error;
 pub mod postgres;
 pub mod sqlite;
 pub mod watch;
@@ -31,6 +32,8 @@ use rusqlite::{Connection, OpenFlags};
 use crate::custom::limits::Limits;
 use crate::custom::spec::ToolSpec;
 use crate::custom::{self, Checker, Runner};
+
+pub use error::Error;
 
 /// Default of `--max-custom-tools`.
 pub const DEFAULT_MAX_CUSTOM_TOOLS: usize = 200;
@@ -57,19 +60,17 @@ pub enum Store {
 }
 
 async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| e.to_string())?
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f).await?
 }
 
 impl Store {
     /// The catalogue of the database at `url`, its tables created if
     /// missing.
-    pub async fn open(url: &DatabaseUrl) -> Result<Store, String> {
+    pub async fn open(url: &DatabaseUrl) -> Result<Store, Error> {
         if let Some(url) = url.postgres() {
-            let pool = mcpwire_cluster::pool(url, PG_POOL_SIZE, PG_TIMEOUT)?;
+            let pool = mcpwire_cluster::pool(url, PG_POOL_SIZE, PG_TIMEOUT).map_err(Error::Pool)?;
             postgres::migrate(&pool).await?;
             return Ok(Store::Postgres(pool));
         }
@@ -93,10 +94,12 @@ impl Store {
 
     /// Sets up the reader role custom statements run as (PostgreSQL; SQLite
     /// needs nothing).
-    pub async fn ensure_reader(&self, role: &str) -> Result<(), String> {
+    pub async fn ensure_reader(&self, role: &str) -> Result<(), Error> {
         match self {
             Store::Sqlite(_) => Ok(()),
-            Store::Postgres(pool) => custom::postgres::ensure_reader(pool, role).await,
+            Store::Postgres(pool) => custom::postgres::ensure_reader(pool, role)
+                .await
+                .map_err(Error::Custom),
         }
     }
 
@@ -108,7 +111,7 @@ impl Store {
         sync: bool,
         actor: &str,
         max_custom: usize,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, Error> {
         match self {
             Store::Sqlite(path) => {
                 let (path, actor) = (path.clone(), actor.to_owned());
@@ -125,14 +128,13 @@ impl Store {
     }
 
     /// Removes a custom tool; `Ok(false)` if there is none by that name.
-    pub async fn remove_custom(&self, name: &str, actor: &str) -> Result<bool, String> {
+    pub async fn remove_custom(&self, name: &str, actor: &str) -> Result<bool, Error> {
         match self {
             Store::Sqlite(path) => {
                 let (path, name, actor) = (path.clone(), name.to_owned(), actor.to_owned());
                 blocking(move || {
                     let mut conn = open_rw(&path)?;
-                    sqlite::remove_custom(&mut conn, &name, &actor)
-                        .map_err(|e| format!("tool catalogue: {e}"))
+                    sqlite::remove_custom(&mut conn, &name, &actor).map_err(Error::Sqlite)
                 })
                 .await
             }
@@ -141,13 +143,13 @@ impl Store {
     }
 
     /// The current generation.
-    pub async fn generation(&self) -> Result<i64, String> {
+    pub async fn generation(&self) -> Result<i64, Error> {
         match self {
             Store::Sqlite(path) => {
                 let path = path.clone();
                 blocking(move || {
                     let conn = open_catalog_reader(&path)?;
-                    sqlite::generation(&conn).map_err(|e| e.to_string())
+                    sqlite::generation(&conn).map_err(Error::Generation)
                 })
                 .await
             }
@@ -156,13 +158,13 @@ impl Store {
     }
 
     /// Every catalogue row.
-    pub async fn entries(&self) -> Result<Vec<sqlite::Entry>, String> {
+    pub async fn entries(&self) -> Result<Vec<sqlite::Entry>, Error> {
         match self {
             Store::Sqlite(path) => {
                 let path = path.clone();
                 blocking(move || {
                     let conn = open_catalog_reader(&path)?;
-                    sqlite::entries(&conn).map_err(|e| format!("tool catalogue: {e}"))
+                    sqlite::entries(&conn).map_err(Error::Sqlite)
                 })
                 .await
             }
@@ -177,14 +179,14 @@ impl Store {
         builtin: bool,
         enabled: bool,
         actor: &str,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, Error> {
         match self {
             Store::Sqlite(path) => {
                 let (path, name, actor) = (path.clone(), name.to_owned(), actor.to_owned());
                 blocking(move || {
                     let mut conn = open_rw(&path)?;
                     sqlite::set_enabled(&mut conn, &name, builtin, enabled, &actor)
-                        .map_err(|e| format!("tool catalogue: {e}"))
+                        .map_err(Error::Sqlite)
                 })
                 .await
             }
@@ -204,7 +206,7 @@ impl Store {
         approval: Option<Approval>,
         actor: &str,
         detail: impl FnOnce(Option<&str>) -> String + Send + 'static,
-    ) -> Result<sqlite::ApprovalChange, String> {
+    ) -> Result<sqlite::ApprovalChange, Error> {
         let approval = approval.map(Approval::as_str);
         match self {
             Store::Sqlite(path) => {
@@ -212,7 +214,7 @@ impl Store {
                 blocking(move || {
                     let mut conn = open_rw(&path)?;
                     sqlite::set_approval(&mut conn, &name, builtin, approval, &actor, detail)
-                        .map_err(|e| format!("tool catalogue: {e}"))
+                        .map_err(Error::Sqlite)
                 })
                 .await
             }
@@ -223,13 +225,13 @@ impl Store {
     }
 
     /// The newest `limit` changes, oldest first.
-    pub async fn changes(&self, limit: u32) -> Result<Vec<sqlite::Change>, String> {
+    pub async fn changes(&self, limit: u32) -> Result<Vec<sqlite::Change>, Error> {
         match self {
             Store::Sqlite(path) => {
                 let path = path.clone();
                 blocking(move || {
                     let conn = open_catalog_reader(&path)?;
-                    sqlite::changes(&conn, limit).map_err(|e| format!("tool catalogue: {e}"))
+                    sqlite::changes(&conn, limit).map_err(Error::Sqlite)
                 })
                 .await
             }
@@ -240,36 +242,39 @@ impl Store {
 
 /// The SQLite file behind a `sqlite://PATH` URL; custom tools and the
 /// catalogue need a file every process can open.
-pub fn database_file(url: &DatabaseUrl) -> Result<PathBuf, String> {
+pub fn database_file(url: &DatabaseUrl) -> Result<PathBuf, Error> {
     match url {
         DatabaseUrl::Sqlite { path, .. } => Ok(path.clone()),
-        DatabaseUrl::Memory => Err(
-            "the tool catalogue needs a database file (sqlite://PATH), not an in-memory database"
-                .into(),
-        ),
-        DatabaseUrl::Postgres(_) => Err("a PostgreSQL URL names no database file".into()),
+        DatabaseUrl::Memory => Err(Error::InMemory),
+        DatabaseUrl::Postgres(_) => Err(Error::NoFile),
     }
 }
 
 /// Opens a read-write connection and creates the catalogue tables.
-pub fn open_rw(path: &Path) -> Result<Connection, String> {
+pub fn open_rw(path: &Path) -> Result<Connection, Error> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(|e| format!("cannot configure {}: {e}", path.display()))?;
+    let conn = open_with(path, flags, Duration::from_secs(5))?;
     sqlite::migrate(&conn)?;
     Ok(conn)
 }
 
 /// Opens a read-only connection for the catalogue's own reads (no
 /// authorizer: that one is for custom statements).
-pub fn open_catalog_reader(path: &Path) -> Result<Connection, String> {
+pub fn open_catalog_reader(path: &Path) -> Result<Connection, Error> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    conn.busy_timeout(std::time::Duration::from_secs(2))
-        .map_err(|e| format!("cannot configure {}: {e}", path.display()))?;
+    open_with(path, flags, Duration::from_secs(2))
+}
+
+/// Opens `path` with `flags`, waiting up to `busy` for a lock.
+fn open_with(path: &Path, flags: OpenFlags, busy: Duration) -> Result<Connection, Error> {
+    let conn = Connection::open_with_flags(path, flags).map_err(|source| Error::Open {
+        path: path.to_owned(),
+        source,
+    })?;
+    conn.busy_timeout(busy).map_err(|source| Error::Configure {
+        path: path.to_owned(),
+        source,
+    })?;
     Ok(conn)
 }
 
@@ -297,7 +302,7 @@ impl Catalog {
         max_connections: usize,
         role: &str,
         limits: Limits,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, Error> {
         let runner = match &store {
             Store::Sqlite(path) => Runner::Sqlite(Arc::new(custom::sqlite::Executor::new(
                 path.to_owned(),
@@ -307,7 +312,8 @@ impl Catalog {
             // Waiting for a free connection is bounded by the call timeout;
             // the pool's own timeout only guards against a lost server.
             Store::Postgres(_) => Runner::Postgres(Arc::new(custom::postgres::Executor::new(
-                mcpwire_cluster::pool(url.as_str(), max_connections.max(1), PG_QUERY_WAIT)?,
+                mcpwire_cluster::pool(url.as_str(), max_connections.max(1), PG_QUERY_WAIT)
+                    .map_err(Error::Pool)?,
                 role.to_owned(),
                 limits,
             ))),
@@ -367,7 +373,7 @@ impl Catalog {
     /// Reads the catalogue and builds the tool set it describes, with the
     /// generation it was read at. A custom tool that no longer checks (the
     /// schema changed under it) is left out with a warning.
-    pub async fn tool_set(self: &Arc<Self>) -> Result<(i64, Vec<Tool>), String> {
+    pub async fn tool_set(self: &Arc<Self>) -> Result<(i64, Vec<Tool>), Error> {
         // Generation first: entries read after it are at least as new, and
         // a newer generation is applied again on the next tick.
         let generation = self.store.generation().await?;
@@ -388,16 +394,14 @@ impl Catalog {
         Ok((generation, tools))
     }
 
-    async fn load_custom(&self, entry: &sqlite::Entry) -> Result<Tool, String> {
+    async fn load_custom(&self, entry: &sqlite::Entry) -> Result<Tool, Error> {
         let json = entry.definition.as_deref().unwrap_or("");
-        let spec: ToolSpec =
-            serde_json::from_str(json).map_err(|e| format!("stored definition unreadable: {e}"))?;
+        let spec: ToolSpec = serde_json::from_str(json).map_err(Error::StoredUnreadable)?;
         let checked = self
             .checker
             .check_all(vec![spec], &self.builtin_names())
-            .await
-            .map_err(|e| e.to_string())?;
-        let checked = checked.into_iter().next().ok_or("no definition")?;
+            .await?;
+        let checked = checked.into_iter().next().ok_or(Error::NoDefinition)?;
         Ok(crate::custom::build(&checked, Arc::clone(&self.runner)))
     }
 }

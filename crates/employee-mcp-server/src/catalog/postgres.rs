@@ -4,9 +4,9 @@
 
 use deadpool_postgres::Pool;
 
+use super::Error;
 use super::sqlite::{ApprovalChange, Change, Entry, now};
 use crate::custom::spec::ToolSpec;
-use mcpwire_cluster::db_message;
 
 /// Serialises concurrent `CREATE … IF NOT EXISTS` of replicas and the CLI
 /// starting together (PostgreSQL 15 refuses `_` in numeric literals).
@@ -44,18 +44,16 @@ ALTER TABLE tool_catalog ADD COLUMN IF NOT EXISTS approval_version BIGINT NOT NU
 /// change's `approval_version`.
 const CURRENT_GENERATION: &str = "(SELECT generation FROM tool_catalog_generation WHERE id = 1)";
 
-fn failed(what: &str) -> impl Fn(tokio_postgres::Error) -> String + '_ {
-    move |e| format!("tool catalogue on PostgreSQL: {what}: {}", db_message(&e))
+fn failed(what: &'static str) -> impl Fn(tokio_postgres::Error) -> Error {
+    move |source| Error::Postgres { what, source }
 }
 
-async fn client(pool: &Pool) -> Result<deadpool_postgres::Object, String> {
-    pool.get()
-        .await
-        .map_err(|e| format!("tool catalogue: cannot reach PostgreSQL: {e}"))
+async fn client(pool: &Pool) -> Result<deadpool_postgres::Object, Error> {
+    pool.get().await.map_err(Error::Unreachable)
 }
 
 /// Creates the tables if missing (idempotent, under an advisory lock).
-pub async fn migrate(pool: &Pool) -> Result<(), String> {
+pub async fn migrate(pool: &Pool) -> Result<(), Error> {
     let mut c = client(pool).await?;
     let f = failed("creating the tables");
     let tx = c.transaction().await.map_err(&f)?;
@@ -64,7 +62,7 @@ pub async fn migrate(pool: &Pool) -> Result<(), String> {
 }
 
 /// The current generation: one single-row read.
-pub async fn generation(pool: &Pool) -> Result<i64, String> {
+pub async fn generation(pool: &Pool) -> Result<i64, Error> {
     let c = client(pool).await?;
     let row = c
         .query_one(
@@ -77,7 +75,7 @@ pub async fn generation(pool: &Pool) -> Result<i64, String> {
 }
 
 /// Every row, by kind and name.
-pub async fn entries(pool: &Pool) -> Result<Vec<Entry>, String> {
+pub async fn entries(pool: &Pool) -> Result<Vec<Entry>, Error> {
     let c = client(pool).await?;
     let rows = c
         .query(
@@ -115,7 +113,7 @@ pub async fn set_enabled(
     builtin: bool,
     enabled: bool,
     actor: &str,
-) -> Result<bool, String> {
+) -> Result<bool, Error> {
     let mut c = client(pool).await?;
     let f = failed("changing a tool");
     let tx = c.transaction().await.map_err(&f)?;
@@ -168,7 +166,7 @@ pub async fn set_approval(
     approval: Option<&str>,
     actor: &str,
     detail: impl FnOnce(Option<&str>) -> String,
-) -> Result<ApprovalChange, String> {
+) -> Result<ApprovalChange, Error> {
     let mut c = client(pool).await?;
     let f = failed("changing a tool's approval");
     let tx = c.transaction().await.map_err(&f)?;
@@ -217,7 +215,7 @@ pub async fn set_approval(
 }
 
 /// The newest `limit` changes, oldest first.
-pub async fn changes(pool: &Pool, limit: u32) -> Result<Vec<Change>, String> {
+pub async fn changes(pool: &Pool, limit: u32) -> Result<Vec<Change>, Error> {
     let c = client(pool).await?;
     let rows = c
         .query(
@@ -277,7 +275,7 @@ pub async fn put_custom(
     sync: bool,
     actor: &str,
     max_custom: usize,
-) -> Result<bool, String> {
+) -> Result<bool, Error> {
     let mut c = client(pool).await?;
     let f = failed("adding custom tools");
     let tx = c.transaction().await.map_err(&f)?;
@@ -300,9 +298,10 @@ pub async fn put_custom(
         .map_err(&f)?
         .get(0);
     if usize::try_from(count).unwrap_or(usize::MAX) > max_custom {
-        return Err(format!(
-            "the catalogue would hold {count} custom tools, over the limit of {max_custom} (--max-custom-tools); remove some first"
-        ));
+        return Err(Error::TooMany {
+            count,
+            max: max_custom,
+        });
     }
     if changed {
         tx.commit().await.map_err(&f)?;
@@ -350,9 +349,9 @@ async fn upsert(
     source: &str,
     sync: bool,
     actor: &str,
-) -> Result<bool, String> {
+) -> Result<bool, Error> {
     let f = failed("adding custom tools");
-    let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+    let json = serde_json::to_string(spec)?;
     let existing = tx
         .query_opt(
             "SELECT kind, definition, source FROM tool_catalog WHERE name = $1",
@@ -367,10 +366,11 @@ async fn upsert(
             row.try_get(2).map_err(&f)?,
         );
         if src != source || !sync {
-            return Err(format!(
-                "tool {:?}, field `name`: a {kind} tool with this name already exists (source {src}); remove it first or pick another name",
-                spec.name
-            ));
+            return Err(Error::NameTaken {
+                name: spec.name.clone(),
+                kind,
+                owner: src,
+            });
         }
         if def.as_deref() == Some(json.as_str()) {
             return Ok(false);
@@ -396,7 +396,7 @@ async fn upsert(
 }
 
 /// Removes a custom tool; `Ok(false)` if there is none by that name.
-pub async fn remove_custom(pool: &Pool, name: &str, actor: &str) -> Result<bool, String> {
+pub async fn remove_custom(pool: &Pool, name: &str, actor: &str) -> Result<bool, Error> {
     let mut c = client(pool).await?;
     let f = failed("removing a custom tool");
     let tx = c.transaction().await.map_err(&f)?;

@@ -13,6 +13,7 @@ use chrono::{SecondsFormat, Utc};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde::Serialize;
 
+use super::Error;
 use crate::custom::spec::ToolSpec;
 
 const SCHEMA: &str = "
@@ -84,10 +85,9 @@ pub struct Entry {
 
 /// Creates the tables if missing (idempotent; servers and the CLI both
 /// call it).
-pub fn migrate(conn: &Connection) -> Result<(), String> {
-    conn.execute_batch(SCHEMA)
-        .map_err(|e| format!("cannot create the tool catalogue tables: {e}"))?;
-    add_missing_columns(conn).map_err(|e| format!("cannot add the new tool catalogue columns: {e}"))
+pub fn migrate(conn: &Connection) -> Result<(), Error> {
+    conn.execute_batch(SCHEMA).map_err(Error::CreateTables)?;
+    add_missing_columns(conn).map_err(Error::AddColumns)
 }
 
 /// Adds [`ADDED_COLUMNS`] to a `tool_catalog` created without them.
@@ -281,16 +281,16 @@ pub fn put_custom(
     sync: bool,
     actor: &str,
     max_custom: usize,
-) -> Result<bool, String> {
+) -> Result<bool, Error> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(catalogue_error)?;
+        .map_err(Error::Update)?;
     // Bumped first, so a changed definition takes the new generation as
     // its approval version; nothing is committed unless something changed.
-    bump(&tx).map_err(catalogue_error)?;
+    bump(&tx).map_err(Error::Update)?;
     let mut changed = false;
     if sync {
-        changed |= remove_others(&tx, specs, source, actor).map_err(catalogue_error)?;
+        changed |= remove_others(&tx, specs, source, actor).map_err(Error::Update)?;
     }
     for spec in specs {
         changed |= put_one(&tx, spec, source, sync, actor)?;
@@ -301,20 +301,17 @@ pub fn put_custom(
             [],
             |r| r.get(0),
         )
-        .map_err(catalogue_error)?;
+        .map_err(Error::Update)?;
     if usize::try_from(count).unwrap_or(usize::MAX) > max_custom {
-        return Err(format!(
-            "the catalogue would hold {count} custom tools, over the limit of {max_custom} (--max-custom-tools); remove some first"
-        ));
+        return Err(Error::TooMany {
+            count,
+            max: max_custom,
+        });
     }
     if changed {
-        tx.commit().map_err(catalogue_error)?;
+        tx.commit().map_err(Error::Update)?;
     }
     Ok(changed)
-}
-
-fn catalogue_error(e: rusqlite::Error) -> String {
-    format!("cannot update the tool catalogue: {e}")
 }
 
 /// Removes the custom tools of `source` that `specs` no longer names;
@@ -349,8 +346,8 @@ fn put_one(
     source: &str,
     sync: bool,
     actor: &str,
-) -> Result<bool, String> {
-    let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+) -> Result<bool, Error> {
+    let json = serde_json::to_string(spec)?;
     let existing: Option<(String, Option<String>, String)> = tx
         .query_row(
             "SELECT kind, definition, source FROM tool_catalog WHERE name = ?1",
@@ -358,7 +355,7 @@ fn put_one(
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .optional()
-        .map_err(catalogue_error)?;
+        .map_err(Error::Update)?;
     match existing {
         // The same source re-syncing: unchanged definitions stay as they
         // are, changed ones are updated below.
@@ -367,10 +364,11 @@ fn put_one(
         }
         Some((_, _, src)) if src == source && sync => {}
         Some((kind, _, src)) => {
-            return Err(format!(
-                "tool {:?}, field `name`: a {kind} tool with this name already exists (source {src}); remove it first or pick another name",
-                spec.name
-            ));
+            return Err(Error::NameTaken {
+                name: spec.name.clone(),
+                kind,
+                owner: src,
+            });
         }
         None => {}
     }
@@ -384,8 +382,8 @@ fn put_one(
         ),
         params![spec.name, json, source, now(), actor],
     )
-    .map_err(catalogue_error)?;
-    record(tx, actor, "add", &spec.name, Some(source)).map_err(catalogue_error)?;
+    .map_err(Error::Update)?;
+    record(tx, actor, "add", &spec.name, Some(source)).map_err(Error::Update)?;
     Ok(true)
 }
 

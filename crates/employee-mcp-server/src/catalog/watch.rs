@@ -20,7 +20,7 @@ use employee_directory::pinned::PinnedFile;
 use mcpwire_server::Server;
 use tokio::sync::Notify;
 
-use super::Catalog;
+use super::{Catalog, Error};
 use crate::custom::spec;
 
 /// How often the generation is read (≤ 500 ms, so a change is served
@@ -48,7 +48,7 @@ pub async fn start(
     tools_file: Option<PathBuf>,
     actor: String,
     pin: Option<Arc<PinnedFile>>,
-) -> Result<Watcher, String> {
+) -> Result<Watcher, Error> {
     let mut file = tools_file.map(|path| ToolsFile {
         path,
         last: None,
@@ -73,16 +73,14 @@ async fn apply(
     catalog: &Arc<Catalog>,
     server: &Server,
     applied: Option<i64>,
-) -> Result<i64, String> {
+) -> Result<i64, Error> {
     let generation = catalog.store().generation().await?;
     if applied == Some(generation) {
         return Ok(generation);
     }
     let (generation, tools) = catalog.tool_set().await?;
     let names: Vec<String> = tools.iter().map(|t| t.definition().name.clone()).collect();
-    server
-        .replace_tools(tools)
-        .map_err(|e| format!("the catalogue's tool set is invalid: {e}"))?;
+    server.replace_tools(tools).map_err(Error::InvalidToolSet)?;
     tracing::info!(generation, tools = ?names, "tool set applied from the catalogue");
     Ok(generation)
 }
@@ -152,23 +150,23 @@ struct ToolsFile {
 impl ToolsFile {
     /// Writes the file's tools to the catalogue if its content changed and
     /// checks; on any error the catalogue is left as it was.
-    async fn sync(&mut self, catalog: &Catalog) -> Result<(), String> {
+    async fn sync(&mut self, catalog: &Catalog) -> Result<(), Error> {
         let path = self.path.clone();
         let text = tokio::task::spawn_blocking(move || spec::read_file(&path))
             .await
-            .map_err(|e| format!("cannot read: {e}"))??;
+            .map_err(Error::ReadTask)?
+            .map_err(Error::Custom)?;
         // A content seen before (applied, or refused and logged) is not
         // tried again until the file changes.
         if self.last.as_deref() == Some(text.as_str()) {
             return Ok(());
         }
         self.last = Some(text.clone());
-        let specs = spec::parse_file(&text).map_err(|e| e.to_string())?;
+        let specs = spec::parse_file(&text)?;
         let checked = catalog
             .checker()
             .check_all(specs, &catalog.builtin_names())
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let specs: Vec<spec::ToolSpec> = checked.into_iter().map(|c| c.spec).collect();
         let source = format!("file:{}", self.path.display());
         catalog

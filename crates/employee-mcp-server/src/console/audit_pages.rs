@@ -88,10 +88,7 @@ impl Search {
 /// PostgreSQL runtime).
 pub(super) async fn query(console: &Console, filter: Filter) -> Result<Vec<Row>, ConsoleError> {
     let database = console.database.clone();
-    tokio::task::spawn_blocking(move || audit::query(&database, &filter))
-        .await
-        .map_err(|e| ConsoleError::Store(e.to_string()))?
-        .map_err(|e| ConsoleError::Store(e.to_string()))
+    Ok(tokio::task::spawn_blocking(move || audit::query(&database, &filter)).await??)
 }
 
 fn arguments(row: &Row) -> String {
@@ -251,7 +248,7 @@ pub async fn jsonl(
     let rows = query(&console, s.filter).await?;
     let mut out = String::new();
     for r in &rows {
-        out.push_str(&serde_json::to_string(r).map_err(|e| ConsoleError::Store(e.to_string()))?);
+        out.push_str(&serde_json::to_string(r)?);
         out.push('\n');
     }
     let name = "attachment; filename=\"audit.jsonl\"";

@@ -74,13 +74,9 @@ pub async fn directory(
     State(console): State<Arc<Console>>,
     Extension(op): Extension<Operator>,
 ) -> Result<Markup, ConsoleError> {
-    let mut records = exchange::history(console.database.as_str(), HISTORY_ROWS)
-        .await
-        .map_err(|e| ConsoleError::Store(e.to_string()))?;
+    let mut records = exchange::history(console.database.as_str(), HISTORY_ROWS).await?;
     records.reverse();
-    let now = exchange::row_counts(console.database.as_str())
-        .await
-        .map_err(|e| ConsoleError::Store(e.to_string()))?;
+    let now = exchange::row_counts(console.database.as_str()).await?;
     let body = html! {
         h2 { "Now" }
         table id="row-counts" {

@@ -11,6 +11,7 @@ use axum::extract::State;
 use maud::{Markup, html};
 use tokio::sync::Mutex;
 
+use super::error::ConsoleError;
 use super::session::Operator;
 use super::{Console, layout};
 use crate::audit::{self, activity::Minute};
@@ -32,7 +33,7 @@ const HEIGHT: i64 = 60;
 pub struct ActivityCache(Mutex<Option<(Instant, Arc<Vec<Minute>>)>>);
 
 impl ActivityCache {
-    async fn read(&self, console: &Console) -> Result<Arc<Vec<Minute>>, String> {
+    async fn read(&self, console: &Console) -> Result<Arc<Vec<Minute>>, ConsoleError> {
         let mut cached = self.0.lock().await;
         if let Some((at, minutes)) = cached.as_ref()
             && at.elapsed() < FRESH_FOR
@@ -48,9 +49,7 @@ impl ActivityCache {
         let database = console.database.clone();
         let minutes =
             tokio::task::spawn_blocking(move || audit::activity(&database, since_ms, now_ms))
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())?;
+                .await??;
         let minutes = Arc::new(minutes);
         *cached = Some((Instant::now(), Arc::clone(&minutes)));
         Ok(minutes)

@@ -37,6 +37,7 @@ use tokio::sync::{Semaphore, oneshot};
 
 use crate::{approvals, catalog};
 use error::ConsoleError;
+pub use error::Error;
 use limit::LoginLimit;
 use session::{Operator, Sessions};
 
@@ -165,20 +166,22 @@ impl ConsoleListener {
 
 /// The console token: the file's (trimmed), or a new random one printed
 /// once to stderr.
-fn console_token(args: &ConsoleArgs) -> Result<String, String> {
+fn console_token(args: &ConsoleArgs) -> Result<String, Error> {
     let Some(path) = &args.console_token_file else {
         let token = session::random_hex()?;
         eprintln!("console token (log in with it; shown once): {token}");
         return Ok(token);
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--console-token-file {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|source| Error::TokenFile {
+        path: path.clone(),
+        source,
+    })?;
     let token = text.trim().to_owned();
     if token.chars().count() < MIN_TOKEN_CHARS || token.chars().any(char::is_control) {
-        return Err(format!(
-            "--console-token-file {}: the token must be one line of at least {MIN_TOKEN_CHARS} characters",
-            path.display()
-        ));
+        return Err(Error::WeakToken {
+            path: path.clone(),
+            min: MIN_TOKEN_CHARS,
+        });
     }
     Ok(token)
 }
@@ -188,14 +191,17 @@ fn console_oidc(
     args: &ConsoleArgs,
     issuer: Option<ConsoleIssuer>,
     bound: SocketAddr,
-) -> Result<Option<oidc::Oidc>, String> {
+) -> Result<Option<oidc::Oidc>, Error> {
     let (Some(client_id), Some(issuer)) = (&args.console_oidc_client_id, issuer) else {
         return Ok(None);
     };
     let client_secret = match &args.console_oidc_client_secret_file {
         Some(path) => Some(
             std::fs::read_to_string(path)
-                .map_err(|e| format!("--console-oidc-client-secret-file {}: {e}", path.display()))?
+                .map_err(|source| Error::SecretFile {
+                    path: path.clone(),
+                    source,
+                })?
                 .trim()
                 .to_owned(),
         ),
@@ -240,25 +246,21 @@ impl ConsoleListener {
         builtins: Vec<Tool>,
         readiness: Arc<dyn ReadinessCheck>,
         issuer: Option<ConsoleIssuer>,
-    ) -> Result<Option<ConsoleListener>, String> {
+    ) -> Result<Option<ConsoleListener>, Error> {
         let Some(addr) = args.console_listen else {
             return Ok(None);
         };
         if !addr.ip().is_loopback() {
-            return Err(format!(
-                "--console-listen {addr}: the console serves plain HTTP with a token login, so only a loopback address is accepted (reach it through an SSH tunnel)"
-            ));
+            return Err(Error::NotLoopback(addr));
         }
         if matches!(database, DatabaseUrl::Memory) {
-            return Err(
-                "--console-listen needs a database file or PostgreSQL, not :memory:".into(),
-            );
+            return Err(Error::InMemory);
         }
         let token = console_token(args)?;
         let listener = TcpListener::bind(addr)
             .await
-            .map_err(|e| format!("cannot listen for the console on {addr}: {e}"))?;
-        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+            .map_err(|source| Error::Listen { addr, source })?;
+        let bound = listener.local_addr().map_err(Error::LocalAddr)?;
         let oidc = console_oidc(args, issuer, bound)?;
         let console = Arc::new(Console {
             database: database.clone(),
@@ -276,8 +278,10 @@ impl ConsoleListener {
             oidc,
         });
         if let Some(path) = &args.console_port_file {
-            std::fs::write(path, bound.to_string())
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            std::fs::write(path, bound.to_string()).map_err(|source| Error::PortFile {
+                path: path.clone(),
+                source,
+            })?;
         }
         let stop = spawn(listener, router(console), server.clone());
         tracing::info!("serving the operator console on http://{bound}/");
@@ -486,7 +490,7 @@ async fn login(
         );
         return Ok((StatusCode::BAD_REQUEST, page).into_response());
     };
-    let id = console.sessions.open(name).map_err(ConsoleError::Store)?;
+    let id = console.sessions.open(name)?;
     Ok((
         [(header::SET_COOKIE, session::session_cookie(&id))],
         Redirect::to("/tools"),

@@ -23,7 +23,7 @@ use mcpwire_server::transport::http::auth::Authenticator;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::error::ConsoleError;
+use super::error::{ConsoleError, Error};
 use super::session::{self, random_hex};
 use super::{Console, Form};
 
@@ -87,12 +87,12 @@ impl Oidc {
     /// Checks nothing remote yet: the issuer's metadata is read at the
     /// first login and again after [`METADATA_TTL`], so rotated endpoints
     /// need no restart.
-    pub fn new(settings: Settings, authenticator: Arc<Authenticator>) -> Result<Oidc, String> {
+    pub fn new(settings: Settings, authenticator: Arc<Authenticator>) -> Result<Oidc, Error> {
         let http = reqwest::Client::builder()
             .timeout(ISSUER_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| format!("cannot build the HTTP client for the issuer: {e}"))?;
+            .map_err(Error::IssuerClient)?;
         Ok(Oidc {
             issuer: settings.issuer.trim_end_matches('/').to_owned(),
             client_id: settings.client_id,
@@ -225,9 +225,9 @@ fn oidc(console: &Console) -> Result<&Oidc, ConsoleError> {
 pub async fn start(State(console): State<Arc<Console>>) -> Result<Response, ConsoleError> {
     let oidc = oidc(&console)?;
     let endpoints = oidc.endpoints().await?;
-    let state = random_hex().map_err(ConsoleError::Store)?;
-    let verifier = random_hex().map_err(ConsoleError::Store)?;
-    let nonce = random_hex().map_err(ConsoleError::Store)?;
+    let state = random_hex()?;
+    let verifier = random_hex()?;
+    let nonce = random_hex()?;
     let query = form_urlencoded::Serializer::new(String::new())
         .append_pair("response_type", "code")
         .append_pair("client_id", &oidc.client_id)
@@ -336,7 +336,7 @@ pub async fn callback(
             "the token has no usable subject".into(),
         ));
     };
-    let id = console.sessions.open(name).map_err(ConsoleError::Store)?;
+    let id = console.sessions.open(name)?;
     let clear = format!("{FLOW_COOKIE}=; Path=/oidc; HttpOnly; SameSite=Lax; Max-Age=0");
     // Appended: a second `Set-Cookie` must not replace the first.
     let cookies = AppendHeaders([

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::error::ConsoleError;
 use super::session::Operator;
 use super::{Console, Form, csrf_field, layout};
-use crate::approvals::{DecideError, Stored, iso};
+use crate::approvals::{self, Stored, iso};
 use crate::catalog::command::{self, ApprovalArgs, ApprovalLevel};
 use crate::custom::spec::ToolSpec;
 
@@ -59,11 +59,7 @@ fn custom_row(state: Value, spec: Option<ToolSpec>) -> ToolRow {
 }
 
 async fn tool_rows(console: &Console) -> Result<Vec<ToolRow>, ConsoleError> {
-    let entries = console
-        .catalog
-        .entries()
-        .await
-        .map_err(ConsoleError::Store)?;
+    let entries = console.catalog.entries().await?;
     let builtins = &console.builtins;
     let mut rows: Vec<ToolRow> = builtins
         .iter()
@@ -201,11 +197,11 @@ pub async fn tools(
 async fn after_change(
     console: &Console,
     op: &Operator,
-    outcome: Result<Vec<String>, String>,
+    outcome: Result<Vec<String>, crate::catalog::Error>,
 ) -> Result<Response, ConsoleError> {
     let (status, notice) = match outcome {
         Ok(lines) => (StatusCode::OK, lines.join("; ")),
-        Err(e) => (StatusCode::CONFLICT, e),
+        Err(e) => (StatusCode::CONFLICT, e.to_string()),
     };
     let page = tools_page(console, op, Some(&notice)).await?;
     Ok((status, page).into_response())
@@ -318,8 +314,8 @@ async fn approvals_page(
         let body = html! { p { "This database keeps no approvals." } };
         return Ok(layout("Approvals", Some(op), notice, body));
     };
-    let pending = store.list(false, 200).await.map_err(ConsoleError::Store)?;
-    let all = store.list(true, 100).await.map_err(ConsoleError::Store)?;
+    let pending = store.list(false, 200).await?;
+    let all = store.list(true, 100).await?;
     let decided: Vec<&Stored> = all.iter().filter(|a| a.status != "pending").collect();
     let body = html! {
         h2 { "Pending (" (pending.len()) ")" }
@@ -357,12 +353,12 @@ async fn decide_as(
     id: &str,
     approve: bool,
     reason: Option<&str>,
-) -> Result<Stored, DecideError> {
-    let asked_by = store.show(id).await.map_err(DecideError::Store)?;
+) -> Result<Stored, approvals::Error> {
+    let asked_by = store.show(id).await?;
     if let Some(row) = asked_by
         && row.subject.as_deref() == Some(op.name.as_str())
     {
-        return Err(DecideError::OwnCall(op.name.clone()));
+        return Err(approvals::Error::OwnCall(op.name.clone()));
     }
     store.decide(id, approve, &op.actor(), reason).await
 }
@@ -403,11 +399,9 @@ pub async fn decide(
                 ),
             )
         }
-        Err(e @ (DecideError::OwnCall(_) | DecideError::NotPending { .. })) => {
-            (StatusCode::CONFLICT, e.to_string())
-        }
-        Err(e @ DecideError::NotFound(_)) => (StatusCode::NOT_FOUND, e.to_string()),
-        Err(DecideError::Store(e)) => return Err(ConsoleError::Store(e)),
+        Err(e @ approvals::Error::NotFound(_)) => (StatusCode::NOT_FOUND, e.to_string()),
+        Err(e) if !e.is_store() => (StatusCode::CONFLICT, e.to_string()),
+        Err(e) => return Err(ConsoleError::Approvals(e)),
     };
     let page = approvals_page(&console, &op, Some(&notice)).await?;
     Ok((status, page).into_response())

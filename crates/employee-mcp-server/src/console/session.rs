@@ -25,9 +25,9 @@ const MAX_NAME_CHARS: usize = 64;
 pub const COOKIE: &str = "console_session";
 
 /// 32 random bytes as hex: console tokens, session ids, CSRF tokens.
-pub fn random_hex() -> Result<String, String> {
+pub fn random_hex() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness: {e}"))?;
+    getrandom::fill(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -99,7 +99,7 @@ impl Sessions {
     }
 
     /// Opens a session for `name`; returns its id.
-    pub fn open(&self, name: String) -> Result<String, String> {
+    pub fn open(&self, name: String) -> Result<String, getrandom::Error> {
         let id = random_hex()?;
         let csrf = random_hex()?;
         let mut open = self.lock();

@@ -8,6 +8,7 @@
 //! engine like the built-ins (argument validation, scopes, rate limits,
 //! timeout, redaction, sanitisation, audit).
 
+mod error;
 pub mod limits;
 mod pg_value;
 pub mod postgres;
@@ -26,6 +27,7 @@ use rusqlite::Connection;
 use serde_json::{Map, Value, json};
 use tokio_postgres::types::Type;
 
+pub use error::Error;
 use limits::Limits;
 use spec::{DefinitionError, ToolSpec};
 use sqlite::{OutColumn, Query, RunError};
@@ -56,7 +58,7 @@ impl Checker {
                 let (path, taken) = (path.clone(), taken.to_vec());
                 tokio::task::spawn_blocking(move || {
                     let conn = sqlite::open_read_only(&path, &Limits::default())
-                        .map_err(|e| DefinitionError::new("(file)", "(database)", e))?;
+                        .map_err(|e| DefinitionError::new("(file)", "(database)", e.to_string()))?;
                     check_all(&conn, specs, &taken)
                 })
                 .await

@@ -20,8 +20,8 @@ use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use super::limits::Limits;
 use super::spec::{DefinitionError, ToolSpec};
-use super::sql;
 use super::sqlite::{OutColumn, Query, RunError};
+use super::{Error, sql};
 
 /// Default name of the role custom statements run as.
 pub const DEFAULT_READER_ROLE: &str = "employee_mcp_reader";
@@ -110,45 +110,41 @@ fn pg_error(e: &tokio_postgres::Error) -> String {
     mcpwire_cluster::db_message(e)
 }
 
+/// How many times a reader-role setup is tried before its error stands.
+const READER_ATTEMPTS: u64 = 3;
+
 /// Creates the reader role and its grants where missing, or says exactly
 /// what a DBA must run. Idempotent; reads only when all is in place.
-pub async fn ensure_reader(pool: &Pool, role: &str) -> Result<(), String> {
+pub async fn ensure_reader(pool: &Pool, role: &str) -> Result<(), Error> {
     // Replicas starting together race on the same catalog rows ("tuple
     // concurrently updated"); a retry finds the other's work done.
-    let mut last = String::new();
-    for attempt in 0..3 {
-        if attempt > 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
-        }
+    let mut attempt = 1;
+    loop {
         match ensure_reader_once(pool, role).await {
             Ok(()) => return Ok(()),
-            Err(reason) => last = reason,
+            Err(e) if attempt >= READER_ATTEMPTS => return Err(e),
+            Err(_) => {}
         }
+        tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
+        attempt += 1;
     }
-    Err(last)
 }
 
-async fn ensure_reader_once(pool: &Pool, role: &str) -> Result<(), String> {
+async fn ensure_reader_once(pool: &Pool, role: &str) -> Result<(), Error> {
     if !valid_role(role) {
-        return Err(format!(
-            "invalid reader role {role:?}: use lowercase letters, digits and '_' (at most 63)"
-        ));
+        return Err(Error::InvalidRole(role.to_owned()));
     }
-    let client = pool
-        .get()
-        .await
-        .map_err(|e| format!("cannot reach PostgreSQL: {e}"))?;
+    let client = pool.get().await?;
     let user: String = client
         .query_one("SELECT current_user::text", &[])
-        .await
-        .map_err(|e| pg_error(&e))?
+        .await?
         .get(0);
-    let refused = |what: &str, e: &tokio_postgres::Error| {
-        format!(
-            "cannot set up the read-only role {role:?} for custom tools ({what}: {}); the user {user:?} may not do it, so a DBA must run once:\n{}",
-            pg_error(e),
-            grants_sql(role, &user)
-        )
+    let refused = |what: &'static str, source: tokio_postgres::Error| Error::RoleRefused {
+        role: role.to_owned(),
+        what,
+        source,
+        user: user.clone(),
+        grants: grants_sql(role, &user),
     };
     let exists = |sql: &'static str| {
         let client = &client;
@@ -160,22 +156,22 @@ async fn ensure_reader_once(pool: &Pool, role: &str) -> Result<(), String> {
         }
     };
     let has_role = "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)";
-    if !exists(has_role).await.map_err(|e| pg_error(&e))? {
+    if !exists(has_role).await? {
         // Another process may create it at the same moment: fine.
         if let Err(e) = client
             .batch_execute(&format!("CREATE ROLE {role} NOLOGIN"))
             .await
             && !exists(has_role).await.unwrap_or(false)
         {
-            return Err(refused("CREATE ROLE", &e));
+            return Err(refused("CREATE ROLE", e));
         }
     }
     let member = "SELECT pg_has_role(current_user, $1, 'MEMBER')";
-    if !exists(member).await.map_err(|e| pg_error(&e))? {
+    if !exists(member).await? {
         client
             .batch_execute(&format!("GRANT {role} TO CURRENT_USER"))
             .await
-            .map_err(|e| refused("GRANT role", &e))?;
+            .map_err(|e| refused("GRANT role", e))?;
     }
     for table in DIRECTORY_TABLES {
         let row = client
@@ -183,13 +179,12 @@ async fn ensure_reader_once(pool: &Pool, role: &str) -> Result<(), String> {
                 "SELECT to_regclass($1) IS NULL OR has_table_privilege($2, $1, 'SELECT')",
                 &[&table, &role],
             )
-            .await
-            .map_err(|e| pg_error(&e))?;
-        if !row.try_get::<_, bool>(0).map_err(|e| pg_error(&e))? {
+            .await?;
+        if !row.try_get::<_, bool>(0)? {
             client
                 .batch_execute(&format!("GRANT SELECT ON {table} TO {role}"))
                 .await
-                .map_err(|e| refused("GRANT SELECT", &e))?;
+                .map_err(|e| refused("GRANT SELECT", e))?;
         }
     }
     check_reader_is_narrow(&client, role).await
@@ -200,7 +195,7 @@ async fn ensure_reader_once(pool: &Pool, role: &str) -> Result<(), String> {
 async fn check_reader_is_narrow(
     client: &deadpool_postgres::Object,
     role: &str,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let rows = client
         .query(
             "SELECT c.relname::text FROM pg_class c
@@ -210,21 +205,18 @@ async fn check_reader_is_narrow(
              ORDER BY 1",
             &[&role, &DIRECTORY_TABLES.to_vec()],
         )
-        .await
-        .map_err(|e| pg_error(&e))?;
+        .await?;
     let extra: Vec<String> = rows
         .iter()
         .map(|r| r.try_get(0))
-        .collect::<Result<_, _>>()
-        .map_err(|e| pg_error(&e))?;
+        .collect::<Result<_, _>>()?;
     if extra.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "the custom-tool role {role:?} can read more than the directory ({}); custom tools must not reach them: REVOKE SELECT ON {} FROM {role} (and make sure it is not a superuser)",
-        extra.join(", "),
-        extra.join(", ")
-    ))
+    Err(Error::RoleTooWide {
+        role: role.to_owned(),
+        tables: extra.join(", "),
+    })
 }
 
 /// The PostgreSQL type a JSON Schema parameter type binds as.

@@ -129,20 +129,24 @@ impl DefinitionError {
 /// Reads a definition file: at most [`MAX_FILE_BYTES`] are read whatever
 /// the file is (a device such as `/dev/zero` or a pipe has no size to
 /// check first), and one byte more means the file is refused.
-pub fn read_file(path: &Path) -> Result<String, String> {
-    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+pub fn read_file(path: &Path) -> Result<String, super::Error> {
+    let cannot = |source: std::io::Error| super::Error::ReadFile {
+        path: path.to_owned(),
+        source,
+    };
     let file = std::fs::File::open(path).map_err(cannot)?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(cannot)?;
     if bytes.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "{} is over the limit of {MAX_FILE_BYTES} bytes",
-            path.display()
-        ));
+        return Err(super::Error::FileTooLarge {
+            path: path.to_owned(),
+        });
     }
-    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+    String::from_utf8(bytes).map_err(|_| super::Error::NotUtf8 {
+        path: path.to_owned(),
+    })
 }
 
 /// Parses a definition file and checks every field that needs no database.

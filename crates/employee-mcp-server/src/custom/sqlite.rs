@@ -24,7 +24,7 @@ use tokio::sync::Semaphore;
 
 use super::limits::{Cancelled, Limits, raise_on_drop};
 use super::spec::{DefinitionError, ToolSpec};
-use super::sql;
+use super::{Error, sql};
 
 /// Tables a custom statement may never read.
 pub const PROTECTED_TABLES: [&str; 4] = [
@@ -55,7 +55,7 @@ const CHECK_EVERY: i32 = 1_000;
 thread_local! {
     /// Why the authorizer last refused something on this thread: read
     /// right after a failed prepare, so the refusal names its reason.
-    static DENIED: RefCell<Option<String>> = const { RefCell::new(None) };
+    static DENIED: RefCell<Option<Refusal>> = const { RefCell::new(None) };
 }
 
 /// One result column and its JSON type, when the declared type tells.
@@ -99,9 +99,12 @@ const READ_ONLY: OpenFlags =
 /// Opens a read-only connection with the authorizer installed and its
 /// values bounded by `limits` (`SQLITE_LIMIT_LENGTH`: a function asked for
 /// a gigabyte fails at once with "string or blob too big").
-pub fn open_read_only(path: &Path, limits: &Limits) -> Result<Connection, String> {
-    let mut conn = Connection::open_with_flags(path, READ_ONLY)
-        .map_err(|e| format!("cannot open {} read-only: {e}", path.display()))?;
+pub fn open_read_only(path: &Path, limits: &Limits) -> Result<Connection, Error> {
+    let mut conn =
+        Connection::open_with_flags(path, READ_ONLY).map_err(|source| Error::OpenReadOnly {
+            path: path.to_owned(),
+            source,
+        })?;
     configure(&mut conn, limits)?;
     Ok(conn)
 }
@@ -113,18 +116,40 @@ fn open_pinned(pin: &Arc<PinnedFile>, limits: &Limits) -> Result<PinnedConnectio
         other => RunError::Database(other.to_string()),
     })?;
     let mut conn = PinnedConnection::new(conn, Some(Arc::clone(pin)));
-    configure(&mut conn, limits).map_err(RunError::Database)?;
+    configure(&mut conn, limits).map_err(|e| RunError::Database(e.to_string()))?;
     Ok(conn)
 }
 
 /// Busy timeout, the value-length bound and the authorizer.
-fn configure(conn: &mut Connection, limits: &Limits) -> Result<(), String> {
-    conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(|e| format!("cannot configure the read-only connection: {e}"))?;
+fn configure(conn: &mut Connection, limits: &Limits) -> Result<(), Error> {
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(Error::Configure)?;
     conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, limits.max_value_bytes())
-        .map_err(|e| format!("cannot bound the read-only connection: {e}"))?;
-    conn.authorizer(Some(authorize))
-        .map_err(|e| format!("cannot install the authorizer: {e}"))
+        .map_err(Error::Bound)?;
+    conn.authorizer(Some(authorize)).map_err(Error::Authorizer)
+}
+
+/// Why the authorizer refused a step of a statement (the reason a
+/// refused definition names).
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    /// A function of [`DENIED_FUNCTIONS`].
+    #[error("it calls {function}(), {why}")]
+    Function {
+        function: &'static str,
+        why: &'static str,
+    },
+    /// Anything but reading.
+    #[error("it does more than read ({0})")]
+    NotARead(String),
+    /// The audit trail or the catalogue.
+    #[error("it reads {0}, which is the audit trail or the tool catalogue, not directory data")]
+    Protected(String),
+    /// SQLite's own tables.
+    #[error("it reads {0}, SQLite's own data, not the directory")]
+    Internal(String),
+    /// A `pragma_*` table-valued function.
+    #[error("it calls {0}, which is a PRAGMA")]
+    Pragma(String),
 }
 
 /// Reads of directory tables, `SELECT`, recursive CTEs and functions
@@ -140,36 +165,32 @@ fn authorize(ctx: AuthContext<'_>) -> Authorization {
     }
 }
 
-fn verdict(action: &AuthAction<'_>) -> Result<(), String> {
+fn verdict(action: &AuthAction<'_>) -> Result<(), Refusal> {
     match action {
         AuthAction::Select | AuthAction::Recursive => Ok(()),
         AuthAction::Function { function_name } => {
             let lower = function_name.to_ascii_lowercase();
             match DENIED_FUNCTIONS.iter().find(|(f, _)| *f == lower) {
-                Some((f, why)) => Err(format!("it calls {f}(), {why}")),
+                Some(&(function, why)) => Err(Refusal::Function { function, why }),
                 None => Ok(()),
             }
         }
         AuthAction::Read { table_name, .. } => readable(table_name),
-        other => Err(format!("it does more than read ({other:?})")),
+        other => Err(Refusal::NotARead(format!("{other:?}"))),
     }
 }
 
 /// Directory tables: not the audit trail or the catalogue, not SQLite's
 /// own tables or statistics, not the `pragma_*` table-valued functions
 /// (PRAGMA by another name).
-fn readable(table: &str) -> Result<(), String> {
+fn readable(table: &str) -> Result<(), Refusal> {
     let lower = table.to_ascii_lowercase();
     if PROTECTED_TABLES.contains(&lower.as_str()) {
-        Err(format!(
-            "it reads {table}, which is the audit trail or the tool catalogue, not directory data"
-        ))
+        Err(Refusal::Protected(table.to_owned()))
     } else if INTERNAL_TABLES.contains(&lower.as_str()) || lower.starts_with("sqlite_") {
-        Err(format!(
-            "it reads {table}, SQLite's own data, not the directory"
-        ))
+        Err(Refusal::Internal(table.to_owned()))
     } else if lower.starts_with("pragma_") {
-        Err(format!("it calls {table}, which is a PRAGMA"))
+        Err(Refusal::Pragma(table.to_owned()))
     } else {
         Ok(())
     }
@@ -195,7 +216,7 @@ pub fn check(conn: &Connection, spec: &ToolSpec) -> Result<Vec<OutColumn>, Defin
             }
             (reason, _) => format!(
                 "not allowed in a read-only tool: {}; only SELECT on directory tables; no writes, ATTACH, PRAGMA, load_extension, dbstat, or {}",
-                reason.unwrap_or_else(|| e.to_string()),
+                reason.map_or_else(|| e.to_string(), |r| r.to_string()),
                 PROTECTED_TABLES.join(", ")
             ),
         })
@@ -311,7 +332,8 @@ impl Executor {
             (Some(c), _) => c,
             (None, Some(pin)) => open_pinned(pin, &self.limits)?,
             (None, None) => PinnedConnection::new(
-                open_read_only(&self.path, &self.limits).map_err(RunError::Database)?,
+                open_read_only(&self.path, &self.limits)
+                    .map_err(|e| RunError::Database(e.to_string()))?,
                 None,
             ),
         };

@@ -39,6 +39,7 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), Error> {
     let replication = replication(&cli).await?;
     let limits = replication.limits.clone();
     let approvals = approvals::Store::open(&cli.database).await?;
+    let console_approvals = approvals.clone();
     let (server, builtins) = build_server(
         &directory,
         &cli,
@@ -48,7 +49,11 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), Error> {
         approvals,
     )?;
     let console_tools = builtins.clone();
-    let _catalog = start_catalog(&cli, &server, builtins, pin).await?;
+    let (_catalog, catalog_store) = start_catalog(&cli, &server, builtins, pin).await?;
+    let stores = console::Stores {
+        catalog: catalog_store,
+        approvals: console_approvals,
+    };
     ops::register_collectors(&server, &directory, &sink);
     let readiness: Arc<dyn ReadinessCheck> = Arc::new(ops::Readiness {
         directory: directory.clone(),
@@ -64,7 +69,7 @@ pub(crate) async fn serve(cli: ServeArgs) -> Result<(), Error> {
     };
     // Before the MCP listener: its port file says the console is up too.
     let (_console, heartbeat) =
-        start_console(&cli, &server, console_tools, &readiness, &callers).await?;
+        start_console(&cli, &server, console_tools, &readiness, &callers, stores).await?;
     let served = if cli.stdio {
         on_stdio(server, &cli, callers).await
     } else {
@@ -93,6 +98,7 @@ async fn start_console(
     console_tools: Vec<mcpwire_server::Tool>,
     readiness: &Arc<dyn ReadinessCheck>,
     callers: &Callers,
+    stores: console::Stores,
 ) -> Result<
     (
         Option<console::ConsoleListener>,
@@ -120,6 +126,7 @@ async fn start_console(
         console_tools,
         Arc::clone(readiness),
         issuer,
+        stores,
     )
     .await?;
     // Every replica reports itself for the console's Health page.
@@ -459,13 +466,13 @@ fn approval_options(args: &ApprovalArgs) -> ApprovalOptions {
 /// Serves the catalogue's tool set (built-ins minus the disabled ones,
 /// plus custom SQL tools) and keeps following it. On an in-memory
 /// database, which no other process can reach, the built-ins are served
-/// as they are.
+/// as they are. Returns the catalogue's store too, for the console.
 async fn start_catalog(
     cli: &ServeArgs,
     server: &Server,
     builtins: Vec<mcpwire_server::Tool>,
     pin: Option<Arc<PinnedFile>>,
-) -> Result<Option<catalog::watch::Watcher>, Error> {
+) -> Result<(Option<catalog::watch::Watcher>, Option<catalog::Store>), Error> {
     // A file or PostgreSQL holds the catalogue; an in-memory database,
     // which no other process can reach, has none.
     if let DatabaseUrl::Memory = cli.database {
@@ -474,13 +481,14 @@ async fn start_catalog(
             return Err(Error::ToolsFile(reason));
         }
         tracing::info!(%reason, "runtime tool catalogue off");
-        return Ok(None);
+        return Ok((None, None));
     }
     let role = &cli.custom_reader_role;
     if !crate::custom::postgres::valid_role(role) {
         return Err(Error::ReaderRole(role.clone()));
     }
     let store = catalog::Store::open(&cli.database).await?;
+    let shared = store.clone();
     // Without the reader role custom tools cannot run; built-ins can, so
     // only a --tools-file start (which must serve its tools) fails.
     if let Err(reason) = store.ensure_reader(role).await {
@@ -507,5 +515,5 @@ async fn start_catalog(
     let actor = format!("{} (--tools-file)", crate::actor::actor(None));
     let watcher =
         catalog::watch::start(catalog, server.clone(), cli.tools_file.clone(), actor, pin).await?;
-    Ok(Some(watcher))
+    Ok((Some(watcher), Some(shared)))
 }

@@ -157,6 +157,16 @@ pub struct ConsoleListener {
     addr: SocketAddr,
 }
 
+/// The stores the server has already opened, shared with the console
+/// rather than opened a second time (on PostgreSQL each is a pool and a
+/// migration).
+pub struct Stores {
+    /// The tool catalogue; `None` on an in-memory database, which has none.
+    pub catalog: Option<catalog::Store>,
+    /// The calls waiting for an operator (`None` where there is none).
+    pub approvals: Option<approvals::Store>,
+}
+
 impl ConsoleListener {
     /// The address the console listens on.
     pub fn addr(&self) -> SocketAddr {
@@ -238,7 +248,7 @@ impl Console {
 
 impl ConsoleListener {
     /// Binds `--console-listen` (when given) and serves the console until
-    /// dropped.
+    /// dropped, on the stores the server opened.
     pub async fn start(
         args: &ConsoleArgs,
         database: &DatabaseUrl,
@@ -246,6 +256,7 @@ impl ConsoleListener {
         builtins: Vec<Tool>,
         readiness: Arc<dyn ReadinessCheck>,
         issuer: Option<ConsoleIssuer>,
+        stores: Stores,
     ) -> Result<Option<ConsoleListener>, Error> {
         let Some(addr) = args.console_listen else {
             return Ok(None);
@@ -253,9 +264,10 @@ impl ConsoleListener {
         if !addr.ip().is_loopback() {
             return Err(Error::NotLoopback(addr));
         }
-        if matches!(database, DatabaseUrl::Memory) {
-            return Err(Error::InMemory);
-        }
+        let catalog = match (database, stores.catalog) {
+            (DatabaseUrl::Memory, _) | (_, None) => return Err(Error::InMemory),
+            (_, Some(catalog)) => catalog,
+        };
         let token = console_token(args)?;
         let listener = TcpListener::bind(addr)
             .await
@@ -264,8 +276,8 @@ impl ConsoleListener {
         let oidc = console_oidc(args, issuer, bound)?;
         let console = Arc::new(Console {
             database: database.clone(),
-            catalog: catalog::Store::open(database).await?,
-            approvals: approvals::Store::open(database).await?,
+            catalog,
+            approvals: stores.approvals,
             builtins,
             token,
             sessions: Sessions::default(),
